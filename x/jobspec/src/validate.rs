@@ -1,0 +1,219 @@
+//! Stateless validation of job specs against [`crate::limits`].
+
+use crate::limits::*;
+use crate::{
+    BlobRef, InferenceSpec, JobSpec, LlamaShape, ModelArch, Result, SpecError, TrainingSpec,
+    WeightsInit, PPM,
+};
+
+impl JobSpec {
+    /// Checks sizes, counts and cross-field rules. Pure; suitable for `check_stateless`.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            JobSpec::Inference(s) => validate_inference(s),
+            JobSpec::Training(s) => validate_training(s),
+        }
+    }
+}
+
+fn check_blob(role: &'static str, blob: &BlobRef, max: u64) -> Result<()> {
+    if blob.size == 0 {
+        return Err(SpecError::EmptyBlob(role));
+    }
+    if blob.size > max {
+        return Err(SpecError::BlobTooLarge {
+            role,
+            size: blob.size,
+            max,
+        });
+    }
+    if blob.urls.len() > MAX_URLS_PER_BLOB {
+        return Err(SpecError::TooManyUrls {
+            role,
+            count: blob.urls.len(),
+            max: MAX_URLS_PER_BLOB,
+        });
+    }
+    for url in &blob.urls {
+        let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+        if !scheme_ok || url.len() > MAX_URL_LEN_BYTES {
+            return Err(SpecError::BadUrl {
+                role,
+                url: url.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn range(field: &'static str, value: u64, min: u64, max: u64) -> Result<()> {
+    if value < min || value > max {
+        return Err(SpecError::OutOfRange {
+            field,
+            value,
+            min,
+            max,
+        });
+    }
+    Ok(())
+}
+
+fn validate_inference(s: &InferenceSpec) -> Result<()> {
+    check_blob("weights", &s.weights, MAX_WEIGHTS_BYTES)?;
+    check_blob("input", &s.input, MAX_INPUT_BYTES)?;
+    range("batch_size", s.batch_size.into(), 1, MAX_BATCH_SIZE.into())?;
+    match &s.tokenizer {
+        Some(t) => {
+            if s.arch != ModelArch::MiniLmEmbedder {
+                return Err(SpecError::NotApplicable {
+                    field: "tokenizer",
+                    arch: ModelArch::MiniLmEmbedder,
+                });
+            }
+            check_blob("tokenizer", t, MAX_TOKENIZER_BYTES)?;
+        }
+        None if s.arch == ModelArch::MiniLmEmbedder => {
+            return Err(SpecError::MissingBlob {
+                arch: s.arch,
+                role: "tokenizer",
+            });
+        }
+        None => {}
+    }
+    let is_llama = s.arch == ModelArch::LlamaDecoder;
+    match (&s.llama, is_llama) {
+        (Some(shape), true) => validate_llama(shape)?,
+        (None, true) => {
+            return Err(SpecError::MissingBlob {
+                arch: s.arch,
+                role: "llama shape",
+            })
+        }
+        (Some(_), false) => {
+            return Err(SpecError::NotApplicable {
+                field: "llama",
+                arch: ModelArch::LlamaDecoder,
+            })
+        }
+        (None, false) => {}
+    }
+    match (&s.generation, is_llama) {
+        (Some(g), true) => {
+            range(
+                "max_new_tokens",
+                g.max_new_tokens.into(),
+                1,
+                MAX_NEW_TOKENS.into(),
+            )?;
+            if let crate::Sampling::Seeded {
+                temperature_milli,
+                top_k,
+                ..
+            } = g.sampling
+            {
+                range("temperature_milli", temperature_milli.into(), 1, 100_000)?;
+                range("top_k", top_k.into(), 1, MAX_VOCAB.into())?;
+            }
+        }
+        (None, true) => {
+            return Err(SpecError::MissingBlob {
+                arch: s.arch,
+                role: "generation",
+            })
+        }
+        (Some(_), false) => {
+            return Err(SpecError::NotApplicable {
+                field: "generation",
+                arch: ModelArch::LlamaDecoder,
+            })
+        }
+        (None, false) => {}
+    }
+    Ok(())
+}
+
+fn validate_llama(l: &LlamaShape) -> Result<()> {
+    range("llama.vocab_size", l.vocab_size.into(), 2, MAX_VOCAB.into())?;
+    range(
+        "llama.hidden_size",
+        l.hidden_size.into(),
+        2,
+        MAX_HIDDEN.into(),
+    )?;
+    range(
+        "llama.intermediate_size",
+        l.intermediate_size.into(),
+        1,
+        (4 * MAX_HIDDEN).into(),
+    )?;
+    range(
+        "llama.num_layers",
+        l.num_layers.into(),
+        1,
+        MAX_LAYERS.into(),
+    )?;
+    range("llama.num_heads", l.num_heads.into(), 1, 1024)?;
+    range(
+        "llama.num_kv_heads",
+        l.num_kv_heads.into(),
+        1,
+        l.num_heads.into(),
+    )?;
+    range(
+        "llama.max_seq_len",
+        l.max_seq_len.into(),
+        1,
+        MAX_SEQ_LEN.into(),
+    )?;
+    range("llama.rope_theta", l.rope_theta.into(), 1, 100_000_000)?;
+    range(
+        "llama.rms_norm_eps_ppb",
+        l.rms_norm_eps_ppb.into(),
+        1,
+        1_000_000,
+    )?;
+    if l.num_heads % l.num_kv_heads != 0 {
+        return Err(SpecError::BadLlamaShape(
+            "num_kv_heads must divide num_heads",
+        ));
+    }
+    if l.hidden_size % l.num_heads != 0 {
+        return Err(SpecError::BadLlamaShape(
+            "num_heads must divide hidden_size",
+        ));
+    }
+    if (l.hidden_size / l.num_heads) % 2 != 0 {
+        return Err(SpecError::BadLlamaShape("head size must be even for RoPE"));
+    }
+    Ok(())
+}
+
+fn validate_training(s: &TrainingSpec) -> Result<()> {
+    if s.arch != ModelArch::DigitsMlp {
+        return Err(SpecError::UnsupportedArch {
+            arch: s.arch,
+            kind: "training",
+        });
+    }
+    if let WeightsInit::Blob(b) = &s.init {
+        check_blob("weights", b, MAX_WEIGHTS_BYTES)?;
+    }
+    check_blob("dataset", &s.dataset, MAX_DATASET_BYTES)?;
+    range("workers", s.workers.into(), 1, MAX_WORKERS.into())?;
+    range("rounds", s.rounds.into(), 1, MAX_ROUNDS.into())?;
+    range(
+        "local_steps",
+        s.local_steps.into(),
+        1,
+        MAX_LOCAL_STEPS.into(),
+    )?;
+    range("batch_size", s.batch_size.into(), 1, MAX_TRAIN_BATCH.into())?;
+    range("lr_ppm", s.lr_ppm.into(), 1, (10 * PPM).into())?;
+    range("momentum_ppm", s.momentum_ppm.into(), 0, (PPM - 1).into())?;
+    range("topk_ppm", s.topk_ppm.into(), 1, PPM.into())?;
+    range("warmup_rounds", s.warmup_rounds.into(), 0, s.rounds.into())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
