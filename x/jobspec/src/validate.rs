@@ -132,6 +132,8 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
     Ok(())
 }
 
+// `is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.85.
+#[allow(clippy::manual_is_multiple_of)]
 fn validate_llama(l: &LlamaShape) -> Result<()> {
     range("llama.vocab_size", l.vocab_size.into(), 2, MAX_VOCAB.into())?;
     range(
