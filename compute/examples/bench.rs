@@ -1,0 +1,153 @@
+//! Benchmarks for docs/benchmarks.md. Run in release:
+//!
+//! ```text
+//! cargo run --release -p gpuchain-compute --example bench -- compression > compression.json
+//! cargo run --release -p gpuchain-compute --example bench -- embedder 2   # threads (informational)
+//! cargo run --release -p gpuchain-compute --example bench -- canonical
+//! ```
+//! Each prints one JSON document on stdout.
+
+use std::time::Instant;
+
+use gpuchain_compute::digits::Digits;
+use gpuchain_compute::models::mlp;
+use gpuchain_compute::train::{run_training, CanonicalGrad};
+use gpuchain_jobspec::{TrainingSpec, ValueBits, WeightsInit};
+use serde_json::json;
+
+fn spec(topk_ppm: u32, ef: bool, dgc: bool, bits: ValueBits, rounds: u32) -> TrainingSpec {
+    TrainingSpec {
+        arch: gpuchain_jobspec::ModelArch::DigitsMlp,
+        init: WeightsInit::Seed(1),
+        dataset: gpuchain_compute::digits::builtin_blob(),
+        workers: 4,
+        rounds,
+        local_steps: 4,
+        batch_size: 16,
+        lr_ppm: 100_000,
+        momentum_ppm: 900_000,
+        topk_ppm,
+        value_bits: bits,
+        error_feedback: ef,
+        momentum_correction: dgc,
+        warmup_rounds: if dgc { rounds / 5 } else { 0 },
+        seed: 5,
+        tolerance: None,
+    }
+}
+
+fn compression() -> serde_json::Value {
+    let data = Digits::builtin().unwrap();
+    let init = mlp::init_params(1);
+    let rounds: u32 = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(60);
+    let cases = [
+        (
+            "dense f32",
+            spec(1_000_000, true, false, ValueBits::B32, rounds),
+        ),
+        (
+            "top-1% EF f16",
+            spec(10_000, true, false, ValueBits::B16, rounds),
+        ),
+        (
+            "top-1% no-EF f16",
+            spec(10_000, false, false, ValueBits::B16, rounds),
+        ),
+        (
+            "top-1% EF int8",
+            spec(10_000, true, false, ValueBits::B8, rounds),
+        ),
+        (
+            "top-0.1% EF f16",
+            spec(1_000, true, false, ValueBits::B16, rounds),
+        ),
+        (
+            "top-0.1% DGC f16",
+            spec(1_000, true, true, ValueBits::B16, rounds),
+        ),
+        (
+            "top-0.1% DGC int8",
+            spec(1_000, true, true, ValueBits::B8, rounds),
+        ),
+    ];
+    let rows: Vec<_> = cases
+        .iter()
+        .map(|(name, s)| {
+            let t = Instant::now();
+            let (_, r) = run_training(s, &data, &init, &CanonicalGrad).unwrap();
+            json!({ "case": name, "test_accuracy": r.test_accuracy, "bytes_per_worker": r.bytes_per_worker,
+                    "dense_bytes_per_worker": r.dense_bytes_per_worker, "compression_ratio": r.compression_ratio,
+                    "seconds": t.elapsed().as_secs_f64() })
+        })
+        .collect();
+    json!({ "bench": "compression", "rounds": rounds, "workers": 4, "local_steps": 4, "rows": rows })
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64())
+}
+
+fn canonical() -> serde_json::Value {
+    use gpuchain_compute::{canonical, Backend};
+    let d = Digits::builtin().unwrap();
+    let p = mlp::init_params(1);
+    let c = gpuchain_compute::models::cnn::init_params(1);
+    let run = |arch, params: &gpuchain_compute::params::Params, backend| {
+        let job =
+            gpuchain_compute::job::digits_logits(arch, params, &d.pixels, d.len(), 256, backend);
+        job.unwrap()
+    };
+    let (_, mlp_fast) = time(|| run(gpuchain_jobspec::ModelArch::DigitsMlp, &p, Backend::Cpu));
+    let (_, mlp_canon) = time(|| canonical::mlp::forward(&p, &d.pixels, d.len()).unwrap());
+    let (_, cnn_fast) = time(|| run(gpuchain_jobspec::ModelArch::DigitsCnn, &c, Backend::Cpu));
+    let (_, cnn_canon) = time(|| canonical::cnn::forward(&c, &d.pixels, d.len()).unwrap());
+    json!({ "bench": "canonical", "rows": d.len(),
+            "mlp": { "fast_s": mlp_fast, "canonical_s": mlp_canon, "slowdown": mlp_canon / mlp_fast },
+            "cnn": { "fast_s": cnn_fast, "canonical_s": cnn_canon, "slowdown": cnn_canon / cnn_fast } })
+}
+
+fn embedder() -> serde_json::Value {
+    use gpuchain_compute::embed::{embed, SentenceTokenizer};
+    use gpuchain_compute::Backend;
+    let dir = std::path::PathBuf::from(std::env::var("HOME").unwrap())
+        .join(".cache/gpuchain/models/all-minilm-l6-v2");
+    let params = gpuchain_compute::params::Params::from_safetensors(
+        &std::fs::read(dir.join("model.safetensors")).unwrap(),
+    )
+    .unwrap();
+    let tok =
+        SentenceTokenizer::from_bytes(&std::fs::read(dir.join("tokenizer.json")).unwrap()).unwrap();
+    let sentences: Vec<String> =
+        serde_json::from_str(include_str!("../../data/minilm/bench-sentences.json")).unwrap();
+    embed(&params, &tok, &sentences[..32], 32, Backend::Cpu).unwrap();
+    let (_, fast) = time(|| embed(&params, &tok, &sentences, 32, Backend::Cpu).unwrap());
+    let few = &sentences[..16];
+    let (_, canon) = time(|| embed(&params, &tok, few, 16, Backend::Canonical).unwrap());
+    let fast_rate = sentences.len() as f64 / fast;
+    let canon_rate = few.len() as f64 / canon;
+    json!({ "bench": "embedder", "impl": "burn-ndarray", "sentences": sentences.len(),
+            "sentences_per_s": fast_rate, "canonical_sentences_per_s": canon_rate,
+            "canonical_slowdown": fast_rate / canon_rate,
+            "threads": std::thread::available_parallelism().map_or(1, |n| n.get()) })
+}
+
+fn main() {
+    let what = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "compression".into());
+    let doc = match what.as_str() {
+        "compression" => compression(),
+        "canonical" => canonical(),
+        "embedder" => embedder(),
+        other => {
+            eprintln!("unknown benchmark `{other}`: compression | canonical | embedder");
+            std::process::exit(2);
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap());
+}

@@ -1,0 +1,74 @@
+//! Embedding jobs.
+
+use gpuchain_jobspec::{InferenceSpec, JobKind};
+
+use super::model::BertConfig;
+use super::tokenize::SentenceTokenizer;
+use crate::blob::BlobStore;
+use crate::params::Params;
+use crate::tensor_io::encode_f32;
+use crate::{canonical, Backend, Error, JobOutput, Result};
+
+/// Most sentences in one job input.
+pub const MAX_SENTENCES: usize = 1 << 20;
+
+/// Parses the job input: a JSON array of strings.
+pub fn decode_sentences(bytes: &[u8]) -> Result<Vec<String>> {
+    let s: Vec<String> = serde_json::from_slice(bytes).map_err(|e| {
+        Error::BadInput(format!(
+            "embedder input must be a JSON array of strings: {e}"
+        ))
+    })?;
+    if s.is_empty() || s.len() > MAX_SENTENCES {
+        return Err(Error::BadInput(format!(
+            "embedder input has {} sentences; allowed 1..={MAX_SENTENCES}",
+            s.len()
+        )));
+    }
+    Ok(s)
+}
+
+/// Embeds sentences in batches; returns `[n, hidden]` row-major unit vectors.
+pub fn embed(
+    params: &Params,
+    tok: &SentenceTokenizer,
+    sentences: &[String],
+    batch_size: usize,
+    backend: Backend,
+) -> Result<Vec<f32>> {
+    let cfg = BertConfig::new();
+    let mut out = Vec::with_capacity(sentences.len() * cfg.hidden);
+    if backend == Backend::Canonical {
+        for chunk in sentences.chunks(batch_size.max(1)) {
+            out.extend(canonical::bert::embed(params, &cfg, &tok.batch(chunk)?)?);
+        }
+        return Ok(out);
+    }
+    crate::with_burn_backend!(backend, |B, device| {
+        let model = cfg.load::<B>(params, &device)?;
+        for chunk in sentences.chunks(batch_size.max(1)) {
+            let batch = tok.batch(chunk)?;
+            out.extend(crate::models::burn_io::values(
+                model.forward(&batch, &device),
+            ));
+        }
+        Ok(out)
+    })
+}
+
+/// Runs an embedding job.
+pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
+    let sentences = decode_sentences(&store.get(&s.input)?)?;
+    let tok_blob = s
+        .tokenizer
+        .as_ref()
+        .ok_or_else(|| Error::BadInput("embedder jobs need a tokenizer blob".into()))?;
+    let tok = SentenceTokenizer::from_bytes(&store.get(tok_blob)?)?;
+    let params = Params::from_safetensors(&store.get(&s.weights)?)?;
+    let y = embed(&params, &tok, &sentences, s.batch_size as usize, backend)?;
+    Ok(JobOutput::new(
+        JobKind::Embeddings,
+        encode_f32(&[sentences.len(), BertConfig::new().hidden], &y),
+        None,
+    ))
+}

@@ -1,0 +1,52 @@
+//! Will the job fit? A conservative memory estimate per architecture, checked before any
+//! weights are loaded.
+
+use gpuchain_jobspec::{JobSpec, ModelArch};
+
+use crate::Backend;
+
+/// Estimated peak memory in bytes: weights as f32 (×2 for a loading copy) plus activations
+/// for one batch.
+pub fn estimate_memory_bytes(spec: &JobSpec) -> u64 {
+    match spec {
+        JobSpec::Training(t) => {
+            let params = 10_000u64;
+            params * 4 * 4 * u64::from(t.workers) + u64::from(t.batch_size) * 1024
+        }
+        JobSpec::Inference(s) => {
+            let batch = u64::from(s.batch_size);
+            match s.arch {
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn => 2 * s.weights.size + batch * 4096,
+                ModelArch::MiniLmEmbedder => 2 * s.weights.size + batch * 512 * 384 * 4 * 16,
+                ModelArch::LlamaDecoder => match &s.llama {
+                    Some(l) => {
+                        let (v, h, i, n) = (
+                            u64::from(l.vocab_size),
+                            u64::from(l.hidden_size),
+                            u64::from(l.intermediate_size),
+                            u64::from(l.num_layers),
+                        );
+                        let kv = u64::from(l.num_kv_heads) * (h / u64::from(l.num_heads).max(1));
+                        let params = 2 * v * h + n * (2 * h * h + 2 * h * kv + 3 * h * i);
+                        let cache = 2 * n * batch * u64::from(l.max_seq_len) * kv * 4;
+                        params * 4 + cache + batch * v * 4
+                    }
+                    None => 2 * s.weights.size,
+                },
+            }
+        }
+    }
+}
+
+/// Memory the backend can use: free GPU memory from NVML for CUDA, `MemAvailable` for the
+/// CPU paths; 0 when unknown (the check is then skipped).
+pub fn available_memory_bytes(backend: Backend) -> u64 {
+    match backend {
+        #[cfg(feature = "cuda")]
+        Backend::Cuda { device } => crate::hardware::probe()
+            .gpus
+            .get(device)
+            .map_or(0, |g| g.memory_free_bytes),
+        _ => crate::hardware::meminfo().1,
+    }
+}

@@ -1,0 +1,99 @@
+//! Token generation: greedy or seeded top-k sampling, with or without the KV cache.
+
+use burn::prelude::*;
+use gpuchain_jobspec::Sampling;
+
+use super::model::{KvCache, Llama};
+use crate::models::burn_io::values;
+use crate::models::init::SplitMix64;
+
+/// Picks the next token from one row of logits. Greedy: highest logit, ties to the lowest
+/// id. Seeded: softmax at the temperature over the `top_k` largest logits (ties by id),
+/// sampled with `rng`.
+pub fn pick_token(logits: &[f32], sampling: &Sampling, rng: &mut SplitMix64) -> u32 {
+    match sampling {
+        Sampling::Greedy => crate::canonical::math::argmax(logits) as u32,
+        Sampling::Seeded {
+            temperature_milli,
+            top_k,
+            ..
+        } => {
+            let mut order: Vec<usize> = (0..logits.len()).collect();
+            order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
+            order.truncate((*top_k as usize).clamp(1, logits.len()));
+            let t = *temperature_milli as f32 / 1000.0;
+            let top = logits[order[0]];
+            let weights: Vec<f32> = order
+                .iter()
+                .map(|i| libm::expf((logits[*i] - top) / t))
+                .collect();
+            let total: f32 = weights.iter().sum();
+            let mut u = rng.next_f32() * total;
+            for (w, i) in weights.iter().zip(&order) {
+                if u < *w {
+                    return *i as u32;
+                }
+                u -= w;
+            }
+            order[order.len() - 1] as u32
+        }
+    }
+}
+
+/// Generates `new_tokens` after each prompt (`prompts: rows × prompt_len`). With
+/// `use_cache`, the prompt is processed once and each step feeds one token; without, every
+/// step re-runs the whole sequence. Returns `rows × new_tokens` ids.
+pub fn generate<B: Backend>(
+    model: &Llama<B>,
+    prompts: &[u32],
+    rows: usize,
+    new_tokens: usize,
+    sampling: &Sampling,
+    use_cache: bool,
+    device: &B::Device,
+) -> Vec<u32> {
+    let plen = prompts.len() / rows.max(1);
+    let seed = match sampling {
+        Sampling::Seeded { seed, .. } => *seed,
+        Sampling::Greedy => 0,
+    };
+    let mut rngs: Vec<SplitMix64> = (0..rows)
+        .map(|r| SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+        .collect();
+    let mut seqs: Vec<Vec<u32>> = prompts.chunks(plen.max(1)).map(<[u32]>::to_vec).collect();
+    let mut cache = KvCache::new();
+    let ids = |rows_data: Vec<i64>, s: usize| {
+        Tensor::<B, 2, Int>::from_data(TensorData::new(rows_data, [rows, s]), device)
+    };
+    for step in 0..new_tokens {
+        let logits = if use_cache {
+            let (start, feed): (usize, Vec<i64>) = if step == 0 {
+                (0, seqs.iter().flatten().map(|t| i64::from(*t)).collect())
+            } else {
+                (
+                    plen + step - 1,
+                    seqs.iter().map(|s| i64::from(s[s.len() - 1])).collect(),
+                )
+            };
+            let s = feed.len() / rows;
+            model.forward(ids(feed, s), start, Some(&mut cache))
+        } else {
+            let len = plen + step;
+            model.forward(
+                ids(seqs.iter().flatten().map(|t| i64::from(*t)).collect(), len),
+                0,
+                None,
+            )
+        };
+        let [_, s, vocab] = logits.dims();
+        let last = values(logits.narrow(1, s - 1, 1).reshape([rows, vocab]));
+        for (r, seq) in seqs.iter_mut().enumerate() {
+            seq.push(pick_token(
+                &last[r * vocab..(r + 1) * vocab],
+                sampling,
+                &mut rngs[r],
+            ));
+        }
+    }
+    seqs.iter().flat_map(|s| s[plen..].to_vec()).collect()
+}

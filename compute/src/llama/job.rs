@@ -1,0 +1,79 @@
+//! Decoder generation jobs.
+
+use gpuchain_jobspec::{InferenceSpec, JobKind};
+
+use super::generate::generate;
+use super::model::LlamaConfig;
+use crate::blob::BlobStore;
+use crate::params::Params;
+use crate::tensor_io::{decode, encode_u32, Tensor};
+use crate::{Backend, Error, JobOutput, Result};
+
+/// Runs a generation job (burn backends; the canonical backend runs it on the CPU backend,
+/// since token agreement, not bit equality, is the decoder's tolerance).
+pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
+    let shape = s
+        .llama
+        .as_ref()
+        .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?;
+    let gen = s
+        .generation
+        .as_ref()
+        .ok_or_else(|| Error::BadInput("decoder jobs need generation settings".into()))?;
+    let (dims, prompts) = match decode(&store.get(&s.input)?)? {
+        Tensor::U32 { dims, data } if dims.len() == 2 && dims[0] > 0 && dims[1] > 0 => (dims, data),
+        Tensor::U32 { dims, .. } => {
+            return Err(Error::BadInput(format!(
+                "decoder input must be u32 [n, prompt_len] with n, prompt_len ≥ 1, got {dims:?}"
+            )))
+        }
+        Tensor::F32 { .. } => {
+            return Err(Error::BadInput(
+                "decoder input must be u32 token ids, got f32".into(),
+            ))
+        }
+    };
+    if let Some(t) = prompts.iter().find(|t| **t >= shape.vocab_size) {
+        return Err(Error::BadInput(format!(
+            "token id {t} is outside the vocabulary of {}",
+            shape.vocab_size
+        )));
+    }
+    let total = dims[1] + gen.max_new_tokens as usize;
+    if total > shape.max_seq_len as usize {
+        return Err(Error::BadInput(format!(
+            "prompt ({}) plus new tokens ({}) exceed max_seq_len {}",
+            dims[1], gen.max_new_tokens, shape.max_seq_len
+        )));
+    }
+    let cfg = LlamaConfig::from_shape(shape);
+    let params = Params::from_safetensors(&store.get(&s.weights)?)?;
+    let batch = (s.batch_size as usize).max(1);
+    let mut out = Vec::new();
+    let burn_backend = if backend == Backend::Canonical {
+        Backend::Cpu
+    } else {
+        backend
+    };
+    crate::with_burn_backend!(burn_backend, |B, device| {
+        let model = cfg.load::<B>(&params, &device)?;
+        for chunk in prompts.chunks(batch * dims[1]) {
+            let rows = chunk.len() / dims[1];
+            out.extend(generate(
+                &model,
+                chunk,
+                rows,
+                gen.max_new_tokens as usize,
+                &gen.sampling,
+                true,
+                &device,
+            ));
+        }
+        Ok::<(), Error>(())
+    })?;
+    Ok(JobOutput::new(
+        JobKind::Tokens,
+        encode_u32(&[dims[0], gen.max_new_tokens as usize], &out),
+        None,
+    ))
+}

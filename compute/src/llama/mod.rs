@@ -1,0 +1,16 @@
+//! Llama-style decoder: RMSNorm, rotary position embeddings (HF "rotate half" layout),
+//! SwiGLU feed-forward, grouped-query attention, a KV cache, greedy and seeded sampling.
+//! Loads safetensors with the usual Llama tensor names (`model.embed_tokens.weight`,
+//! `model.layers.N.self_attn.q_proj.weight`, …, `model.norm.weight`, `lm_head.weight`).
+//!
+//! Job input: `GCT1` u32 `[n, prompt_len]` token ids. Output: `GCT1` u32
+//! `[n, max_new_tokens]` generated ids.
+
+pub mod generate;
+pub mod model;
+
+mod job;
+
+pub use generate::{generate, pick_token};
+pub use job::run_job;
+pub use model::{random_params, KvCache, Llama, LlamaConfig};

@@ -1,0 +1,74 @@
+//! Loss-and-gradient functions for the digits MLP: the canonical one and a burn-autodiff one.
+
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+
+use crate::models::burn_io::{tensor, transpose, values};
+use crate::models::mlp::{DigitsMlp, CLASSES, HIDDEN, INPUT};
+use crate::params::Params;
+use crate::Result;
+
+/// Mean cross-entropy loss and its gradient, flat in [`Params::flatten`] order.
+pub trait GradFn {
+    /// Loss and gradient on a minibatch.
+    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)>;
+}
+
+/// The canonical, deterministic gradient ([`crate::canonical::mlp::loss_and_grad`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CanonicalGrad;
+
+impl GradFn for CanonicalGrad {
+    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)> {
+        crate::canonical::mlp::loss_and_grad(p, x, labels)
+    }
+}
+
+/// The burn autodiff gradient on backend `B`.
+#[derive(Clone, Debug)]
+pub struct BurnGrad<B: AutodiffBackend> {
+    device: B::Device,
+}
+
+impl<B: AutodiffBackend> BurnGrad<B> {
+    /// A gradient function on `device`.
+    pub fn new(device: B::Device) -> Self {
+        Self { device }
+    }
+}
+
+impl<B: AutodiffBackend> GradFn for BurnGrad<B> {
+    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)> {
+        let model = DigitsMlp::<B>::from_params(p, &self.device)?;
+        let rows = labels.len();
+        let xb = tensor::<B, 2>(x.to_vec(), [rows, INPUT], &self.device);
+        let logits = model.forward(xb); // [rows, 10]
+        let targets = Tensor::<B, 1, Int>::from_data(
+            TensorData::new(
+                labels.iter().map(|l| i64::from(*l)).collect::<Vec<_>>(),
+                [rows],
+            ),
+            &self.device,
+        );
+        let loss = burn::nn::loss::CrossEntropyLossConfig::new()
+            .init(&self.device)
+            .forward(logits, targets);
+        let loss_value = values(loss.clone().inner())[0];
+        let grads = loss.backward();
+        let mut g = Params::default();
+        let grad_of = |name: &str| model.grad_by_name(name, &grads);
+        g.insert("fc1.bias", vec![HIDDEN], grad_of("fc1.bias"));
+        g.insert(
+            "fc1.weight",
+            vec![HIDDEN, INPUT],
+            transpose(&grad_of("fc1.weight"), INPUT, HIDDEN),
+        );
+        g.insert("fc2.bias", vec![CLASSES], grad_of("fc2.bias"));
+        g.insert(
+            "fc2.weight",
+            vec![CLASSES, HIDDEN],
+            transpose(&grad_of("fc2.weight"), HIDDEN, CLASSES),
+        );
+        Ok((loss_value, g.flatten()))
+    }
+}

