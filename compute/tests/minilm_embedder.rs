@@ -83,6 +83,7 @@ fn embeddings_match_sentence_transformers_reference() {
     let canon = embed(&params, &tok, few, 2, Backend::Canonical).unwrap();
     for (i, want) in expected.iter().take(few.len()).enumerate() {
         let c = cosine(&canon[i * 384..(i + 1) * 384], want);
+        println!("canonical vs PyTorch, sentence {i}: cosine {c:.9}");
         assert!(c >= 0.9999, "canonical: sentence {i}: cosine {c}");
     }
     let again = embed(&params, &tok, few, 3, Backend::Canonical).unwrap();
