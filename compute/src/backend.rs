@@ -86,7 +86,7 @@ macro_rules! with_burn_backend {
             #[cfg(feature = "cuda")]
             $crate::Backend::Cuda { device: index } => {
                 type $B = burn_cuda::Cuda<f32, i32>;
-                let $device = burn_cuda::CudaDevice::new(index);
+                let $device = burn_cuda::CudaDevice { index };
                 $body
             }
             _ => {

@@ -166,3 +166,74 @@ fn a_job_that_cannot_fit_fails_before_loading_anything() {
     assert!(matches!(err, Error::DoesNotFit { .. }), "{err}");
     assert!(err.to_string().contains("does not fit"), "{err}");
 }
+
+/// The committed trained weights (`data/models/`, made by `examples/train_digits.rs`) are
+/// accurate on the test split, and the burn fast path stays within tolerance of the
+/// canonical path on them (the calibration run for the logits tolerance).
+#[test]
+fn trained_digits_models_are_accurate_and_fast_paths_stay_within_tolerance() {
+    use gpuchain_compute::compare::{compare, Metrics};
+    let data = gpuchain_compute::digits::Digits::builtin().unwrap();
+    let (_, test) = data.split();
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let px: Vec<f32> = test.pixels.iter().map(|v| v * 16.0).collect();
+    let input = store.put(&encode_f32(&[test.len(), 64], &px)).unwrap();
+    let models = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/models");
+    for (arch, file, min_acc) in [
+        (ModelArch::DigitsMlp, "digits-mlp.safetensors", 0.95),
+        (ModelArch::DigitsCnn, "digits-cnn.safetensors", 0.95),
+    ] {
+        let weights = store
+            .put(&std::fs::read(models.join(file)).unwrap())
+            .unwrap();
+        let job = spec(arch, weights, input.clone());
+        let canon = run_job(&job, &store, Backend::Canonical).unwrap();
+        let fast = run_job(&job, &store, Backend::Cpu).unwrap();
+        let Tensor::F32 { data: logits, .. } = decode(&canon.bytes).unwrap() else {
+            panic!("f32 logits")
+        };
+        let correct = logits
+            .chunks(10)
+            .zip(&test.labels)
+            .filter(|(l, y)| gpuchain_compute::canonical::math::argmax(l) == usize::from(**y))
+            .count();
+        let acc = correct as f64 / test.len() as f64;
+        let verdict = compare(job.kind(), &job.tolerance(), &fast.bytes, &canon.bytes).unwrap();
+        let metrics = match &verdict {
+            Verdict::WithinTolerance { metrics } => metrics.clone(),
+            Verdict::Identical => Metrics::default(),
+            other => panic!("{arch:?}: {other:?}"),
+        };
+        println!("{arch:?}: test accuracy {acc:.4}; fast vs canonical {metrics:?}");
+        assert!(acc >= min_acc, "{arch:?} accuracy {acc}");
+    }
+}
+
+#[test]
+fn local_fit_trains_a_digits_mlp() {
+    use gpuchain_compute::models::fit::{fit_digits, FitConfig};
+    let data = gpuchain_compute::digits::Digits::builtin().unwrap();
+    let (train, test) = data.split();
+    let cfg = FitConfig::new().with_epochs(3).with_seed(3);
+    let params = fit_digits::<gpuchain_compute::backend::CpuAutodiff>(
+        ModelArch::DigitsMlp,
+        &train,
+        &cfg,
+        &Default::default(),
+    )
+    .unwrap();
+    let acc = gpuchain_compute::train::evaluate(&params, &test).unwrap();
+    assert!(acc > 0.9, "accuracy after 3 epochs {acc}");
+    let err = fit_digits::<gpuchain_compute::backend::CpuAutodiff>(
+        ModelArch::MiniLmEmbedder,
+        &train,
+        &cfg,
+        &Default::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot run local digits training"),
+        "{err}"
+    );
+}

@@ -3,5 +3,6 @@
 
 pub mod burn_io;
 pub mod cnn;
+pub mod fit;
 pub mod init;
 pub mod mlp;
