@@ -1,0 +1,107 @@
+//! Conversions between the app's results and ABCI messages, and proposal checks.
+
+use bytes::Bytes;
+use gpuchain_tx::{Tx, TxParams};
+use gpuchain_types::Event;
+use tendermint_proto::v0_38::abci::{
+    self as abci, ExecTxResult, ResponseCheckTx, ResponseFinalizeBlock, ResponseProcessProposal,
+};
+
+use super::{BlockOutcome, TxResult};
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn event(e: Event) -> abci::Event {
+    abci::Event {
+        r#type: e.kind,
+        attributes: e
+            .attributes
+            .into_iter()
+            .map(|(key, value)| abci::EventAttribute { key, value, index: true })
+            .collect(),
+    }
+}
+
+pub(super) fn check_tx_response(r: TxResult) -> ResponseCheckTx {
+    ResponseCheckTx {
+        code: r.code,
+        log: r.log,
+        codespace: r.codespace,
+        gas_wanted: to_i64(r.gas_wanted),
+        gas_used: to_i64(r.gas_used),
+        ..Default::default()
+    }
+}
+
+pub(super) fn finalize_response(outcome: BlockOutcome, app_hash: [u8; 32]) -> ResponseFinalizeBlock {
+    ResponseFinalizeBlock {
+        events: outcome.events.into_iter().map(event).collect(),
+        tx_results: outcome
+            .tx_results
+            .into_iter()
+            .map(|r| ExecTxResult {
+                code: r.code,
+                log: r.log,
+                codespace: r.codespace,
+                gas_wanted: to_i64(r.gas_wanted),
+                gas_used: to_i64(r.gas_used),
+                events: r.events.into_iter().map(event).collect(),
+                ..Default::default()
+            })
+            .collect(),
+        app_hash: app_hash.to_vec().into(),
+        ..Default::default()
+    }
+}
+
+/// Gas a transaction claims, or `None` if it is not a decodable transaction.
+fn claimed_gas(raw: &[u8], params: &TxParams) -> Option<u64> {
+    if raw.len() > params.max_tx_bytes as usize {
+        return None;
+    }
+    Tx::decode(raw).ok().map(|tx| tx.body.gas_limit)
+}
+
+/// PrepareProposal: keeps mempool order, drops undecodable transactions, stops at the byte
+/// and block-gas limits.
+pub(super) fn select_txs(txs: Vec<Bytes>, max_tx_bytes: i64, params: &TxParams) -> Vec<Bytes> {
+    let mut bytes: i64 = 0;
+    let mut gas: u64 = 0;
+    let mut out = Vec::new();
+    for tx in txs {
+        let Some(tx_gas) = claimed_gas(&tx, params) else { continue };
+        let size = i64::try_from(tx.len()).unwrap_or(i64::MAX);
+        let (Some(b), Some(g)) = (bytes.checked_add(size), gas.checked_add(tx_gas)) else { break };
+        if b > max_tx_bytes || g > params.max_block_gas {
+            break;
+        }
+        bytes = b;
+        gas = g;
+        out.push(tx);
+    }
+    out
+}
+
+/// ProcessProposal: a proposal with an undecodable transaction or over the block gas limit
+/// is rejected; individual transaction failures are left to FinalizeBlock.
+pub(super) fn process_proposal(txs: &[Bytes], params: &TxParams) -> ResponseProcessProposal {
+    let mut gas: u64 = 0;
+    let mut ok = true;
+    for tx in txs {
+        match claimed_gas(tx, params).and_then(|g| gas.checked_add(g)) {
+            Some(g) if g <= params.max_block_gas => gas = g,
+            _ => {
+                ok = false;
+                break;
+            }
+        }
+    }
+    let status = if ok {
+        abci::response_process_proposal::ProposalStatus::Accept
+    } else {
+        abci::response_process_proposal::ProposalStatus::Reject
+    };
+    ResponseProcessProposal { status: status as i32 }
+}

@@ -1,0 +1,200 @@
+//! Deterministic execution of transactions and blocks, independent of ABCI and storage:
+//! FinalizeBlock, CheckTx, the simulator and the benchmarks all run this code.
+
+use ed25519_dalek::{Signature, VerifyingKey};
+use gpuchain_tx::{Tx, TxError, TxParams};
+use gpuchain_types::{
+    AppError, BlockCtx, Event, ModuleError, Overlay, StateRead, StateReadExt, StateWrite,
+    StateWriteExt, Write,
+};
+
+use super::layered::Layered;
+use super::{ante, router};
+use crate::state_key;
+
+/// The result of one transaction, as reported to CometBFT.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxResult {
+    /// 0 on success.
+    pub code: u32,
+    /// Module of the error.
+    pub codespace: String,
+    /// Readable explanation.
+    pub log: String,
+    /// Declared gas limit.
+    pub gas_wanted: u64,
+    /// Gas charged.
+    pub gas_used: u64,
+    /// Events, only for transactions that were admitted.
+    pub events: Vec<Event>,
+}
+
+impl TxResult {
+    fn rejected(e: impl ModuleError) -> TxResult {
+        let e = AppError::from_module(&e);
+        TxResult { code: e.code, codespace: e.codespace, log: e.log, gas_wanted: 0, gas_used: 0, events: vec![] }
+    }
+}
+
+/// A block to execute.
+pub struct BlockInput<'a> {
+    /// Height.
+    pub height: u64,
+    /// Block hash from CometBFT; its blake3 seeds on-chain randomness.
+    pub hash: &'a [u8],
+    /// Raw transactions in block order.
+    pub txs: &'a [&'a [u8]],
+}
+
+/// What executing a block produced.
+pub struct BlockOutcome {
+    /// Every state change of the block, in key order.
+    pub writes: Write,
+    /// One result per transaction, in order.
+    pub tx_results: Vec<TxResult>,
+    /// Block-level events.
+    pub events: Vec<Event>,
+}
+
+/// Reads the chain id and transaction parameters from state.
+pub(crate) fn chain_settings(state: &dyn StateRead) -> (String, TxParams) {
+    let chain_id: String = state.get(state_key::chain_id()).unwrap_or_default();
+    let params: TxParams = state.get(state_key::tx_params()).unwrap_or_default();
+    (chain_id, params)
+}
+
+/// Runs one transaction on top of `base + top`, appending its writes to `top` if admitted.
+/// `signature_ok` says whether the caller verified the signature (singly or in a batch).
+pub(crate) fn run_tx(
+    base: &dyn StateRead,
+    top: &mut Write,
+    ctx: &BlockCtx,
+    params: &TxParams,
+    raw: &[u8],
+    decoded: Result<&Tx, &TxError>,
+    signature_ok: bool,
+) -> TxResult {
+    if raw.len() > params.max_tx_bytes as usize {
+        return TxResult::rejected(TxError::TooLarge { size: raw.len(), max: params.max_tx_bytes });
+    }
+    let tx = match decoded {
+        Ok(tx) => tx,
+        Err(e) => return TxResult::rejected(TxError::Decode(e.to_string())),
+    };
+    let gas_used = match ante::check_stateless(tx, raw.len(), params, &ctx.chain_id) {
+        Ok(gas) => gas,
+        Err(e) => return TxResult::rejected(e),
+    };
+    if !signature_ok {
+        return TxResult::rejected(TxError::BadSignature);
+    }
+    let signer = tx.signer();
+    let (ante_writes, mut events) = {
+        let layered = Layered { top, base };
+        let mut fork = Overlay::new(&layered);
+        if let Err(e) = ante::charge(&mut fork, tx) {
+            return TxResult::rejected(e);
+        }
+        fork.into_parts()
+    };
+    top.extend(ante_writes);
+    events.push(Event::new("tx").attr("signer", signer).attr("fee", tx.body.fee));
+
+    let outcome = {
+        let layered = Layered { top, base };
+        let mut fork = Overlay::new(&layered);
+        let result = tx.body.msgs.iter().try_for_each(|msg| {
+            fork.emit(Event::new("message").attr("action", msg.name()).attr("sender", signer));
+            router::execute(&mut fork, ctx, &signer, msg)
+        });
+        result.map(|()| fork.into_parts())
+    };
+    let mut result = TxResult {
+        code: 0,
+        codespace: String::new(),
+        log: String::new(),
+        gas_wanted: tx.body.gas_limit,
+        gas_used,
+        events: Vec::new(),
+    };
+    match outcome {
+        Ok((writes, msg_events)) => {
+            top.extend(writes);
+            events.extend(msg_events);
+        }
+        Err(e) => {
+            result.code = e.code;
+            result.codespace = e.codespace;
+            result.log = format!("messages failed, fee charged and nonce used: {}", e.log);
+        }
+    }
+    result.events = events;
+    result
+}
+
+/// Verifies every decoded signature, in one batch when all are valid.
+fn verify_signatures(txs: &[Result<Tx, TxError>]) -> Vec<bool> {
+    let mut messages = Vec::new();
+    let mut signatures: Vec<Signature> = Vec::new();
+    let mut keys: Vec<VerifyingKey> = Vec::new();
+    let mut parsed = vec![false; txs.len()];
+    for (i, tx) in txs.iter().enumerate() {
+        if let Ok(tx) = tx {
+            if let Ok((key, sig)) = tx.key_and_signature() {
+                messages.push(gpuchain_tx::sign_bytes(&tx.body));
+                signatures.push(sig);
+                keys.push(key);
+                parsed[i] = true;
+            }
+        }
+    }
+    let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+    if ed25519_dalek::verify_batch(&refs, &signatures, &keys).is_ok() {
+        return parsed;
+    }
+    // Some signature is bad: find which, one by one.
+    txs.iter()
+        .map(|tx| matches!(tx, Ok(tx) if tx.verify_signature().is_ok()))
+        .collect()
+}
+
+/// Executes a block on top of `base` (plus `start`, the pending genesis writes if any).
+pub fn execute_block(base: &dyn StateRead, start: Write, input: &BlockInput<'_>) -> BlockOutcome {
+    let mut writes = start;
+    let (chain_id, params) = chain_settings(&Layered { top: &writes, base });
+    let ctx = BlockCtx {
+        height: input.height,
+        chain_id,
+        entropy: *blake3::hash(input.hash).as_bytes(),
+    };
+    let decoded: Vec<Result<Tx, TxError>> = input
+        .txs
+        .iter()
+        .map(|raw| {
+            if raw.len() > params.max_tx_bytes as usize {
+                Err(TxError::TooLarge { size: raw.len(), max: params.max_tx_bytes })
+            } else {
+                Tx::decode(raw)
+            }
+        })
+        .collect();
+    let signatures_ok = verify_signatures(&decoded);
+    let tx_results = input
+        .txs
+        .iter()
+        .zip(decoded.iter().zip(signatures_ok))
+        .map(|(raw, (tx, sig_ok))| run_tx(base, &mut writes, &ctx, &params, raw, tx.as_ref(), sig_ok))
+        .collect();
+    let events = end_block(base, &mut writes, &ctx);
+    BlockOutcome { writes, tx_results, events }
+}
+
+/// Work done once per block after the transactions.
+fn end_block(base: &dyn StateRead, writes: &mut Write, ctx: &BlockCtx) -> Vec<Event> {
+    let layered = Layered { top: writes, base };
+    let mut fork = Overlay::new(&layered);
+    fork.put(state_key::height().to_string(), &ctx.height);
+    let (w, events) = fork.into_parts();
+    writes.extend(w);
+    events
+}

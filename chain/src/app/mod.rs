@@ -1,0 +1,198 @@
+//! The ABCI application. CometBFT opens four connections (consensus, mempool, query,
+//! snapshot); tendermint-abci serves each on its own thread with a clone of [`App`], so all
+//! clones share one [`Node`] behind a mutex.
+
+mod ante;
+mod convert;
+mod execute;
+mod layered;
+mod query;
+mod router;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{Context, Result};
+use gpuchain_genesis::AppGenesis;
+use gpuchain_tx::Tx;
+use gpuchain_types::{BlockCtx, Overlay, StateWriteExt, Write};
+use tendermint_proto::v0_38::abci::{
+    RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
+    RequestProcessProposal, RequestQuery, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock,
+    ResponseInfo, ResponseInitChain, ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
+};
+
+pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
+
+use crate::state_key;
+use crate::store::{PreparedBlock, Store};
+
+/// Everything the connections share.
+struct Node {
+    store: Store,
+    /// Genesis writes from InitChain, committed together with block 1.
+    genesis: Option<Write>,
+    /// The executed but not yet committed block.
+    pending: Option<PreparedBlock>,
+    /// Mempool view: writes of transactions accepted by CheckTx since the last commit.
+    check_writes: Write,
+    /// Test hook: abort at Commit of this height, after FinalizeBlock, before writing.
+    crash_before_commit_at: Option<u64>,
+}
+
+/// The gpuchain ABCI application.
+#[derive(Clone)]
+pub struct App {
+    node: Arc<Mutex<Node>>,
+}
+
+/// A broken invariant: stop loudly rather than diverge from the network.
+fn halt(what: &str, e: impl std::fmt::Display) -> ! {
+    tracing::error!(error = %e, "{what}; halting");
+    eprintln!("FATAL: {what}: {e}");
+    std::process::abort()
+}
+
+impl App {
+    /// Opens the state at `db_dir`.
+    pub fn open(db_dir: &std::path::Path) -> Result<App> {
+        let store = Store::open(db_dir)?;
+        let crash_before_commit_at = std::env::var("GPUCHAIN_CRASH_BEFORE_COMMIT_AT")
+            .ok()
+            .map(|v| v.parse().context("GPUCHAIN_CRASH_BEFORE_COMMIT_AT must be a height"))
+            .transpose()?;
+        tracing::info!(height = store.height(), app_hash = %hex::encode(store.app_hash()), "state opened");
+        Ok(App {
+            node: Arc::new(Mutex::new(Node {
+                store,
+                genesis: None,
+                pending: None,
+                check_writes: Write::new(),
+                crash_before_commit_at,
+            })),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Node> {
+        self.node.lock().unwrap_or_else(|e| halt("app state mutex poisoned", e))
+    }
+
+    /// Last committed height and app hash.
+    pub fn committed(&self) -> (u64, [u8; 32]) {
+        let node = self.lock();
+        (node.store.height(), node.store.app_hash())
+    }
+
+    /// Applies genesis (as InitChain does) and returns the genesis app hash.
+    pub fn init_chain_with(&self, chain_id: &str, genesis: &AppGenesis) -> Result<[u8; 32]> {
+        let mut node = self.lock();
+        let mut fork = Overlay::new(&node.store);
+        fork.put(state_key::chain_id().to_string(), &chain_id.to_string());
+        fork.put(state_key::tx_params().to_string(), &genesis.tx);
+        genesis.bank.apply(&mut fork).map_err(|e| anyhow::anyhow!("bank genesis: {e}"))?;
+        let (writes, _) = fork.into_parts();
+        let root = node.store.genesis_root(&writes)?;
+        node.genesis = Some(writes);
+        Ok(root)
+    }
+
+    /// Executes a block (as FinalizeBlock does) and returns its outcome and app hash.
+    pub fn finalize(&self, input: &BlockInput<'_>) -> Result<(BlockOutcome, [u8; 32])> {
+        let mut node = self.lock();
+        let genesis = node.genesis.take();
+        let outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input);
+        // Genesis becomes tree version 0; the block's writes (a superset) version 1.
+        let prepared = node.store.prepare(input.height, genesis, outcome.writes.clone())?;
+        let app_hash = prepared.app_hash;
+        node.pending = Some(prepared);
+        Ok((outcome, app_hash))
+    }
+
+    /// Persists the pending block (as Commit does).
+    pub fn commit(&self) -> Result<u64> {
+        let mut node = self.lock();
+        let Some(block) = node.pending.take() else {
+            anyhow::bail!("commit without a finalized block");
+        };
+        if node.crash_before_commit_at == Some(block.height) {
+            eprintln!("GPUCHAIN_CRASH_BEFORE_COMMIT_AT={}: aborting before commit", block.height);
+            std::process::abort();
+        }
+        node.store.commit(block)?;
+        node.check_writes = Write::new();
+        Ok(node.store.height())
+    }
+
+    fn check_tx(&self, raw: &[u8]) -> TxResult {
+        let mut node = self.lock();
+        let node = &mut *node;
+        let (chain_id, params) = execute::chain_settings(&node.store);
+        let ctx = BlockCtx { height: node.store.height().saturating_add(1), chain_id, entropy: [0; 32] };
+        let decoded = Tx::decode(raw);
+        let sig_ok = decoded.as_ref().is_ok_and(|tx| tx.verify_signature().is_ok());
+        let mut top = node.check_writes.clone();
+        let result = execute::run_tx(&node.store, &mut top, &ctx, &params, raw, decoded.as_ref(), sig_ok);
+        if result.code == 0 {
+            node.check_writes = top;
+        }
+        result
+    }
+}
+
+impl tendermint_abci::Application for App {
+    fn info(&self, _req: RequestInfo) -> ResponseInfo {
+        let (height, app_hash) = self.committed();
+        ResponseInfo {
+            data: "gpuchain".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            app_version: 1,
+            last_block_height: i64::try_from(height).unwrap_or(i64::MAX),
+            last_block_app_hash: if height == 0 { Default::default() } else { app_hash.to_vec().into() },
+        }
+    }
+
+    fn init_chain(&self, req: RequestInitChain) -> ResponseInitChain {
+        if req.initial_height > 1 {
+            halt("unsupported genesis", format!("initial_height must be 1, got {}", req.initial_height));
+        }
+        let genesis = AppGenesis::from_json(&req.app_state_bytes)
+            .unwrap_or_else(|e| halt("invalid app_state in genesis.json", e));
+        let root = self.init_chain_with(&req.chain_id, &genesis).unwrap_or_else(|e| halt("applying genesis", e));
+        tracing::info!(chain_id = %req.chain_id, app_hash = %hex::encode(root), "genesis applied");
+        ResponseInitChain { app_hash: root.to_vec().into(), ..Default::default() }
+    }
+
+    fn query(&self, req: RequestQuery) -> ResponseQuery {
+        let node = self.lock();
+        query::query(&node.store, &req)
+    }
+
+    fn check_tx(&self, req: RequestCheckTx) -> ResponseCheckTx {
+        convert::check_tx_response(self.check_tx(&req.tx))
+    }
+
+    fn prepare_proposal(&self, req: RequestPrepareProposal) -> ResponsePrepareProposal {
+        let node = self.lock();
+        let (_, params) = execute::chain_settings(&node.store);
+        ResponsePrepareProposal { txs: convert::select_txs(req.txs, req.max_tx_bytes, &params) }
+    }
+
+    fn process_proposal(&self, req: RequestProcessProposal) -> ResponseProcessProposal {
+        let node = self.lock();
+        let (_, params) = execute::chain_settings(&node.store);
+        convert::process_proposal(&req.txs, &params)
+    }
+
+    fn finalize_block(&self, req: RequestFinalizeBlock) -> ResponseFinalizeBlock {
+        let height = u64::try_from(req.height).unwrap_or_else(|e| halt("negative block height", e));
+        let txs: Vec<&[u8]> = req.txs.iter().map(|t| t.as_ref()).collect();
+        let input = BlockInput { height, hash: &req.hash, txs: &txs };
+        let (outcome, app_hash) = self.finalize(&input).unwrap_or_else(|e| halt("executing block", e));
+        convert::finalize_response(outcome, app_hash)
+    }
+
+    fn commit(&self) -> ResponseCommit {
+        let height = App::commit(self).unwrap_or_else(|e| halt("committing block", e));
+        tracing::debug!(height, "committed");
+        ResponseCommit { retain_height: 0 }
+    }
+}

@@ -1,0 +1,86 @@
+//! ABCI queries. Paths (docs/protocol.md):
+//! `/store/<key>` raw state value, with a JMT proof when `prove` is set;
+//! `/bank/balance/<address>`, `/bank/supply` (borsh u128, provable like `/store`);
+//! `/auth/nonce/<address>` (borsh u64); `/tx/params` (borsh TxParams).
+
+use gpuchain_types::{Address, StateReadExt, PROOF_OP_TYPE};
+use tendermint_proto::v0_38::abci::{RequestQuery, ResponseQuery};
+use tendermint_proto::v0_38::crypto::{ProofOp, ProofOps};
+
+use crate::store::Store;
+use crate::state_key;
+
+const CODESPACE: &str = "query";
+
+fn error(code: u32, log: String) -> ResponseQuery {
+    ResponseQuery { code, log, codespace: CODESPACE.into(), ..Default::default() }
+}
+
+fn parse_address(text: &str) -> Result<Address, ResponseQuery> {
+    text.parse().map_err(|e: gpuchain_types::AddressError| error(2, e.to_string()))
+}
+
+/// Answers one query against committed state.
+pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
+    let latest = store.height();
+    let height = match u64::try_from(req.height) {
+        Ok(0) => latest,
+        Ok(h) if h <= latest => h,
+        _ => return error(3, format!("height {} is not available; latest is {latest}", req.height)),
+    };
+    let path = req.path.as_str();
+    let key = if let Some(key) = path.strip_prefix("/store/") {
+        key.to_string()
+    } else if let Some(addr) = path.strip_prefix("/bank/balance/") {
+        match parse_address(addr) {
+            Ok(a) => gpuchain_bank::state_key::balance(&a),
+            Err(e) => return e,
+        }
+    } else if path == "/bank/supply" {
+        gpuchain_bank::state_key::supply().to_string()
+    } else if let Some(addr) = path.strip_prefix("/auth/nonce/") {
+        let address = match parse_address(addr) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let nonce: u64 = store.get(&state_key::nonce(&address)).unwrap_or(0);
+        return encoded(&nonce, latest);
+    } else if path == "/tx/params" {
+        let (_, params) = super::execute::chain_settings(store);
+        return encoded(&params, latest);
+    } else {
+        return error(1, format!("unknown query path {path:?}; see docs/protocol.md"));
+    };
+    state_value(store, &key, height, req.prove)
+}
+
+fn encoded<T: borsh::BorshSerialize>(value: &T, height: u64) -> ResponseQuery {
+    ResponseQuery {
+        value: borsh::to_vec(value).unwrap_or_default().into(),
+        height: i64::try_from(height).unwrap_or(i64::MAX),
+        ..Default::default()
+    }
+}
+
+fn state_value(store: &Store, key: &str, height: u64, prove: bool) -> ResponseQuery {
+    let result = if prove {
+        store.get_with_proof(key, height).and_then(|(value, proof)| {
+            let data = borsh::to_vec(&proof)?;
+            Ok((value, Some(ProofOps { ops: vec![ProofOp { r#type: PROOF_OP_TYPE.into(), key: key.as_bytes().to_vec(), data }] })))
+        })
+    } else if height == store.height() {
+        Ok((gpuchain_types::StateRead::get_raw(store, key), None))
+    } else {
+        store.get_at(key, height).map(|v| (v, None))
+    };
+    match result {
+        Ok((value, proof_ops)) => ResponseQuery {
+            key: key.as_bytes().to_vec().into(),
+            value: value.unwrap_or_default().into(),
+            proof_ops,
+            height: i64::try_from(height).unwrap_or(i64::MAX),
+            ..Default::default()
+        },
+        Err(e) => error(4, format!("reading {key:?} at height {height}: {e}")),
+    }
+}

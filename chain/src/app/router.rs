@@ -1,0 +1,21 @@
+//! Routes each message to its module's handler.
+
+use gpuchain_bank::BankRead;
+use gpuchain_tx::Msg;
+use gpuchain_types::{Address, AppError, BlockCtx, StateWrite};
+
+/// Runs one message on a fork of state; the caller discards the fork on error.
+pub(crate) fn execute(
+    state: &mut impl StateWrite,
+    _ctx: &BlockCtx,
+    signer: &Address,
+    msg: &Msg,
+) -> Result<(), AppError> {
+    match msg {
+        Msg::Bank(m) => {
+            gpuchain_bank::handler::check_stateless(m, &state.bank_params())?;
+            gpuchain_bank::handler::execute(state, signer, m)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Command-line interface, Cosmos-style: `gpuchaind [--home] [--node] [--chain-id]
+//! [--output json] <command>`.
+
+mod keys;
+mod output;
+mod query;
+mod start;
+mod status;
+mod testnet;
+mod tx;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub(crate) use output::{Output, OutputFormat};
+
+/// gpuchain: a verified GPU compute market on CometBFT.
+#[derive(Parser)]
+#[command(name = "gpuchaind", version, about)]
+pub(crate) struct Cli {
+    /// Home directory: app.toml, state, and keys/.
+    #[arg(long, global = true, env = "GPUCHAIN_HOME", default_value_os_t = default_home())]
+    pub(crate) home: PathBuf,
+    /// CometBFT RPC endpoint of the node to talk to.
+    #[arg(long, global = true, env = "GPUCHAIN_NODE", default_value = "http://127.0.0.1:26657")]
+    pub(crate) node: String,
+    /// Chain id to sign for; by default the node's.
+    #[arg(long, global = true)]
+    pub(crate) chain_id: Option<String>,
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) output: OutputFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+fn default_home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".gpuchain")
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the ABCI application (CometBFT connects to it).
+    Start(start::StartArgs),
+    /// Write a localnet: N validator homes on 127.0.0.1 ports, genesis and funded keys.
+    Testnet(testnet::TestnetArgs),
+    /// Manage keys in <home>/keys.
+    #[command(subcommand)]
+    Keys(keys::KeysCmd),
+    /// Sign and broadcast a transaction, then wait for its block.
+    #[command(subcommand)]
+    Tx(tx::TxCmd),
+    /// Query chain state.
+    #[command(subcommand)]
+    Query(query::QueryCmd),
+    /// Show the node's height, app hash and chain id.
+    Status,
+}
+
+/// Parses the command line, runs the command, and maps errors to exit code 1.
+pub(crate) fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let out = Output::new(cli.output);
+    let result = match &cli.command {
+        Command::Start(args) => start::run(&cli, args),
+        Command::Testnet(args) => testnet::run(args, &out),
+        Command::Keys(cmd) => keys::run(&cli, cmd, &out),
+        Command::Tx(cmd) => runtime().and_then(|rt| rt.block_on(tx::run(&cli, cmd, &out))),
+        Command::Query(cmd) => runtime().and_then(|rt| rt.block_on(query::run(&cli, cmd, &out))),
+        Command::Status => runtime().and_then(|rt| rt.block_on(status::run(&cli, &out))),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}

@@ -1,0 +1,79 @@
+use std::process::ExitCode;
+
+use anyhow::Result;
+use gpuchain_client::ChainClient;
+use gpuchain_types::{Address, Amount};
+use serde_json::json;
+
+use super::{Cli, Output};
+
+#[derive(clap::Subcommand)]
+pub(crate) enum QueryCmd {
+    /// Bank queries.
+    #[command(subcommand)]
+    Bank(BankQuery),
+    /// An account's next nonce.
+    Account {
+        /// Address (gpu1…).
+        address: Address,
+    },
+}
+
+#[derive(clap::Subcommand)]
+pub(crate) enum BankQuery {
+    /// Balance of an address.
+    Balance {
+        /// Address (gpu1…).
+        address: Address,
+        /// Check a Merkle proof against the app hash in the block header.
+        #[arg(long)]
+        prove: bool,
+    },
+    /// Total supply.
+    Supply {
+        /// Check a Merkle proof against the app hash in the block header.
+        #[arg(long)]
+        prove: bool,
+    },
+}
+
+async fn amount(client: &ChainClient, key: &str, prove: bool) -> Result<(Amount, Option<(u64, String)>)> {
+    if prove {
+        let v = client.query_verified(key).await?;
+        let amount = match &v.value {
+            Some(bytes) => borsh::from_slice(bytes)?,
+            None => 0,
+        };
+        Ok((amount, Some((v.height, hex::encode(v.app_hash)))))
+    } else {
+        Ok((client.get(key).await?.unwrap_or(0), None))
+    }
+}
+
+pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitCode> {
+    let client = ChainClient::new(&cli.node)?;
+    match cmd {
+        QueryCmd::Bank(BankQuery::Balance { address, prove }) => {
+            let key = gpuchain_bank::state_key::balance(address);
+            let (balance, proof) = amount(&client, &key, *prove).await?;
+            let value = json!({"address": address, "balance": balance.to_string(), "denom": "ugpu",
+                "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
+            out.print(&value, || match &proof {
+                Some((h, a)) => format!("{balance} ugpu (proven at height {h}, app hash {a})"),
+                None => format!("{balance} ugpu"),
+            });
+        }
+        QueryCmd::Bank(BankQuery::Supply { prove }) => {
+            let (supply, proof) = amount(&client, gpuchain_bank::state_key::supply(), *prove).await?;
+            let value = json!({"supply": supply.to_string(), "denom": "ugpu",
+                "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
+            out.print(&value, || format!("{supply} ugpu"));
+        }
+        QueryCmd::Account { address } => {
+            let nonce = client.nonce(address).await?;
+            let value = json!({"address": address, "nonce": nonce});
+            out.print(&value, || format!("{address} next nonce {nonce}"));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

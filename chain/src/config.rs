@@ -1,0 +1,30 @@
+//! `app.toml`: where the ABCI server listens and where state lives.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+/// The app's configuration file.
+#[derive(Clone, Debug, Deserialize)]
+pub struct AppConfig {
+    /// ABCI listen address, e.g. `127.0.0.1:26658`.
+    pub abci_addr: String,
+    /// State database directory, relative to the home directory.
+    pub db_path: PathBuf,
+}
+
+impl AppConfig {
+    /// Reads `<home>/app.toml`.
+    pub fn load(home: &Path) -> Result<AppConfig> {
+        let path = home.join("app.toml");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {} (create a home with `gpuchaind testnet`)", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// Absolute database path.
+    pub fn db_dir(&self, home: &Path) -> PathBuf {
+        home.join(&self.db_path)
+    }
+}

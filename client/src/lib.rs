@@ -1,0 +1,37 @@
+//! The gpuchain client library, used by the CLI, the provider and verifier agents and the
+//! tests: key files, transaction building and signing, CometBFT RPC (through cosmrs's
+//! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash.
+
+pub mod keys;
+mod proof;
+mod rpc;
+mod txbuild;
+
+pub use proof::{verify_proof, ProofError};
+pub use rpc::{ChainClient, TxOutcome, VerifiedValue};
+pub use txbuild::build_signed_tx;
+
+/// Query path prefixes served by the app (documented in docs/protocol.md).
+pub mod paths {
+    use gpuchain_types::Address;
+
+    /// Raw state key: `/store/<key>`.
+    pub fn store(key: &str) -> String {
+        format!("/store/{key}")
+    }
+
+    /// Balance of an account.
+    pub fn balance(address: &Address) -> String {
+        format!("/bank/balance/{address}")
+    }
+
+    /// Total supply.
+    pub const SUPPLY: &str = "/bank/supply";
+    /// Transaction parameters.
+    pub const TX_PARAMS: &str = "/tx/params";
+
+    /// Next nonce of an account.
+    pub fn nonce(address: &Address) -> String {
+        format!("/auth/nonce/{address}")
+    }
+}

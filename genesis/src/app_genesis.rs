@@ -1,0 +1,24 @@
+use gpuchain_bank::BankGenesis;
+use gpuchain_tx::TxParams;
+use serde::{Deserialize, Serialize};
+
+/// The application's genesis state, carried as `app_state` in CometBFT's genesis.json.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppGenesis {
+    /// Transaction limits and gas prices.
+    #[serde(default)]
+    pub tx: TxParams,
+    /// Balances and bank parameters.
+    #[serde(default)]
+    pub bank: BankGenesis,
+}
+
+impl AppGenesis {
+    /// Parses `app_state` bytes; an empty document means all defaults.
+    pub fn from_json(bytes: &[u8]) -> Result<AppGenesis, serde_json::Error> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(AppGenesis::default());
+        }
+        serde_json::from_slice(bytes)
+    }
+}

@@ -1,0 +1,173 @@
+//! CometBFT's own files: key JSON, node ids, config.toml and genesis.json.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use base64::{engine::general_purpose::STANDARD as B64, Engine};
+use ed25519_dalek::SigningKey;
+use serde_json::json;
+
+/// A node's two CometBFT keys.
+pub struct CometKeys {
+    /// Consensus (validator) key.
+    pub validator: SigningKey,
+    /// P2P identity key.
+    pub node: SigningKey,
+}
+
+fn sha256_20(bytes: &[u8]) -> [u8; 20] {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut out = [0u8; 20];
+    out.copy_from_slice(&digest[..20]);
+    out
+}
+
+/// CometBFT's validator address: upper-case hex of sha256(pubkey)[..20].
+pub fn validator_address(key: &SigningKey) -> String {
+    hex::encode_upper(sha256_20(key.verifying_key().as_bytes()))
+}
+
+/// CometBFT's node id: lower-case hex of sha256(pubkey)[..20].
+pub fn node_id(key: &SigningKey) -> String {
+    hex::encode(sha256_20(key.verifying_key().as_bytes()))
+}
+
+fn priv_key_b64(key: &SigningKey) -> String {
+    B64.encode(key.to_keypair_bytes())
+}
+
+fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    fs::write(path, serde_json::to_vec_pretty(value)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+impl CometKeys {
+    /// Writes priv_validator_key.json, node_key.json and an empty priv_validator_state.json.
+    pub fn write(&self, comet_home: &Path) -> Result<()> {
+        let config = comet_home.join("config");
+        let data = comet_home.join("data");
+        fs::create_dir_all(&config)?;
+        fs::create_dir_all(&data)?;
+        let pubkey = B64.encode(self.validator.verifying_key().as_bytes());
+        write_json(
+            &config.join("priv_validator_key.json"),
+            &json!({
+                "address": validator_address(&self.validator),
+                "pub_key": {"type": "tendermint/PubKeyEd25519", "value": pubkey},
+                "priv_key": {"type": "tendermint/PrivKeyEd25519", "value": priv_key_b64(&self.validator)},
+            }),
+        )?;
+        write_json(
+            &config.join("node_key.json"),
+            &json!({"priv_key": {"type": "tendermint/PrivKeyEd25519", "value": priv_key_b64(&self.node)}}),
+        )?;
+        let state = data.join("priv_validator_state.json");
+        if !state.exists() {
+            write_json(&state, &json!({"height": "0", "round": 0, "step": 0}))?;
+        }
+        Ok(())
+    }
+}
+
+/// One validator entry of genesis.json.
+pub(crate) fn genesis_validator(key: &SigningKey, power: u64, name: &str) -> serde_json::Value {
+    json!({
+        "address": validator_address(key),
+        "pub_key": {"type": "tendermint/PubKeyEd25519", "value": B64.encode(key.verifying_key().as_bytes())},
+        "power": power.to_string(),
+        "name": name,
+    })
+}
+
+/// Ports and peers of one node's config.toml.
+pub(crate) struct NodeConfig<'a> {
+    pub(crate) moniker: &'a str,
+    pub(crate) p2p_port: u16,
+    pub(crate) rpc_port: u16,
+    pub(crate) abci_port: u16,
+    pub(crate) persistent_peers: &'a str,
+    pub(crate) timeout_commit_ms: u64,
+}
+
+/// A config.toml holding only what differs from CometBFT's defaults.
+pub(crate) fn write_config_toml(comet_home: &Path, c: &NodeConfig<'_>) -> Result<()> {
+    let text = format!(
+        r#"# Written by gpuchain's localnet builder; unset keys take CometBFT's defaults.
+proxy_app = "tcp://127.0.0.1:{abci}"
+moniker = "{moniker}"
+log_level = "info"
+db_backend = "goleveldb"
+
+[rpc]
+laddr = "tcp://127.0.0.1:{rpc}"
+max_subscription_clients = 100
+max_subscriptions_per_client = 20
+timeout_broadcast_tx_commit = "30s"
+
+[p2p]
+laddr = "tcp://127.0.0.1:{p2p}"
+external_address = "127.0.0.1:{p2p}"
+persistent_peers = "{peers}"
+addr_book_strict = false
+allow_duplicate_ip = true
+pex = false
+flush_throttle_timeout = "10ms"
+
+[mempool]
+size = 50000
+cache_size = 100000
+max_txs_bytes = 268435456
+recheck = true
+
+[consensus]
+timeout_propose = "1s"
+timeout_propose_delta = "200ms"
+timeout_prevote = "500ms"
+timeout_precommit = "500ms"
+timeout_commit = "{commit}ms"
+skip_timeout_commit = false
+create_empty_blocks = true
+create_empty_blocks_interval = "0s"
+peer_gossip_sleep_duration = "20ms"
+
+[tx_index]
+indexer = "kv"
+
+[instrumentation]
+prometheus = false
+"#,
+        abci = c.abci_port,
+        moniker = c.moniker,
+        rpc = c.rpc_port,
+        p2p = c.p2p_port,
+        peers = c.persistent_peers,
+        commit = c.timeout_commit_ms,
+    );
+    let path = comet_home.join("config").join("config.toml");
+    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// genesis.json with our validators and app state.
+pub(crate) fn genesis_json(
+    chain_id: &str,
+    validators: Vec<serde_json::Value>,
+    app_state: &crate::AppGenesis,
+) -> Result<serde_json::Value> {
+    Ok(json!({
+        "genesis_time": "2026-01-01T00:00:00Z",
+        "chain_id": chain_id,
+        "initial_height": "1",
+        "consensus_params": {
+            "block": {"max_bytes": "22020096", "max_gas": "-1"},
+            "evidence": {"max_age_num_blocks": "100000", "max_age_duration": "172800000000000", "max_bytes": "1048576"},
+            "validator": {"pub_key_types": ["ed25519"]},
+            "version": {"app": "1"},
+            "abci": {"vote_extensions_enable_height": "0"}
+        },
+        "validators": validators,
+        "app_hash": "",
+        "app_state": serde_json::to_value(app_state)?,
+    }))
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds once into a cached target dir, then
+# runs unit, integration and end-to-end tests (real CometBFT processes on 127.0.0.1).
+# Slow soak tests run only with GPUCHAIN_SOAK=1 (see docs/reliability.md).
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$GPUCHAIN_ROOT"
+bash scripts/install-deps.sh
+bash scripts/install-cometbft.sh >/dev/null
+export COMETBFT_BIN
+cargo build --workspace --bins --tests --locked
+# End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
+# two cores sustain without timeouts.
+cargo test --workspace --locked -- --test-threads=2 "$@"

@@ -1,0 +1,209 @@
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use gpuchain_client::ChainClient;
+use gpuchain_genesis::{Localnet, LocalnetSpec, PORTS_PER_NODE};
+use tempfile::TempDir;
+
+use crate::free_port_block;
+
+/// The `gpuchaind` binary built beside the test executable (`cargo build` first).
+pub fn gpuchaind_path() -> PathBuf {
+    if let Ok(p) = std::env::var("GPUCHAIND_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test> → target/<profile>/gpuchaind
+    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    dir.join("gpuchaind")
+}
+
+fn cometbft_path() -> PathBuf {
+    if let Ok(p) = std::env::var("COMETBFT_BIN") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var("HOME").unwrap_or_default();
+    PathBuf::from(home).join(".cache/gpuchain/cometbft-v0.38.26/cometbft")
+}
+
+/// Runs the `gpuchaind` CLI and returns its output.
+pub fn cli(args: &[&str]) -> Result<Output> {
+    let bin = gpuchaind_path();
+    Command::new(&bin)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {} (build it with `cargo build --bins`)", bin.display()))
+}
+
+struct NodeProcs {
+    app: Option<Child>,
+    comet: Option<Child>,
+}
+
+/// A running localnet; everything is killed and deleted on drop.
+pub struct TestNet {
+    dir: TempDir,
+    /// Layout and keys.
+    pub net: Localnet,
+    procs: Vec<NodeProcs>,
+}
+
+fn kill(child: &mut Option<Child>) {
+    if let Some(mut c) = child.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl TestNet {
+    /// Writes and starts `validators` nodes with `accounts` funded, and waits for blocks.
+    pub async fn start(validators: usize, accounts: &[(&str, u128)]) -> Result<TestNet> {
+        let dir = tempfile::Builder::new().prefix("gpuchain-e2e-").tempdir()?;
+        let mut spec = LocalnetSpec::new(dir.path().join("net"));
+        spec.validators = validators;
+        spec.chain_id = "gpuchain-e2e".into();
+        spec.base_port = free_port_block(validators as u16 * PORTS_PER_NODE);
+        spec.timeout_commit_ms = 200;
+        spec.accounts.extend(accounts.iter().map(|(n, a)| (n.to_string(), *a)));
+        let net = Localnet::build(&spec)?;
+        std::fs::create_dir_all(dir.path().join("logs"))?;
+        let mut t = TestNet { dir, net, procs: Vec::new() };
+        for i in 0..validators {
+            t.procs.push(NodeProcs { app: None, comet: None });
+            t.start_app(i, &[])?;
+        }
+        for i in 0..validators {
+            t.start_comet(i)?;
+        }
+        t.client(0)?.wait_for_height(2, Duration::from_secs(60)).await?;
+        Ok(t)
+    }
+
+    fn log(&self, name: &str) -> Result<Stdio> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("logs").join(name))?;
+        Ok(Stdio::from(f))
+    }
+
+    /// Starts node `i`'s app, with extra environment variables.
+    pub fn start_app(&mut self, i: usize, env: &[(&str, &str)]) -> Result<()> {
+        let home = &self.net.nodes[i].app_home;
+        let mut cmd = Command::new(gpuchaind_path());
+        cmd.arg("start").arg("--home").arg(home);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .stdout(self.log(&format!("node{i}-app.log"))?)
+            .stderr(self.log(&format!("node{i}-app.log"))?)
+            .spawn()
+            .context("starting gpuchaind (build it with `cargo build --bins`)")?;
+        self.procs[i].app = Some(child);
+        wait_for_port(&self.net.nodes[i].abci_addr)?;
+        Ok(())
+    }
+
+    /// Starts node `i`'s CometBFT.
+    pub fn start_comet(&mut self, i: usize) -> Result<()> {
+        let child = Command::new(cometbft_path())
+            .arg("start")
+            .arg("--home")
+            .arg(&self.net.nodes[i].comet_home)
+            .stdout(self.log(&format!("node{i}-cometbft.log"))?)
+            .stderr(self.log(&format!("node{i}-cometbft.log"))?)
+            .spawn()
+            .context("starting cometbft (run scripts/install-cometbft.sh)")?;
+        self.procs[i].comet = Some(child);
+        Ok(())
+    }
+
+    /// kill -9 node `i`'s app.
+    pub fn kill_app(&mut self, i: usize) {
+        kill(&mut self.procs[i].app);
+    }
+
+    /// kill -9 node `i`'s CometBFT.
+    pub fn kill_comet(&mut self, i: usize) {
+        kill(&mut self.procs[i].comet);
+    }
+
+    /// Waits until node `i`'s app process exits on its own; returns whether it did in time.
+    pub fn wait_app_exit(&mut self, i: usize, timeout: Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Some(child) = self.procs[i].app.as_mut() {
+                if child.try_wait()?.is_some() {
+                    self.procs[i].app = None;
+                    return Ok(true);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(false)
+    }
+
+    /// RPC client of node `i`.
+    pub fn client(&self, i: usize) -> Result<ChainClient> {
+        ChainClient::new(&self.net.nodes[i].rpc_url)
+    }
+
+    /// gpuchaind home holding the localnet's keystore (`<home>/keys`).
+    pub fn keys_home(&self) -> PathBuf {
+        self.net.keys_dir.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// The app hash in block `height + 1`'s header as node `i` reports it.
+    pub async fn app_hash_after(&self, i: usize, height: u64) -> Result<String> {
+        use tendermint_rpc::Client;
+        let client = self.client(i)?;
+        client.wait_for_height(height + 1, Duration::from_secs(90)).await?;
+        let block = client.rpc().block(tendermint::block::Height::try_from(height + 1)?).await?;
+        Ok(block.block.header.app_hash.to_string())
+    }
+
+    /// Asserts that nodes `nodes` agree on the app hash after `height`.
+    pub async fn assert_same_app_hash(&self, nodes: &[usize], height: u64) -> Result<String> {
+        let mut hashes = Vec::new();
+        for &i in nodes {
+            hashes.push(self.app_hash_after(i, height).await?);
+        }
+        if hashes.windows(2).any(|w| w[0] != w[1]) {
+            bail!("app hashes differ after height {height}: {hashes:?}");
+        }
+        Ok(hashes.remove(0))
+    }
+
+    /// Path of the logs, for failure messages.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+}
+
+fn wait_for_port(addr: &str) -> Result<()> {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    bail!("nothing listening on {addr}")
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        for p in &mut self.procs {
+            kill(&mut p.comet);
+            kill(&mut p.app);
+        }
+        if std::thread::panicking() {
+            // Keep the logs of a failed test for inspection.
+            let kept = self.dir.path().to_path_buf();
+            eprintln!("test failed; logs kept in {}", kept.join("logs").display());
+            let _ = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Tidy checks of repo-wide conventions: the dependency layering in ARCHITECTURE.md, a `//!`
+//! paragraph atop every crate, and no hash maps, floats or clocks in consensus code.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Every workspace crate: (directory, package name, dependency names).
+fn crates() -> Vec<(PathBuf, String, Vec<String>)> {
+    let ws: toml::Value = toml::from_str(&fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    let members = ws["workspace"]["members"].as_array().unwrap();
+    members
+        .iter()
+        .map(|m| {
+            let dir = root().join(m.as_str().unwrap());
+            let manifest: toml::Value = toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+            let name = manifest["package"]["name"].as_str().unwrap().to_string();
+            let deps = ["dependencies", "build-dependencies"]
+                .iter()
+                .filter_map(|t| manifest.get(*t).and_then(|d| d.as_table()))
+                .flat_map(|t| t.keys().cloned())
+                .collect();
+            (dir, name, deps)
+        })
+        .collect()
+}
+
+#[test]
+fn dependencies_follow_the_architecture_invariants() {
+    for (_, name, deps) in crates() {
+        let uses = |d: &str| deps.iter().any(|x| x == d);
+        let is_module = name.starts_with("gpuchain-") && root().join("x").join(name.trim_start_matches("gpuchain-")).exists();
+        if is_module {
+            for banned in ["gpuchain-chain", "gpuchain-compute", "gpuchain-provider", "gpuchain-verifier", "gpuchain-client", "burn"] {
+                assert!(!uses(banned), "{name} (consensus module) must not depend on {banned}");
+            }
+        }
+        if name == "gpuchain-client" {
+            assert!(!uses("gpuchain-chain"), "client must use module types, never the app");
+        }
+        if name == "gpuchain-compute" {
+            for d in &deps {
+                let internal = d.starts_with("gpuchain-");
+                assert!(!internal || d == "gpuchain-jobspec", "compute may only use x/jobspec, not {d}");
+            }
+        }
+        if name == "gpuchain-provider" {
+            assert!(!uses("gpuchain-verifier"), "agents must not depend on each other");
+        }
+        if name == "gpuchain-verifier" {
+            assert!(!uses("gpuchain-provider"), "agents must not depend on each other");
+        }
+        if name != "gpuchain-chain" && name != "gpuchain-tests" {
+            assert!(!uses("tendermint-abci"), "only chain/ knows ABCI, but {name} uses tendermint-abci");
+        }
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_crate_opens_with_a_doc_paragraph() {
+    for (dir, name, _) in crates() {
+        for entry in ["src/lib.rs", "src/main.rs"] {
+            let path = dir.join(entry);
+            if let Ok(text) = fs::read_to_string(&path) {
+                assert!(text.starts_with("//!"), "{name}: {} must start with a //! paragraph", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn consensus_code_has_no_hash_maps_floats_or_clocks() {
+    let mut files = Vec::new();
+    rust_files(&root().join("chain/src/app"), &mut files);
+    rust_files(&root().join("chain/src/store"), &mut files);
+    for (dir, _, _) in crates() {
+        if dir.starts_with(root().join("x")) {
+            rust_files(&dir.join("src"), &mut files);
+        }
+    }
+    assert!(!files.is_empty());
+    let banned = ["HashMap", "HashSet", "SystemTime", "Instant::now", "f32", "f64", "thread_rng", "OsRng"];
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        for word in banned {
+            let hit = text.lines().any(|l| !l.trim_start().starts_with("//") && l.split(|c: char| !c.is_alphanumeric() && c != '_' && c != ':').any(|tok| tok == word || tok.ends_with(&format!("::{word}"))));
+            assert!(!hit, "{} uses {word}, which consensus code must not", file.display());
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! x/bank: balances of `ugpu`, transfers, module accounts (fee pool, escrow, bonded pool…)
+//! and total-supply tracking. Invariant: the sum of all balances equals the supply.
+
+mod error;
+mod events;
+mod genesis;
+pub mod handler;
+mod msgs;
+mod params;
+pub mod state_key;
+mod view;
+
+pub use error::BankError;
+pub use events::TransferEvent;
+pub use genesis::BankGenesis;
+pub use msgs::{BankMsg, MsgMultiSend, MsgSend, Output};
+pub use params::BankParams;
+pub use view::{BankRead, BankWrite};
+
+use gpuchain_types::Address;
+
+/// Well-known module accounts. No key controls them; only module code moves their funds.
+pub mod module_account {
+    use super::Address;
+
+    /// Collects transaction fees and the market's take rate.
+    pub fn fee_pool() -> Address {
+        Address::module("fee_pool")
+    }
+}

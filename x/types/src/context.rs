@@ -1,0 +1,26 @@
+use borsh::{BorshDeserialize, BorshSerialize};
+
+/// What a handler may know about the block it runs in. There is deliberately no wall-clock
+/// time: deadlines are in blocks, and randomness is derived from `entropy`.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+pub struct BlockCtx {
+    /// Height of the block being executed.
+    pub height: u64,
+    /// Chain id from genesis.
+    pub chain_id: String,
+    /// blake3 of the block hash CometBFT gave us: the seed of every on-chain random draw.
+    pub entropy: [u8; 32],
+}
+
+impl BlockCtx {
+    /// A deterministic 32-byte draw for `purpose` and `subject` in this block.
+    pub fn draw(&self, purpose: &str, subject: &[u8]) -> [u8; 32] {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(b"gpuchain/draw/");
+        hasher.update(&self.entropy);
+        hasher.update(purpose.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(subject);
+        *hasher.finalize().as_bytes()
+    }
+}

@@ -1,0 +1,36 @@
+use borsh::{BorshDeserialize, BorshSerialize};
+use serde::{Deserialize, Serialize};
+
+/// A typed event flattened into an ABCI event: a kind (`"bank.transfer"`) and ordered
+/// string attributes. Modules build these through their own typed event structs.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct Event {
+    /// Event type, `<module>.<what>`.
+    pub kind: String,
+    /// Attributes in emission order.
+    pub attributes: Vec<(String, String)>,
+}
+
+impl Event {
+    /// A new event with no attributes.
+    pub fn new(kind: impl Into<String>) -> Self {
+        Event { kind: kind.into(), attributes: Vec::new() }
+    }
+
+    /// Adds an attribute.
+    pub fn attr(mut self, key: impl Into<String>, value: impl ToString) -> Self {
+        self.attributes.push((key.into(), value.to_string()));
+        self
+    }
+
+    /// The value of the first attribute named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Where handlers send events; they are kept only if the transaction succeeds.
+pub trait EventSink {
+    /// Records an event.
+    fn emit(&mut self, event: Event);
+}

@@ -1,0 +1,28 @@
+//! Shared consensus types for every gpuchain module: bech32 addresses, the error shape that
+//! becomes an ABCI code/codespace/log, the state access traits with their copy-on-write
+//! overlay, typed events, block context and fixed-point (ppm) arithmetic.
+//!
+//! Nothing here touches the clock, floats, OS randomness or hash-map iteration: it is linked
+//! into consensus code.
+
+mod address;
+mod context;
+mod error;
+mod event;
+mod merkle;
+mod ppm;
+mod state;
+
+pub use address::{Address, AddressError, ADDRESS_HRP, ADDRESS_LEN};
+pub use context::BlockCtx;
+pub use error::{AppError, ModuleError};
+pub use event::{Event, EventSink};
+pub use merkle::{key_hash, Blake3Hasher, PROOF_OP_TYPE};
+pub use ppm::{mul_ppm, Ppm, PPM_ONE};
+pub use state::{MemState, Overlay, StateRead, StateReadExt, StateWrite, StateWriteExt, Write};
+
+/// Amounts of the native token in its base unit, `ugpu` (1 GPU = 10^6 ugpu).
+pub type Amount = u128;
+
+/// The native denomination's base unit.
+pub const DENOM: &str = "ugpu";

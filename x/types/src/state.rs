@@ -1,0 +1,208 @@
+//! State access for modules. Keys are strings under a module prefix (`"bank/balances/…"`);
+//! values are borsh. Reads never fail: a storage fault or an undecodable stored value is a
+//! broken invariant, and the node halts loudly rather than diverge from its peers.
+
+use std::collections::BTreeMap;
+
+use borsh::{BorshDeserialize, BorshSerialize};
+
+use crate::event::{Event, EventSink};
+
+/// Pending writes: `Some(value)` to set, `None` to delete. Ordered, so applying them is
+/// deterministic.
+pub type Write = BTreeMap<String, Option<Vec<u8>>>;
+
+/// Read access to a state version.
+pub trait StateRead {
+    /// The raw value under `key`.
+    fn get_raw(&self, key: &str) -> Option<Vec<u8>>;
+    /// Every `(key, value)` whose key starts with `prefix`, in key order.
+    fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)>;
+}
+
+/// Write access: changes land in an overlay and are applied only if the transaction succeeds.
+pub trait StateWrite: StateRead + EventSink {
+    /// Sets `key` to `value`.
+    fn put_raw(&mut self, key: String, value: Vec<u8>);
+    /// Removes `key`.
+    fn delete(&mut self, key: String);
+}
+
+/// Stops the node: the stored state cannot be trusted, and carrying on would fork the chain.
+fn halt(what: &str, key: &str) -> ! {
+    eprintln!("FATAL: {what} at state key {key:?}; halting to avoid diverging from the network");
+    std::process::abort()
+}
+
+/// Typed reads over any [`StateRead`].
+pub trait StateReadExt: StateRead {
+    /// The borsh-decoded value under `key`.
+    fn get<T: BorshDeserialize>(&self, key: &str) -> Option<T> {
+        let bytes = self.get_raw(key)?;
+        match T::try_from_slice(&bytes) {
+            Ok(v) => Some(v),
+            Err(_) => halt("undecodable stored value", key),
+        }
+    }
+
+    /// Every borsh-decoded value under `prefix`, in key order.
+    fn prefix<T: BorshDeserialize>(&self, prefix: &str) -> Vec<(String, T)> {
+        self.prefix_raw(prefix)
+            .into_iter()
+            .map(|(k, v)| match T::try_from_slice(&v) {
+                Ok(t) => (k, t),
+                Err(_) => halt("undecodable stored value", &k),
+            })
+            .collect()
+    }
+}
+
+impl<S: StateRead + ?Sized> StateReadExt for S {}
+
+/// Typed writes over any [`StateWrite`].
+pub trait StateWriteExt: StateWrite {
+    /// Stores the borsh encoding of `value` under `key`.
+    fn put<T: BorshSerialize>(&mut self, key: String, value: &T) {
+        match borsh::to_vec(value) {
+            Ok(bytes) => self.put_raw(key, bytes),
+            Err(_) => halt("unencodable value", &key),
+        }
+    }
+}
+
+impl<S: StateWrite + ?Sized> StateWriteExt for S {}
+
+/// A copy-on-write view over a parent state: the per-block and per-transaction fork.
+pub struct Overlay<'a> {
+    parent: &'a dyn StateRead,
+    writes: Write,
+    events: Vec<Event>,
+}
+
+impl<'a> Overlay<'a> {
+    /// A fork of `parent` with no changes yet.
+    pub fn new(parent: &'a dyn StateRead) -> Self {
+        Overlay { parent, writes: Write::new(), events: Vec::new() }
+    }
+
+    /// The changes and events, for the caller to apply to the parent.
+    pub fn into_parts(self) -> (Write, Vec<Event>) {
+        (self.writes, self.events)
+    }
+
+    /// Applies a child fork's changes and events on top of this one.
+    pub fn absorb(&mut self, writes: Write, events: Vec<Event>) {
+        self.writes.extend(writes);
+        self.events.extend(events);
+    }
+
+    /// The changes made so far.
+    pub fn writes(&self) -> &Write {
+        &self.writes
+    }
+}
+
+impl StateRead for Overlay<'_> {
+    fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
+        match self.writes.get(key) {
+            Some(v) => v.clone(),
+            None => self.parent.get_raw(key),
+        }
+    }
+
+    fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let mut merged: BTreeMap<String, Vec<u8>> =
+            self.parent.prefix_raw(prefix).into_iter().collect();
+        for (k, v) in self.writes.range(prefix.to_string()..) {
+            if !k.starts_with(prefix) {
+                break;
+            }
+            match v {
+                Some(v) => merged.insert(k.clone(), v.clone()),
+                None => merged.remove(k),
+            };
+        }
+        merged.into_iter().collect()
+    }
+}
+
+impl EventSink for Overlay<'_> {
+    fn emit(&mut self, event: Event) {
+        self.events.push(event);
+    }
+}
+
+impl StateWrite for Overlay<'_> {
+    fn put_raw(&mut self, key: String, value: Vec<u8>) {
+        self.writes.insert(key, Some(value));
+    }
+
+    fn delete(&mut self, key: String) {
+        self.writes.insert(key, None);
+    }
+}
+
+/// An in-memory state, for genesis building, module unit tests and simulation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemState {
+    entries: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies a set of writes.
+    pub fn apply(&mut self, writes: Write) {
+        for (k, v) in writes {
+            match v {
+                Some(v) => self.entries.insert(k, v),
+                None => self.entries.remove(&k),
+            };
+        }
+    }
+
+    /// Every entry, in key order.
+    pub fn entries(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.entries
+    }
+}
+
+impl StateRead for MemState {
+    fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
+        self.entries.get(key).cloned()
+    }
+
+    fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        self.entries
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_reads_its_own_writes_and_hides_deletes() {
+        let mut base = MemState::new();
+        let mut w = Write::new();
+        w.insert("a/1".into(), Some(vec![1]));
+        w.insert("a/2".into(), Some(vec![2]));
+        w.insert("b/1".into(), Some(vec![3]));
+        base.apply(w);
+
+        let mut fork = Overlay::new(&base);
+        fork.delete("a/1".into());
+        fork.put_raw("a/3".into(), vec![4]);
+        assert_eq!(fork.get_raw("a/1"), None);
+        let keys: Vec<String> = fork.prefix_raw("a/").into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, vec!["a/2".to_string(), "a/3".to_string()]);
+        assert_eq!(base.get_raw("a/1"), Some(vec![1]), "parent untouched until applied");
+    }
+}
