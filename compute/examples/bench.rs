@@ -37,50 +37,54 @@ fn spec(topk_ppm: u32, ef: bool, dgc: bool, bits: ValueBits, rounds: u32) -> Tra
 }
 
 fn compression() -> serde_json::Value {
-    let data = Digits::builtin().unwrap();
-    let init = mlp::init_params(1);
     let rounds: u32 = std::env::var("ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(400);
+    let r = format!(r#""rounds":{rounds}"#);
     let cases = [
         (
             "dense f32",
-            spec(1_000_000, true, false, ValueBits::B32, rounds),
+            format!(r#"{{{r},"topk_ppm":1000000,"value_bits":"32"}}"#),
         ),
-        (
-            "top-1% EF f16",
-            spec(10_000, true, false, ValueBits::B16, rounds),
-        ),
+        ("dense f16", format!(r#"{{{r},"topk_ppm":1000000}}"#)),
+        ("top-1% EF f16", format!(r#"{{{r},"topk_ppm":10000}}"#)),
         (
             "top-1% no-EF f16",
-            spec(10_000, false, false, ValueBits::B16, rounds),
+            format!(r#"{{{r},"topk_ppm":10000,"error_feedback":false}}"#),
         ),
         (
             "top-1% EF int8",
-            spec(10_000, true, false, ValueBits::B8, rounds),
+            format!(r#"{{{r},"topk_ppm":10000,"value_bits":"8"}}"#),
+        ),
+        ("top-0.1% EF f16", format!(r#"{{{r},"topk_ppm":1000}}"#)),
+        (
+            "top-0.1% EF int8",
+            format!(r#"{{{r},"topk_ppm":1000,"value_bits":"8"}}"#),
         ),
         (
-            "top-0.1% EF f16",
-            spec(1_000, true, false, ValueBits::B16, rounds),
+            "top-0.1% no-EF int8",
+            format!(r#"{{{r},"topk_ppm":1000,"value_bits":"8","error_feedback":false}}"#),
         ),
         (
-            "top-0.1% DGC f16",
-            spec(1_000, true, true, ValueBits::B16, rounds),
+            "top-0.1% DGC mu=0.9 f16",
+            format!(r#"{{{r},"topk_ppm":1000,"momentum_correction":true,"warmup_rounds":8}}"#),
         ),
         (
-            "top-0.1% DGC int8",
-            spec(1_000, true, true, ValueBits::B8, rounds),
+            "top-0.1% DGC mu=0.5 int8",
+            format!(
+                r#"{{{r},"topk_ppm":1000,"momentum_correction":true,"warmup_rounds":8,"momentum_ppm":500000,"value_bits":"8"}}"#
+            ),
         ),
     ];
     let rows: Vec<_> = cases
         .iter()
-        .map(|(name, s)| {
+        .map(|(name, o)| {
             let t = Instant::now();
-            let (_, r) = run_training(s, &data, &init, &CanonicalGrad).unwrap();
-            json!({ "case": name, "test_accuracy": r.test_accuracy, "bytes_per_worker": r.bytes_per_worker,
-                    "dense_bytes_per_worker": r.dense_bytes_per_worker, "compression_ratio": r.compression_ratio,
-                    "seconds": t.elapsed().as_secs_f64() })
+            let mut row = train_one(o);
+            row["case"] = json!(name);
+            row["seconds"] = json!(t.elapsed().as_secs_f64());
+            row
         })
         .collect();
     json!({ "bench": "compression", "rounds": rounds, "workers": 4, "local_steps": 4, "rows": rows })
@@ -136,16 +140,33 @@ fn embedder() -> serde_json::Value {
             "threads": std::thread::available_parallelism().map_or(1, |n| n.get()) })
 }
 
+/// One training run: the default spec with the JSON object in `overrides` merged over it.
+fn train_one(overrides: &str) -> serde_json::Value {
+    let mut base = serde_json::to_value(spec(10_000, true, false, ValueBits::B16, 60)).unwrap();
+    let extra: serde_json::Value =
+        serde_json::from_str(overrides).expect("overrides must be a JSON object");
+    for (k, v) in extra.as_object().expect("a JSON object") {
+        base[k] = v.clone();
+    }
+    let s: TrainingSpec = serde_json::from_value(base.clone()).expect("a valid training spec");
+    let data = Digits::builtin().unwrap();
+    let (_, r) = run_training(&s, &data, &mlp::init_params(1), &CanonicalGrad).unwrap();
+    json!({ "spec": base, "test_accuracy": r.test_accuracy, "compression_ratio": r.compression_ratio, "bytes_per_worker": r.bytes_per_worker })
+}
+
 fn main() {
     let what = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "compression".into());
     let doc = match what.as_str() {
         "compression" => compression(),
+        "train" => train_one(&std::env::args().nth(2).unwrap_or_else(|| "{}".into())),
         "canonical" => canonical(),
         "embedder" => embedder(),
         other => {
-            eprintln!("unknown benchmark `{other}`: compression | canonical | embedder");
+            eprintln!(
+                "unknown benchmark `{other}`: compression | train JSON | canonical | embedder"
+            );
             std::process::exit(2);
         }
     };

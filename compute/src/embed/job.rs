@@ -3,7 +3,7 @@
 use gpuchain_jobspec::{InferenceSpec, JobKind};
 
 use super::model::BertConfig;
-use super::tokenize::SentenceTokenizer;
+use super::tokenize::{Batch, SentenceTokenizer};
 use crate::blob::BlobStore;
 use crate::params::Params;
 use crate::tensor_io::encode_f32;
@@ -37,23 +37,38 @@ pub fn embed(
     backend: Backend,
 ) -> Result<Vec<f32>> {
     let cfg = BertConfig::new();
-    let mut out = Vec::with_capacity(sentences.len() * cfg.hidden);
+    let h = cfg.hidden;
+    let ids = tok.encode_all(sentences)?;
+    // Batch sentences of similar length together (longest first) to waste little work on
+    // padding, as sentence-transformers does; results go back to input order.
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|a, b| ids[*b].len().cmp(&ids[*a].len()).then(a.cmp(b)));
+    let mut out = vec![0.0f32; sentences.len() * h];
+    let mut place = |chunk: &[usize], rows: &[f32]| {
+        for (j, i) in chunk.iter().enumerate() {
+            out[i * h..(i + 1) * h].copy_from_slice(&rows[j * h..(j + 1) * h]);
+        }
+    };
+    let batches = order.chunks(batch_size.max(1));
     if backend == Backend::Canonical {
-        for chunk in sentences.chunks(batch_size.max(1)) {
-            out.extend(canonical::bert::embed(params, &cfg, &tok.batch(chunk)?)?);
+        for chunk in batches {
+            let batch = Batch::pad(&chunk.iter().map(|i| &ids[*i]).collect::<Vec<_>>());
+            place(chunk, &canonical::bert::embed(params, &cfg, &batch)?);
         }
         return Ok(out);
     }
     crate::with_burn_backend!(backend, |B, device| {
         let model = cfg.load::<B>(params, &device)?;
-        for chunk in sentences.chunks(batch_size.max(1)) {
-            let batch = tok.batch(chunk)?;
-            out.extend(crate::models::burn_io::values(
-                model.forward(&batch, &device),
-            ));
+        for chunk in batches {
+            let batch = Batch::pad(&chunk.iter().map(|i| &ids[*i]).collect::<Vec<_>>());
+            place(
+                chunk,
+                &crate::models::burn_io::values(model.forward(&batch, &device)),
+            );
         }
-        Ok(out)
-    })
+        Ok::<(), crate::Error>(())
+    })?;
+    Ok(out)
 }
 
 /// Runs an embedding job.

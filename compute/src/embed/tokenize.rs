@@ -41,7 +41,13 @@ impl SentenceTokenizer {
 
     /// Tokenises sentences (with `[CLS]`/`[SEP]`) and pads to the longest with id 0.
     pub fn batch(&self, sentences: &[String]) -> Result<Batch> {
-        let encodings: Vec<Vec<u32>> = sentences
+        let encodings = self.encode_all(sentences)?;
+        Ok(Batch::pad(&encodings.iter().collect::<Vec<_>>()))
+    }
+
+    /// Token ids (with `[CLS]`/`[SEP]`) of each sentence.
+    pub fn encode_all(&self, sentences: &[String]) -> Result<Vec<Vec<u32>>> {
+        sentences
             .iter()
             .map(|s| {
                 self.inner
@@ -49,20 +55,26 @@ impl SentenceTokenizer {
                     .map(|e| e.get_ids().to_vec())
                     .map_err(|e| Error::Tokenizer(e.to_string()))
             })
-            .collect::<Result<_>>()?;
-        let len = encodings.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            .collect()
+    }
+}
+
+impl Batch {
+    /// Pads token sequences to the longest with id 0.
+    pub fn pad(encodings: &[&Vec<u32>]) -> Batch {
+        let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
         let mut batch = Batch {
-            rows: sentences.len(),
+            rows: encodings.len(),
             len,
             ids: Vec::new(),
             mask: Vec::new(),
         };
-        for e in &encodings {
+        for e in encodings {
             batch
                 .ids
                 .extend(e.iter().copied().chain(std::iter::repeat(0)).take(len));
             batch.mask.extend((0..len).map(|i| u32::from(i < e.len())));
         }
-        Ok(batch)
+        batch
     }
 }
