@@ -96,6 +96,17 @@ fn embeddings_match_sentence_transformers_reference() {
         );
         assert!(c >= 0.9999, "canonical: sentence {i}: cosine {c}");
     }
+    let tol = gpuchain_jobspec::Tolerance::default_for(gpuchain_jobspec::JobKind::Embeddings);
+    let enc = |v: &[f32]| gpuchain_compute::tensor_io::encode_f32(&[few.len(), 384], v);
+    let verdict = gpuchain_compute::compare(
+        gpuchain_jobspec::JobKind::Embeddings,
+        &tol,
+        &enc(&fast[..few.len() * 384]),
+        &enc(&canon),
+    )
+    .unwrap();
+    println!("embeddings fast vs canonical: {verdict:?}");
+    assert!(verdict.accepted(), "{verdict:?}");
     let again = embed(&params, &tok, few, 3, Backend::Canonical).unwrap();
     assert_eq!(
         canon, again,

@@ -128,3 +128,118 @@ fn burn_gradient_stays_within_tolerance_of_the_canonical_gradient() {
     let rel = gpuchain_compute::compare::rel_l2_ppm(&g2, &g1);
     assert!(rel < 100, "gradient rel L2 {rel} ppm");
 }
+
+#[test]
+fn training_jobs_on_the_fast_and_canonical_paths_agree_within_tolerance() {
+    use gpuchain_compute::blob::BlobStore;
+    use gpuchain_compute::{compare, run_job, Backend};
+    use gpuchain_jobspec::JobSpec;
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let dataset = store.put(gpuchain_compute::digits::DIGITS_CSV_GZ).unwrap();
+    let mut sp = spec(10_000, true);
+    sp.rounds = 15;
+    sp.dataset = dataset;
+    // f32 values: with f16 the quantisation hides the backends' last-bit differences.
+    sp.value_bits = ValueBits::B32;
+    let job = JobSpec::Training(sp);
+    let canon = run_job(&job, &store, Backend::Canonical).unwrap();
+    let fast = run_job(&job, &store, Backend::Cpu).unwrap();
+    assert!(canon.transcript_root.is_some());
+    let verdict = compare(job.kind(), &job.tolerance(), &fast.bytes, &canon.bytes).unwrap();
+    println!("training fast vs canonical: {verdict:?}");
+    assert!(verdict.accepted(), "{verdict:?}");
+    // Weights from another seed are not accepted.
+    let JobSpec::Training(mut other) = job.clone() else {
+        unreachable!()
+    };
+    other.init = WeightsInit::Seed(99);
+    let wrong = run_job(&JobSpec::Training(other), &store, Backend::Canonical).unwrap();
+    assert!(
+        !compare(job.kind(), &job.tolerance(), &wrong.bytes, &canon.bytes)
+            .unwrap()
+            .accepted()
+    );
+}
+
+#[test]
+fn an_audited_segment_accepts_honest_work_and_flags_a_useless_update() {
+    use gpuchain_compute::train::audit_segment;
+    let data = Digits::builtin().unwrap();
+    let (train, _) = data.split();
+    let init = mlp::init_params(4);
+    let mut sp = spec(10_000, true);
+    sp.rounds = 4;
+    let mut workers: Vec<Worker> = (0..4)
+        .map(|w| Worker::new(w, init.numel(), train.shard(w as usize, 4)))
+        .collect();
+    let mut coord = Coordinator::new(&sp, &init);
+    let mut saved = None;
+    for round in 0..4 {
+        let weights = coord.weights();
+        let checkpoint = workers[1].checkpoint();
+        let msgs: Vec<Vec<u8>> = workers
+            .iter_mut()
+            .map(|w| {
+                w.run_round(&sp, round, &weights, &CanonicalGrad)
+                    .unwrap()
+                    .bytes
+            })
+            .collect();
+        if round == 2 {
+            saved = Some((weights, checkpoint, msgs[1].clone()));
+        }
+        coord.apply_round(&msgs).unwrap();
+    }
+    let (weights, checkpoint, claimed) = saved.unwrap();
+    let record = coord.records()[2].clone();
+    let honest = audit_segment(
+        &sp,
+        &record,
+        &weights,
+        &checkpoint,
+        train.shard(1, 4),
+        &claimed,
+        &CanonicalGrad,
+        20_000,
+    )
+    .unwrap();
+    assert!(honest.identical && honest.accepted, "{honest:?}");
+
+    // A lazy worker sends an update made of noise: its hash is in the transcript, but the
+    // audit re-run differs and the loss does not improve.
+    let mut lazy_sp = sp.clone();
+    lazy_sp.lr_ppm = 1;
+    let mut lazy = Worker::resume(&checkpoint, train.shard(1, 4)).unwrap();
+    let lazy_msg = lazy
+        .run_round(&lazy_sp, 2, &weights, &CanonicalGrad)
+        .unwrap()
+        .bytes;
+    let mut forged = record.clone();
+    forged.update_hashes[1] = *blake3::hash(&lazy_msg).as_bytes();
+    let caught = audit_segment(
+        &sp,
+        &forged,
+        &weights,
+        &checkpoint,
+        train.shard(1, 4),
+        &lazy_msg,
+        &CanonicalGrad,
+        20_000,
+    )
+    .unwrap();
+    assert!(!caught.accepted, "{caught:?}");
+    // An update that is not the one in the transcript is refused outright.
+    let err = audit_segment(
+        &sp,
+        &record,
+        &weights,
+        &checkpoint,
+        train.shard(1, 4),
+        &lazy_msg,
+        &CanonicalGrad,
+        20_000,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("transcript hash"), "{err}");
+}

@@ -7,6 +7,7 @@
 //! The coordinator averages the decoded updates into the next round's weights. Every round's
 //! weight hash and update hashes go into a transcript whose Merkle root is the job result.
 
+pub mod audit;
 pub mod compress;
 pub mod coordinator;
 pub mod grad;
@@ -15,6 +16,7 @@ pub mod worker;
 
 mod job;
 
+pub use audit::{audit_segment, AuditReport};
 pub use compress::{density_ppm, UpdateMessage};
 pub use coordinator::{evaluate, Coordinator, RoundRecord, TrainReport};
 pub use grad::{BurnGrad, CanonicalGrad, GradFn};

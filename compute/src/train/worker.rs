@@ -42,7 +42,7 @@ pub struct RoundOutput {
 
 /// Seed of the minibatch sampler for one local step: blake3 of the job seed, round, worker
 /// and step (documented so anyone can re-derive a worker's batches).
-fn step_seed(seed: u64, round: u32, worker: u32, step: u32) -> u64 {
+pub fn step_seed(seed: u64, round: u32, worker: u32, step: u32) -> u64 {
     let mut h = blake3::Hasher::new();
     h.update(b"gpuchain.train.batch");
     h.update(&seed.to_le_bytes());
@@ -51,6 +51,30 @@ fn step_seed(seed: u64, round: u32, worker: u32, step: u32) -> u64 {
     h.update(&step.to_le_bytes());
     let b = h.finalize();
     u64::from_le_bytes(b.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+}
+
+/// The minibatch worker `worker` trains on at `step` of `round`: `batch_size` rows of its
+/// shard drawn (with replacement) by a generator seeded with [`step_seed`]. Auditors use it
+/// to rebuild a worker's batches.
+pub fn step_batch(
+    spec: &TrainingSpec,
+    round: u32,
+    worker: u32,
+    step: u32,
+    shard: &Digits,
+) -> (Vec<f32>, Vec<u8>) {
+    let batch = spec.batch_size as usize;
+    let mut rng = SplitMix64::new(step_seed(spec.seed, round, worker, step));
+    let (mut x, mut y) = (
+        Vec::with_capacity(batch * PIXELS),
+        Vec::with_capacity(batch),
+    );
+    for _ in 0..batch {
+        let i = rng.below(shard.len());
+        x.extend_from_slice(shard.image(i));
+        y.push(shard.labels[i]);
+    }
+    (x, y)
 }
 
 impl Worker {
@@ -105,21 +129,9 @@ impl Worker {
         let local_mu = if spec.momentum_correction { 0.0 } else { mu };
         let mut local = weights.clone();
         let mut flat = local.flatten();
-        let batch = spec.batch_size as usize;
-        let (mut x, mut y) = (
-            Vec::with_capacity(batch * PIXELS),
-            Vec::with_capacity(batch),
-        );
         let mut loss_sum = 0.0f32;
         for step in 0..spec.local_steps {
-            let mut rng = SplitMix64::new(step_seed(spec.seed, round, self.state.index, step));
-            x.clear();
-            y.clear();
-            for _ in 0..batch {
-                let i = rng.below(self.shard.len());
-                x.extend_from_slice(self.shard.image(i));
-                y.push(self.shard.labels[i]);
-            }
+            let (x, y) = step_batch(spec, round, self.state.index, step, &self.shard);
             let (loss, g) = grad.loss_and_grad(&local, &x, &y)?;
             loss_sum += loss;
             for i in 0..flat.len() {
