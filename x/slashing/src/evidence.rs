@@ -1,12 +1,14 @@
-use gpuchain_staking::StakingRead;
+use gpuchain_staking::{StakingRead, UnbondingKind};
 use gpuchain_types::{BlockCtx, StateWrite};
 
-use crate::jail::punish_validator;
+use crate::jail::{punish_validator, Penalty};
 use crate::{Evidence, SlashReason, SlashRecord, SlashingError, SlashingRead};
 
 /// Handles one piece of CometBFT misbehaviour evidence (FinalizeBlock's `misbehavior`):
 /// burns `double_sign_slash_ppm` of the offender's bond and tombstones it; staking's next
-/// end-block removes it from the set. Evidence about an unknown or already tombstoned
+/// end-block removes it from the set. Self-bond that started unbonding at or after the
+/// infraction height is cut by the same share, so unbonding right after double-signing does
+/// not escape the penalty. Evidence about an unknown or already tombstoned
 /// validator is ignored (`Ok(None)`): CometBFT may report the same offence more than once.
 pub fn handle_evidence(
     state: &mut impl StateWrite,
@@ -19,7 +21,17 @@ pub fn handle_evidence(
     if validator.tombstoned {
         return Ok(None);
     }
-    let ppm = state.slashing_params().double_sign_slash_ppm;
-    let reason = SlashReason::DoubleSign(evidence.kind);
-    punish_validator(state, ctx, validator, ppm, reason, u64::MAX, true).map(Some)
+    let unbonding: Vec<_> = state
+        .unbonding_entries_of(&validator.operator)
+        .into_iter()
+        .filter(|e| e.kind == UnbondingKind::Validator && e.creation_height >= evidence.height)
+        .collect();
+    let penalty = Penalty {
+        ppm: state.slashing_params().double_sign_slash_ppm,
+        reason: SlashReason::DoubleSign(evidence.kind),
+        jailed_until: u64::MAX,
+        tombstone: true,
+        unbonding: &unbonding,
+    };
+    punish_validator(state, ctx, validator, &penalty).map(Some)
 }

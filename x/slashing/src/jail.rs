@@ -1,41 +1,82 @@
-//! The validator penalty shared by evidence and downtime: burn a share of the bond from the
-//! bonded pool, jail, maybe tombstone, record.
+//! The validator penalty shared by evidence and downtime: burn a share of the bond (and of
+//! self-bond that was still bonded at the infraction), jail, maybe tombstone, record.
 
 use gpuchain_bank::{BankRead, BankWrite};
-use gpuchain_staking::{module_account, StakingWrite, Validator};
-use gpuchain_types::{mul_ppm, BlockCtx, Ppm, StateWrite};
+use gpuchain_staking::{module_account, StakingWrite, UnbondingEntry, Validator};
+use gpuchain_types::{mul_ppm, Amount, BlockCtx, Ppm, StateWrite};
 
 use crate::{
     JailEvent, SlashEvent, SlashOutcome, SlashReason, SlashRecord, SlashingError, SlashingWrite,
     TombstoneEvent,
 };
 
-/// Burns `ppm` of `validator`'s bond and jails it until `jailed_until`; with `tombstone` it
-/// is jailed for good. All checks come before the first write.
+/// How a validator is punished.
+pub(crate) struct Penalty<'a> {
+    /// Share of the bond (and of `unbonding`) burned.
+    pub(crate) ppm: Ppm,
+    /// Recorded reason.
+    pub(crate) reason: SlashReason,
+    /// Jail end (`u64::MAX` with `tombstone`).
+    pub(crate) jailed_until: u64,
+    /// Jail for good.
+    pub(crate) tombstone: bool,
+    /// Unbonding entries that were still bonded at the infraction: they lose `ppm` too.
+    pub(crate) unbonding: &'a [UnbondingEntry],
+}
+
+/// Burns `ppm` of `validator`'s bond and of the listed unbonding entries, and jails it until
+/// `jailed_until`; with `tombstone` it is jailed for good. All checks come before the first
+/// write.
 pub(crate) fn punish_validator(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     mut validator: Validator,
-    ppm: Ppm,
-    reason: SlashReason,
-    jailed_until: u64,
-    tombstone: bool,
+    penalty: &Penalty<'_>,
 ) -> Result<SlashRecord, SlashingError> {
-    let slashed = mul_ppm(validator.bonded, ppm).ok_or(SlashingError::Overflow)?;
-    let pool = module_account::bonded_pool();
-    let available = state.balance(&pool);
-    if available < slashed {
-        return Err(SlashingError::PoolShortfall {
-            available,
-            required: slashed,
-        });
+    let Penalty {
+        ppm,
+        reason,
+        jailed_until,
+        tombstone,
+        unbonding,
+    } = *penalty;
+    let bonded_cut = mul_ppm(validator.bonded, ppm).ok_or(SlashingError::Overflow)?;
+    let cuts: Vec<(&UnbondingEntry, Amount)> = unbonding
+        .iter()
+        .map(|e| mul_ppm(e.amount, ppm).map(|cut| (e, cut)))
+        .collect::<Option<_>>()
+        .ok_or(SlashingError::Overflow)?;
+    let unbonding_cut = cuts
+        .iter()
+        .try_fold(0u128, |acc, (_, cut)| acc.checked_add(*cut))
+        .ok_or(SlashingError::Overflow)?;
+    let slashed = bonded_cut
+        .checked_add(unbonding_cut)
+        .ok_or(SlashingError::Overflow)?;
+    for (pool, required) in [
+        (module_account::bonded_pool(), bonded_cut),
+        (module_account::unbonding_pool(), unbonding_cut),
+    ] {
+        let available = state.balance(&pool);
+        if available < required {
+            return Err(SlashingError::PoolShortfall {
+                available,
+                required,
+            });
+        }
     }
     let bonded = validator
         .bonded
-        .checked_sub(slashed)
+        .checked_sub(bonded_cut)
         .ok_or(SlashingError::Overflow)?;
-    if slashed > 0 {
-        state.burn(&pool, slashed)?;
+    if bonded_cut > 0 {
+        state.burn(&module_account::bonded_pool(), bonded_cut)?;
+    }
+    if unbonding_cut > 0 {
+        state.burn(&module_account::unbonding_pool(), unbonding_cut)?;
+    }
+    for (entry, cut) in cuts {
+        state.set_unbonding_amount(entry, entry.amount.saturating_sub(cut));
     }
     validator.bonded = bonded;
     validator.jailed = true;

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use gpuchain_staking::{ConsensusAddress, StakingRead};
 use gpuchain_types::{BlockCtx, StateWrite};
 
-use crate::jail::punish_validator;
+use crate::jail::{punish_validator, Penalty};
 use crate::{SigningInfo, SlashReason, SlashRecord, SlashingError, SlashingRead, SlashingWrite};
 
 /// Updates every voter's liveness ring from the block's commit info (`(consensus address,
@@ -36,16 +36,14 @@ pub fn handle_commit_info(
                 .height
                 .checked_add(params.jail_blocks)
                 .ok_or(SlashingError::Overflow)?;
-            let ppm = params.downtime_slash_ppm;
-            let record = punish_validator(
-                state,
-                ctx,
-                validator,
-                ppm,
-                SlashReason::Downtime,
-                until,
-                false,
-            )?;
+            let penalty = Penalty {
+                ppm: params.downtime_slash_ppm,
+                reason: SlashReason::Downtime,
+                jailed_until: until,
+                tombstone: false,
+                unbonding: &[],
+            };
+            let record = punish_validator(state, ctx, validator, &penalty)?;
             slashes.push(record);
             info = SigningInfo::new(window);
         }

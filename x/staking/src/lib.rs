@@ -44,7 +44,7 @@ pub type ConsensusAddress = [u8; 20];
 
 /// Most voting power one validator may have: CometBFT caps the total at `i64::MAX / 8`, and
 /// the set holds at most [`params::MAX_VALIDATORS_LIMIT`] validators.
-pub const MAX_VALIDATOR_POWER: u64 = (i64::MAX as u64 / 8) / params::MAX_VALIDATORS_LIMIT as u64;
+pub const MAX_VALIDATOR_POWER: u64 = 1_152_921_504_606_846;
 
 /// Module accounts of x/staking. No key controls them; only module code moves their funds.
 pub mod module_account {
@@ -63,9 +63,11 @@ pub mod module_account {
 
 /// CometBFT's address of an ed25519 consensus key.
 pub fn consensus_address(pubkey: &[u8; 32]) -> ConsensusAddress {
-    let digest = Sha256::digest(pubkey);
+    let digest: [u8; 32] = Sha256::digest(pubkey).into();
     let mut out = [0u8; 20];
-    out.copy_from_slice(&digest[..20]);
+    for (o, d) in out.iter_mut().zip(digest) {
+        *o = d;
+    }
     out
 }
 
@@ -299,6 +301,16 @@ mod tests {
             hex::encode(consensus_address(&[0; 32])),
             "66687aadf862bd776c8fc18b8e9f8e2008971485"
         );
+    }
+
+    #[test]
+    fn max_power_keeps_a_full_set_within_cometbft_total() {
+        let cometbft_max_total = u64::try_from(i64::MAX / 8).unwrap();
+        let full_set = MAX_VALIDATOR_POWER
+            .checked_mul(u64::from(MAX_VALIDATORS_LIMIT))
+            .unwrap();
+        assert!(full_set <= cometbft_max_total);
+        assert!(full_set > cometbft_max_total - u64::from(MAX_VALIDATORS_LIMIT));
     }
 
     #[test]

@@ -198,6 +198,25 @@ pub trait StakingWrite: StateWrite {
         Ok(entry)
     }
 
+    /// Lowers a queued entry to `amount` (a slash of stake that was unbonding when the
+    /// offence happened); 0 removes it. The caller burns the difference from the unbonding
+    /// pool.
+    fn set_unbonding_amount(&mut self, entry: &UnbondingEntry, amount: Amount) {
+        let key = state_key::unbonding(entry.completion_height, entry.id);
+        if amount == 0 {
+            self.delete(key);
+            self.delete(state_key::unbonding_by_owner(&entry.owner, entry.id));
+        } else {
+            self.put(
+                key,
+                &UnbondingEntry {
+                    amount,
+                    ..entry.clone()
+                },
+            );
+        }
+    }
+
     /// Pays out every entry whose completion height is at most `height`, in queue order.
     fn release_matured_unbondings(
         &mut self,

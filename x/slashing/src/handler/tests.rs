@@ -136,6 +136,51 @@ fn check_invariants(state: &impl StateRead) {
         bonds,
         "bonded pool == bonds"
     );
+    let queued: u128 = state.unbonding_entries().iter().map(|e| e.amount).sum();
+    assert_eq!(
+        state.balance(&module_account::unbonding_pool()),
+        queued,
+        "unbonding pool == queue"
+    );
+}
+
+#[test]
+fn double_sign_also_cuts_self_bond_unbonded_after_the_infraction() {
+    use gpuchain_staking::{handler as staking, MsgUnbondValidator, StakingMsg};
+    let mut chain = Chain::new();
+    let unbond = |amount| StakingMsg::UnbondValidator(MsgUnbondValidator { amount });
+    // 20 GPU start unbonding before the infraction (height 5), 40 GPU after it (height 8).
+    chain
+        .step(|s| staking::execute(s, &ctx(5), &addr(1), &unbond(20 * GPU)))
+        .unwrap();
+    chain
+        .step(|s| staking::execute(s, &ctx(8), &addr(1), &unbond(40 * GPU)))
+        .unwrap();
+    let evidence = Evidence {
+        kind: EvidenceKind::LightClientAttack,
+        consensus_address: cons(1),
+        height: 7,
+    };
+    let record = chain
+        .step(|s| handle_evidence(s, &ctx(9), &evidence))
+        .unwrap()
+        .unwrap();
+    // 5% of the 40 GPU still bonded plus 5% of the 40 GPU that left after the infraction.
+    assert_eq!(record.outcome.slashed, 4 * GPU);
+    assert_eq!(chain.bonded(1), 38 * GPU);
+    let amounts: Vec<u128> = chain
+        .state
+        .unbonding_entries_of(&addr(1))
+        .iter()
+        .map(|e| e.amount)
+        .collect();
+    assert_eq!(
+        amounts,
+        vec![20 * GPU, 38 * GPU],
+        "the earlier entry is untouched"
+    );
+    chain.end_block(108);
+    assert_eq!(chain.state.balance(&addr(1)), 9_900 * GPU + 58 * GPU);
 }
 
 #[test]
