@@ -18,6 +18,8 @@ mod liveness;
 mod msgs;
 mod params;
 mod provider;
+#[cfg(test)]
+mod simulation;
 pub mod state_key;
 mod view;
 
