@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo run --release -p gpuchain-compute --example bench -- compression > compression.json
-//! cargo run --release -p gpuchain-compute --example bench -- embedder 2   # threads (informational)
+//! cargo run --release -p gpuchain-compute --example bench -- embedder
+//! cargo run --release -p gpuchain-compute --example bench -- train '{"topk_ppm":1000,"rounds":400}'
 //! cargo run --release -p gpuchain-compute --example bench -- canonical
 //! ```
 //! Each prints one JSON document on stdout.
@@ -15,22 +16,24 @@ use gpuchain_compute::train::{run_training, CanonicalGrad};
 use gpuchain_jobspec::{TrainingSpec, ValueBits, WeightsInit};
 use serde_json::json;
 
-fn spec(topk_ppm: u32, ef: bool, dgc: bool, bits: ValueBits, rounds: u32) -> TrainingSpec {
+/// The benchmarks' base training spec (top-1 %, error feedback, f16, 60 rounds); cases
+/// override fields of its JSON form.
+fn base_spec() -> TrainingSpec {
     TrainingSpec {
         arch: gpuchain_jobspec::ModelArch::DigitsMlp,
         init: WeightsInit::Seed(1),
         dataset: gpuchain_compute::digits::builtin_blob(),
         workers: 4,
-        rounds,
+        rounds: 60,
         local_steps: 4,
         batch_size: 16,
         lr_ppm: 100_000,
         momentum_ppm: 900_000,
-        topk_ppm,
-        value_bits: bits,
-        error_feedback: ef,
-        momentum_correction: dgc,
-        warmup_rounds: if dgc { rounds / 5 } else { 0 },
+        topk_ppm: 10_000,
+        value_bits: ValueBits::B16,
+        error_feedback: true,
+        momentum_correction: false,
+        warmup_rounds: 0,
         seed: 5,
         tolerance: None,
     }
@@ -142,7 +145,7 @@ fn embedder() -> serde_json::Value {
 
 /// One training run: the default spec with the JSON object in `overrides` merged over it.
 fn train_one(overrides: &str) -> serde_json::Value {
-    let mut base = serde_json::to_value(spec(10_000, true, false, ValueBits::B16, 60)).unwrap();
+    let mut base = serde_json::to_value(base_spec()).unwrap();
     let extra: serde_json::Value =
         serde_json::from_str(overrides).expect("overrides must be a JSON object");
     for (k, v) in extra.as_object().expect("a JSON object") {

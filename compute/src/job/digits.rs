@@ -36,6 +36,12 @@ pub fn logits(
     batch: usize,
     backend: Backend,
 ) -> Result<Vec<f32>> {
+    if !matches!(arch, ModelArch::DigitsMlp | ModelArch::DigitsCnn) {
+        return Err(Error::Unsupported {
+            arch,
+            what: "digits inference",
+        });
+    }
     if backend == Backend::Canonical {
         return match arch {
             ModelArch::DigitsCnn => canonical::cnn::forward(p, x, rows),
@@ -43,17 +49,11 @@ pub fn logits(
         };
     }
     crate::with_burn_backend!(backend, |B, device| {
+        let net = match arch {
+            ModelArch::DigitsCnn => Net::Cnn(Box::new(DigitsCnn::<B>::from_params(p, &device)?)),
+            _ => Net::Mlp(Box::new(DigitsMlp::<B>::from_params(p, &device)?)),
+        };
         let mut out = Vec::with_capacity(rows * 10);
-        let mlp = if arch == ModelArch::DigitsMlp {
-            Some(DigitsMlp::<B>::from_params(p, &device)?)
-        } else {
-            None
-        };
-        let cnn = if arch == ModelArch::DigitsCnn {
-            Some(DigitsCnn::<B>::from_params(p, &device)?)
-        } else {
-            None
-        };
         for start in (0..rows).step_by(batch.max(1)) {
             let n = batch.min(rows - start);
             let xb = crate::models::burn_io::tensor::<B, 2>(
@@ -61,15 +61,26 @@ pub fn logits(
                 [n, 64],
                 &device,
             );
-            let y = match (&mlp, &cnn) {
-                (Some(m), _) => m.forward(xb),
-                (_, Some(c)) => c.forward(xb),
-                _ => unreachable!("arch is a digits model"),
-            };
-            out.extend(crate::models::burn_io::values(y));
+            out.extend(crate::models::burn_io::values(net.forward(xb)));
         }
         Ok(out)
     })
+}
+
+/// A loaded digits model.
+enum Net<B: burn::prelude::Backend> {
+    Mlp(Box<DigitsMlp<B>>),
+    Cnn(Box<DigitsCnn<B>>),
+}
+
+impl<B: burn::prelude::Backend> Net<B> {
+    /// `[n, 64]` → `[n, 10]`.
+    fn forward(&self, x: burn::prelude::Tensor<B, 2>) -> burn::prelude::Tensor<B, 2> {
+        match self {
+            Net::Mlp(m) => m.forward(x),
+            Net::Cnn(c) => c.forward(x),
+        }
+    }
 }
 
 pub(super) fn run(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {

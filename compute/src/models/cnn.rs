@@ -3,7 +3,7 @@
 //! `[n,1,8,8]` → conv 3×3 pad 1 (8 ch) → ReLU → max-pool 2 → `[n,8,4,4]` → conv 3×3 pad 1
 //! (16 ch) → ReLU → max-pool 2 → `[n,16,2,2]` → flatten (channel, row, column) → `[n,64]` →
 //! linear → `[n,10]`. Weights: `conv1.{weight [8,1,3,3], bias}`, `conv2.{weight [16,8,3,3],
-//! bias}`, `fc.{weight [10,64], bias}` (1,914 values).
+//! bias}`, `fc.{weight [10,64], bias}` (1,898 values).
 
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
