@@ -77,6 +77,26 @@ fn checkpoint_round_trips_and_kv_cache_gives_the_same_tokens() {
         &device,
     );
     assert_ne!(a, b, "different seeds sample different tokens");
+    // A checkpoint with tied embeddings (no `lm_head.weight`) uses the embedding matrix.
+    let mut tied = loaded.clone();
+    tied.tensors.remove("lm_head.weight");
+    let tied_model = cfg.load::<B>(&tied, &device).unwrap();
+    let mut as_head = loaded.clone();
+    let embed = loaded.tensors["model.embed_tokens.weight"].clone();
+    as_head.tensors.insert("lm_head.weight".into(), embed);
+    let explicit = cfg.load::<B>(&as_head, &device).unwrap();
+    assert_eq!(
+        generate(
+            &tied_model,
+            &prompts,
+            2,
+            6,
+            &Sampling::Greedy,
+            true,
+            &device
+        ),
+        generate(&explicit, &prompts, 2, 6, &Sampling::Greedy, true, &device)
+    );
     // Loading with a wrong shape fails clearly.
     let mut wrong = shape();
     wrong.hidden_size = 48;

@@ -181,7 +181,13 @@ impl LlamaConfig {
             embed,
             layers,
             norm: norm_from(p, "model.norm.weight", h, self.eps, device)?,
-            lm_head: lin("lm_head".into(), h, self.vocab)?,
+            // Checkpoints with tied embeddings have no `lm_head.weight`; the output layer then
+            // reuses `model.embed_tokens.weight` (same `[vocab, hidden]` layout).
+            lm_head: if p.tensors.contains_key("lm_head.weight") {
+                lin("lm_head".into(), h, self.vocab)?
+            } else {
+                lin("model.embed_tokens".into(), h, self.vocab)?
+            },
             heads: self.heads,
             kv_heads: self.kv_heads,
             rope_theta: self.rope_theta,
