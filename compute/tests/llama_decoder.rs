@@ -151,3 +151,55 @@ fn generation_job_runs_and_rejects_bad_prompts() {
         .to_string();
     assert!(err.contains("exceed max_seq_len"), "{err}");
 }
+
+/// The decoder against HuggingFace transformers' `LlamaForCausalLM` on a tiny random
+/// checkpoint (`data/llama/`, made by `scripts/gen-llama-reference.py`): same logits, same
+/// greedy tokens. This pins the RoPE layout, grouped-query attention, SwiGLU and RMSNorm.
+#[test]
+fn decoder_matches_transformers_llama() {
+    use burn::prelude::*;
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/llama");
+    let reference: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("tiny-llama-reference.json")).unwrap(),
+    )
+    .unwrap();
+    let params =
+        Params::from_safetensors(&std::fs::read(dir.join("tiny-llama.safetensors")).unwrap())
+            .unwrap();
+    let prompts: Vec<Vec<u32>> = serde_json::from_value(reference["prompts"].clone()).unwrap();
+    let want_logits: Vec<Vec<Vec<f32>>> =
+        serde_json::from_value(reference["prompt_logits"].clone()).unwrap();
+    let want_tokens: Vec<Vec<u32>> =
+        serde_json::from_value(reference["greedy_tokens"].clone()).unwrap();
+    let cfg = LlamaConfig::from_shape(&LlamaShape {
+        max_seq_len: 64,
+        rms_norm_eps_ppb: 10_000,
+        ..shape()
+    });
+    let device = Default::default();
+    let model = cfg.load::<B>(&params, &device).unwrap();
+    let (rows, len) = (prompts.len(), prompts[0].len());
+    let flat: Vec<u32> = prompts.concat();
+    let ids = Tensor::<B, 2, Int>::from_data(
+        TensorData::new(
+            flat.iter().map(|t| i64::from(*t)).collect::<Vec<_>>(),
+            [rows, len],
+        ),
+        &device,
+    );
+    let got = gpuchain_compute::models::burn_io::values(model.forward(ids, 0, None));
+    let want: Vec<f32> = want_logits.concat().concat();
+    let rel = gpuchain_compute::compare::rel_l2_ppm(&got, &want);
+    println!("logits vs transformers: rel-L2 {rel} ppm");
+    assert!(rel < 100, "logits differ from transformers: {rel} ppm");
+    let tokens = generate(
+        &model,
+        &flat,
+        rows,
+        want_tokens[0].len(),
+        &Sampling::Greedy,
+        true,
+        &device,
+    );
+    assert_eq!(tokens, want_tokens.concat());
+}
