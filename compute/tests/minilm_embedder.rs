@@ -113,3 +113,47 @@ fn embeddings_match_sentence_transformers_reference() {
         "canonical embeddings do not depend on batch size"
     );
 }
+
+#[test]
+fn embedding_jobs_run_from_blobs_and_reject_bad_input() {
+    use gpuchain_compute::blob::BlobStore;
+    use gpuchain_compute::tensor_io::{decode, Tensor};
+    use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
+    let dir = model_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(tmp.path()).unwrap();
+    let weights = store
+        .put(&std::fs::read(dir.join("model.safetensors")).unwrap())
+        .unwrap();
+    let tokenizer = store
+        .put(&std::fs::read(dir.join("tokenizer.json")).unwrap())
+        .unwrap();
+    let input = store
+        .put(br#"["first sentence", "a second, longer sentence to embed", "third"]"#)
+        .unwrap();
+    let mut spec = InferenceSpec {
+        arch: ModelArch::MiniLmEmbedder,
+        weights,
+        tokenizer: Some(tokenizer),
+        input,
+        batch_size: 2,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    };
+    let out =
+        gpuchain_compute::run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
+    match decode(&out.bytes).unwrap() {
+        Tensor::F32 { dims, data } => {
+            assert_eq!(dims, vec![3, 384]);
+            let norm: f32 = data[..384].iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-5, "unit vectors, got norm {norm}");
+        }
+        other => panic!("{other:?}"),
+    }
+    spec.input = store.put(b"just text, not JSON").unwrap();
+    let err = gpuchain_compute::run_job(&JobSpec::Inference(spec), &store, Backend::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("JSON array of strings"), "{err}");
+}
