@@ -7,6 +7,7 @@
 //! `[n, max_new_tokens]` generated ids.
 
 pub mod generate;
+pub mod layers;
 pub mod model;
 
 mod job;

@@ -6,6 +6,7 @@ use burn::prelude::*;
 use burn::tensor::activation::{silu, softmax};
 use gpuchain_jobspec::LlamaShape;
 
+use super::layers::{rope, RmsNorm};
 use crate::models::burn_io::{load_linear, tensor};
 use crate::models::init::SplitMix64;
 use crate::params::Params;
@@ -51,25 +52,6 @@ impl LlamaConfig {
 
     fn head_dim(&self) -> usize {
         self.hidden / self.heads
-    }
-}
-
-/// RMSNorm: `x / √(mean(x²) + ε) · weight`.
-#[derive(Module, Debug)]
-pub struct RmsNorm<B: Backend> {
-    weight: Param<Tensor<B, 1>>,
-    eps: f32,
-}
-
-impl<B: Backend> RmsNorm<B> {
-    fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let rms = x
-            .clone()
-            .powf_scalar(2.0)
-            .mean_dim(2)
-            .add_scalar(self.eps)
-            .sqrt(); // [b, s, 1]
-        (x / rms) * self.weight.val().unsqueeze::<3>()
     }
 }
 
@@ -119,10 +101,10 @@ fn norm_from<B: Backend>(
     eps: f32,
     device: &B::Device,
 ) -> crate::Result<RmsNorm<B>> {
-    Ok(RmsNorm {
-        weight: Param::from_tensor(tensor(p.get(name, &[d])?.to_vec(), [d], device)),
+    Ok(RmsNorm::new(
+        Param::from_tensor(tensor(p.get(name, &[d])?.to_vec(), [d], device)),
         eps,
-    })
+    ))
 }
 
 impl LlamaConfig {
@@ -266,28 +248,6 @@ pub fn random_params(c: &LlamaConfig, seed: u64) -> Params {
     p.insert("model.norm.weight", vec![h], vec![1.0; h]);
     mat(&mut p, &mut rng, "lm_head.weight".into(), c.vocab, h);
     p
-}
-
-/// Rotates `x: [b, heads, s, d]` for positions `start..start+s` (HF "rotate half").
-fn rope<B: Backend>(x: Tensor<B, 4>, start: usize, theta: f32) -> Tensor<B, 4> {
-    let [_, _, s, d] = x.dims();
-    let device = x.device();
-    let half = d / 2;
-    let (mut cos, mut sin) = (Vec::with_capacity(s * d), Vec::with_capacity(s * d));
-    for pos in start..start + s {
-        for j in 0..d {
-            let freq = 1.0 / theta.powf((2 * (j % half)) as f32 / d as f32);
-            let angle = pos as f32 * freq;
-            cos.push(angle.cos());
-            sin.push(angle.sin());
-        }
-    }
-    let cos = tensor::<B, 2>(cos, [s, d], &device).reshape([1, 1, s, d]);
-    let sin = tensor::<B, 2>(sin, [s, d], &device).reshape([1, 1, s, d]);
-    let x1 = x.clone().narrow(3, 0, half);
-    let x2 = x.clone().narrow(3, half, half);
-    let rotated = Tensor::cat(vec![x2.neg(), x1], 3);
-    x * cos + rotated * sin
 }
 
 impl<B: Backend> Llama<B> {
