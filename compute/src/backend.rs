@@ -97,3 +97,26 @@ macro_rules! with_burn_backend {
         }
     }};
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_parse_and_unknown_ones_explain_themselves() {
+        assert_eq!(Backend::parse("cpu").unwrap(), Backend::Cpu);
+        assert_eq!(Backend::parse("canonical").unwrap().name(), "canonical");
+        let auto = Backend::parse("auto").unwrap();
+        assert_eq!(auto, Backend::auto());
+        let err = Backend::parse("tpu").unwrap_err().to_string();
+        assert!(err.contains("unknown backend `tpu`"), "{err}");
+        if crate::hardware::nvml_gpu_count() == 0 {
+            assert_eq!(
+                auto,
+                Backend::Cpu,
+                "without a GPU, auto must never pick CUDA"
+            );
+            assert!(Backend::parse("cuda").is_err());
+        }
+    }
+}
