@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpuchain_chain::{App, BlockInput};
+use gpuchain_chain::App;
 
 #[test]
 fn uncommitted_block_is_replayed_after_a_crash() {
@@ -15,7 +15,7 @@ fn uncommitted_block_is_replayed_after_a_crash() {
     let txs = [transfer(0, 1, address(1), 7)];
     let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
     let hash = blake3::hash(b"block 2");
-    let input = BlockInput { height: 2, hash: hash.as_bytes(), txs: &refs };
+    let input = block_input(2, hash.as_bytes(), &refs);
     let (_, expected) = app.finalize(&input).unwrap();
     let after_block_1 = app.committed();
     drop(app); // the "crash": no Commit

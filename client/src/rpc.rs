@@ -186,6 +186,16 @@ impl ChainClient {
         }
     }
 
+    /// Every latest entry under a state-key prefix, as an in-memory state the modules' typed
+    /// read traits work on (e.g. `StakingRead::validators`).
+    pub async fn snapshot(&self, prefix: &str) -> Result<gpuchain_types::MemState> {
+        let (bytes, _) = self.query(&format!("/prefix/{prefix}"), 0).await?;
+        let entries: Vec<(String, Vec<u8>)> = borsh::from_slice(&bytes)?;
+        let mut state = gpuchain_types::MemState::new();
+        state.apply(entries.into_iter().map(|(k, v)| (k, Some(v))).collect());
+        Ok(state)
+    }
+
     /// Balance of `address` in ugpu.
     pub async fn balance(&self, address: &Address) -> Result<Amount> {
         Ok(self.get(&gpuchain_bank::state_key::balance(address)).await?.unwrap_or(0))

@@ -70,13 +70,13 @@ fn compression() -> serde_json::Value {
             format!(r#"{{{r},"topk_ppm":1000,"value_bits":"8","error_feedback":false}}"#),
         ),
         (
-            "top-0.1% DGC mu=0.9 f16",
+            "top-0.1% DGC f16",
             format!(r#"{{{r},"topk_ppm":1000,"momentum_correction":true,"warmup_rounds":8}}"#),
         ),
         (
-            "top-0.1% DGC mu=0.5 int8",
+            "top-0.1% DGC int8",
             format!(
-                r#"{{{r},"topk_ppm":1000,"momentum_correction":true,"warmup_rounds":8,"momentum_ppm":500000,"value_bits":"8"}}"#
+                r#"{{{r},"topk_ppm":1000,"momentum_correction":true,"warmup_rounds":8,"value_bits":"8"}}"#
             ),
         ),
     ];

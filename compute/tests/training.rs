@@ -243,3 +243,23 @@ fn an_audited_segment_accepts_honest_work_and_flags_a_useless_update() {
     .unwrap_err();
     assert!(err.to_string().contains("transcript hash"), "{err}");
 }
+
+#[test]
+fn momentum_factor_masking_clears_the_velocity_of_sent_entries() {
+    use gpuchain_compute::train::UpdateMessage;
+    let data = Digits::builtin().unwrap();
+    let (train, _) = data.split();
+    let init = mlp::init_params(6);
+    let mut sp = spec(1_000, true);
+    sp.momentum_correction = true;
+    let mut w = Worker::new(0, init.numel(), train.shard(0, 4));
+    let msg =
+        UpdateMessage::decode(&w.run_round(&sp, 0, &init, &CanonicalGrad).unwrap().bytes).unwrap();
+    assert_eq!(msg.indices.len(), 10, "0.1% of 9,610 entries");
+    let v = &w.state().sgd_velocity;
+    assert!(msg.indices.iter().all(|i| v[*i as usize] == 0.0));
+    assert!(
+        v.iter().filter(|x| **x != 0.0).count() > 1000,
+        "other entries keep their momentum"
+    );
+}

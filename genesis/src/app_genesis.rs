@@ -1,4 +1,6 @@
 use gpuchain_bank::BankGenesis;
+use gpuchain_slashing::SlashingGenesis;
+use gpuchain_staking::StakingGenesis;
 use gpuchain_tx::TxParams;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +13,12 @@ pub struct AppGenesis {
     /// Balances and bank parameters.
     #[serde(default)]
     pub bank: BankGenesis,
+    /// Validators, providers and staking parameters.
+    #[serde(default)]
+    pub staking: StakingGenesis,
+    /// Slashing parameters.
+    #[serde(default)]
+    pub slashing: SlashingGenesis,
 }
 
 impl AppGenesis {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{ensure, Context, Result};
 use ed25519_dalek::SigningKey;
 use gpuchain_client::keys::Keystore;
+use gpuchain_staking::GenesisValidator;
 use gpuchain_types::{Address, Amount};
 use rand_core::OsRng;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,11 @@ use crate::{AppGenesis, CometKeys};
 
 /// Ports used by each node, from its base: p2p, rpc, abci, metrics.
 pub const PORTS_PER_NODE: u16 = 4;
+
+/// ugpu each localnet validator bonds at genesis (100 GPU: voting power 100).
+pub const VALIDATOR_SELF_BOND: Amount = 100_000_000;
+/// ugpu each localnet validator operator account starts with, bond included.
+pub const VALIDATOR_ACCOUNT_FUNDS: Amount = 1_000_000_000;
 
 /// What to build.
 #[derive(Clone, Debug)]
@@ -33,6 +39,10 @@ pub struct LocalnetSpec {
     pub timeout_commit_ms: u64,
     /// Named accounts created in the keystore and funded at genesis.
     pub accounts: Vec<(String, Amount)>,
+    /// Full nodes beyond the validators (they may join later with create-validator).
+    pub extra_nodes: usize,
+    /// Genesis template: parameters set here are kept; balances and validators are added.
+    pub genesis: AppGenesis,
 }
 
 impl LocalnetSpec {
@@ -46,6 +56,8 @@ impl LocalnetSpec {
             base_port: 26600,
             timeout_commit_ms: 300,
             accounts: vec![("faucet".into(), 1_000_000_000_000_000)],
+            extra_nodes: 0,
+            genesis: AppGenesis::default(),
         }
     }
 }
@@ -89,7 +101,7 @@ impl Localnet {
     /// Writes every file of the localnet described by `spec`.
     pub fn build(spec: &LocalnetSpec) -> Result<Localnet> {
         ensure!(spec.validators >= 1, "a localnet needs at least one validator");
-        let port_span = u16::try_from(spec.validators)?.saturating_mul(PORTS_PER_NODE);
+        let port_span = u16::try_from(spec.validators + spec.extra_nodes)?.saturating_mul(PORTS_PER_NODE);
         ensure!(spec.base_port.checked_add(port_span).is_some(), "ports run past 65535");
         if spec.dir.exists() {
             ensure!(
@@ -102,24 +114,34 @@ impl Localnet {
         let keys_dir = spec.dir.join("keys");
         let keystore = Keystore::open(&keys_dir)?;
 
-        let mut genesis = AppGenesis::default();
+        let mut genesis = spec.genesis.clone();
         for (name, amount) in &spec.accounts {
             let info = keystore.create(name, None)?;
             genesis.bank.balances.push((info.address, *amount));
         }
 
-        let comet_keys: Vec<CometKeys> = (0..spec.validators)
+        let total_nodes = spec.validators + spec.extra_nodes;
+        let comet_keys: Vec<CometKeys> = (0..total_nodes)
             .map(|_| CometKeys {
                 validator: SigningKey::generate(&mut OsRng),
                 node: SigningKey::generate(&mut OsRng),
             })
             .collect();
         let ports = |i: usize, k: u16| spec.base_port + (i as u16) * PORTS_PER_NODE + k;
-        let validators = comet_keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| genesis_validator(&k.validator, 10, &format!("node{i}")))
-            .collect();
+        // Each validator has an operator account that bonds VALIDATOR_SELF_BOND at genesis.
+        let power = VALIDATOR_SELF_BOND / genesis.staking.params.power_reduction.max(1);
+        let mut validators = Vec::new();
+        for (i, k) in comet_keys.iter().enumerate().take(spec.validators) {
+            let operator = keystore.create(&format!("validator{i}"), None)?.address;
+            genesis.bank.balances.push((operator, VALIDATOR_ACCOUNT_FUNDS));
+            genesis.staking.validators.push(GenesisValidator {
+                operator,
+                consensus_pubkey: k.validator.verifying_key().to_bytes(),
+                moniker: format!("node{i}"),
+                self_bond: VALIDATOR_SELF_BOND,
+            });
+            validators.push(genesis_validator(&k.validator, u64::try_from(power)?, &format!("node{i}")));
+        }
         let genesis_doc = genesis_json(&spec.chain_id, validators, &genesis)?;
 
         let mut nodes = Vec::new();

@@ -60,21 +60,33 @@ fn kill(child: &mut Option<Child>) {
 impl TestNet {
     /// Writes and starts `validators` nodes with `accounts` funded, and waits for blocks.
     pub async fn start(validators: usize, accounts: &[(&str, u128)]) -> Result<TestNet> {
+        Self::start_with(validators, accounts, |_| {}).await
+    }
+
+    /// Like [`TestNet::start`], after `tweak` adjusts the spec (genesis parameters, extra
+    /// full nodes).
+    pub async fn start_with(
+        validators: usize,
+        accounts: &[(&str, u128)],
+        tweak: impl FnOnce(&mut LocalnetSpec),
+    ) -> Result<TestNet> {
         let dir = tempfile::Builder::new().prefix("gpuchain-e2e-").tempdir()?;
         let mut spec = LocalnetSpec::new(dir.path().join("net"));
         spec.validators = validators;
         spec.chain_id = "gpuchain-e2e".into();
-        spec.base_port = free_port_block(validators as u16 * PORTS_PER_NODE);
         spec.timeout_commit_ms = 200;
         spec.accounts.extend(accounts.iter().map(|(n, a)| (n.to_string(), *a)));
+        tweak(&mut spec);
+        let nodes = spec.validators + spec.extra_nodes;
+        spec.base_port = free_port_block(nodes as u16 * PORTS_PER_NODE);
         let net = Localnet::build(&spec)?;
         std::fs::create_dir_all(dir.path().join("logs"))?;
         let mut t = TestNet { dir, net, procs: Vec::new() };
-        for i in 0..validators {
+        for i in 0..nodes {
             t.procs.push(NodeProcs { app: None, comet: None });
             t.start_app(i, &[])?;
         }
-        for i in 0..validators {
+        for i in 0..nodes {
             t.start_comet(i)?;
         }
         t.client(0)?.wait_for_height(2, Duration::from_secs(60)).await?;

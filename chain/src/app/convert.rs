@@ -1,7 +1,10 @@
 //! Conversions between the app's results and ABCI messages, and proposal checks.
 
 use bytes::Bytes;
+use gpuchain_slashing::{Evidence, EvidenceKind};
+use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
 use gpuchain_tx::{Tx, TxParams};
+use tendermint_proto::v0_38::crypto::{public_key, PublicKey};
 use gpuchain_types::Event;
 use tendermint_proto::v0_38::abci::{
     self as abci, ExecTxResult, ResponseCheckTx, ResponseFinalizeBlock, ResponseProcessProposal,
@@ -51,9 +54,51 @@ pub(super) fn finalize_response(outcome: BlockOutcome, app_hash: [u8; 32]) -> Re
                 ..Default::default()
             })
             .collect(),
+        validator_updates: outcome.validator_updates.iter().map(validator_update).collect(),
         app_hash: app_hash.to_vec().into(),
         ..Default::default()
     }
+}
+
+pub(super) fn validator_update(u: &ValidatorUpdate) -> abci::ValidatorUpdate {
+    abci::ValidatorUpdate {
+        pub_key: Some(PublicKey { sum: Some(public_key::Sum::Ed25519(u.pubkey.to_vec())) }),
+        power: to_i64(u.power),
+    }
+}
+
+fn consensus_address(validator: Option<&abci::Validator>) -> Option<ConsensusAddress> {
+    validator.and_then(|v| v.address.as_ref().try_into().ok())
+}
+
+/// CometBFT-verified evidence; entries with a malformed address are skipped.
+pub(super) fn misbehavior(list: &[abci::Misbehavior]) -> Vec<Evidence> {
+    list.iter()
+        .filter_map(|m| {
+            let kind = match abci::MisbehaviorType::try_from(m.r#type) {
+                Ok(abci::MisbehaviorType::DuplicateVote) => EvidenceKind::DuplicateVote,
+                Ok(abci::MisbehaviorType::LightClientAttack) => EvidenceKind::LightClientAttack,
+                _ => return None,
+            };
+            Some(Evidence {
+                kind,
+                consensus_address: consensus_address(m.validator.as_ref())?,
+                height: u64::try_from(m.height).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Who signed the last block. A nil vote counts as signed: the validator was online.
+pub(super) fn votes(info: Option<&abci::CommitInfo>) -> Vec<(ConsensusAddress, bool)> {
+    let absent = tendermint_proto::v0_38::types::BlockIdFlag::Absent as i32;
+    info.map(|c| {
+        c.votes
+            .iter()
+            .filter_map(|v| Some((consensus_address(v.validator.as_ref())?, v.block_id_flag != absent)))
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Gas a transaction claims, or `None` if it is not a decodable transaction.

@@ -2,6 +2,8 @@
 //! FinalizeBlock, CheckTx, the simulator and the benchmarks all run this code.
 
 use ed25519_dalek::{Signature, VerifyingKey};
+use gpuchain_slashing::Evidence;
+use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
 use gpuchain_tx::{Tx, TxError, TxParams};
 use gpuchain_types::{
     AppError, BlockCtx, Event, ModuleError, Overlay, StateRead, StateReadExt, StateWrite,
@@ -44,6 +46,10 @@ pub struct BlockInput<'a> {
     pub hash: &'a [u8],
     /// Raw transactions in block order.
     pub txs: &'a [&'a [u8]],
+    /// Misbehaviour evidence CometBFT verified and included.
+    pub misbehavior: &'a [Evidence],
+    /// Who signed the previous block: (consensus address, signed).
+    pub votes: &'a [(ConsensusAddress, bool)],
 }
 
 /// What executing a block produced.
@@ -54,6 +60,8 @@ pub struct BlockOutcome {
     pub tx_results: Vec<TxResult>,
     /// Block-level events.
     pub events: Vec<Event>,
+    /// Changes to CometBFT's validator set (power 0 removes).
+    pub validator_updates: Vec<ValidatorUpdate>,
 }
 
 /// Reads the chain id and transaction parameters from state.
@@ -158,8 +166,13 @@ fn verify_signatures(txs: &[Result<Tx, TxError>]) -> Vec<bool> {
         .collect()
 }
 
-/// Executes a block on top of `base` (plus `start`, the pending genesis writes if any).
-pub fn execute_block(base: &dyn StateRead, start: Write, input: &BlockInput<'_>) -> BlockOutcome {
+/// Executes a block on top of `base` (plus `start`, the pending genesis writes if any). An
+/// error here is a broken invariant in module code, never a user error: the node must halt.
+pub fn execute_block(
+    base: &dyn StateRead,
+    start: Write,
+    input: &BlockInput<'_>,
+) -> Result<BlockOutcome, AppError> {
     let mut writes = start;
     let (chain_id, params) = chain_settings(&Layered { top: &writes, base });
     let ctx = BlockCtx {
@@ -185,16 +198,26 @@ pub fn execute_block(base: &dyn StateRead, start: Write, input: &BlockInput<'_>)
         .zip(decoded.iter().zip(signatures_ok))
         .map(|(raw, (tx, sig_ok))| run_tx(base, &mut writes, &ctx, &params, raw, tx.as_ref(), sig_ok))
         .collect();
-    let events = end_block(base, &mut writes, &ctx);
-    BlockOutcome { writes, tx_results, events }
+    let (events, validator_updates) = end_block(base, &mut writes, &ctx, input)?;
+    Ok(BlockOutcome { writes, tx_results, events, validator_updates })
 }
 
-/// Work done once per block after the transactions.
-fn end_block(base: &dyn StateRead, writes: &mut Write, ctx: &BlockCtx) -> Vec<Event> {
+/// Work done once per block after the transactions: evidence, liveness, the validator set.
+fn end_block(
+    base: &dyn StateRead,
+    writes: &mut Write,
+    ctx: &BlockCtx,
+    input: &BlockInput<'_>,
+) -> Result<(Vec<Event>, Vec<ValidatorUpdate>), AppError> {
     let layered = Layered { top: writes, base };
     let mut fork = Overlay::new(&layered);
+    for evidence in input.misbehavior {
+        gpuchain_slashing::handle_evidence(&mut fork, ctx, evidence)?;
+    }
+    gpuchain_slashing::handle_commit_info(&mut fork, ctx, input.votes)?;
+    let updates = gpuchain_staking::end_block(&mut fork, ctx)?;
     fork.put(state_key::height().to_string(), &ctx.height);
     let (w, events) = fork.into_parts();
     writes.extend(w);
-    events
+    Ok((events, updates))
 }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Context, Result};
 use gpuchain_genesis::AppGenesis;
+use gpuchain_staking::ValidatorUpdate;
 use gpuchain_tx::Tx;
 use gpuchain_types::{BlockCtx, Overlay, StateWriteExt, Write};
 use tendermint_proto::v0_38::abci::{
@@ -82,24 +83,32 @@ impl App {
         (node.store.height(), node.store.app_hash())
     }
 
-    /// Applies genesis (as InitChain does) and returns the genesis app hash.
-    pub fn init_chain_with(&self, chain_id: &str, genesis: &AppGenesis) -> Result<[u8; 32]> {
+    /// Applies genesis (as InitChain does); returns the genesis app hash and validator set.
+    pub fn init_chain_with(
+        &self,
+        chain_id: &str,
+        genesis: &AppGenesis,
+    ) -> Result<([u8; 32], Vec<ValidatorUpdate>)> {
         let mut node = self.lock();
         let mut fork = Overlay::new(&node.store);
         fork.put(state_key::chain_id().to_string(), &chain_id.to_string());
         fork.put(state_key::tx_params().to_string(), &genesis.tx);
         genesis.bank.apply(&mut fork).map_err(|e| anyhow::anyhow!("bank genesis: {e}"))?;
+        let validators =
+            genesis.staking.apply(&mut fork).map_err(|e| anyhow::anyhow!("staking genesis: {e}"))?;
+        genesis.slashing.apply(&mut fork).map_err(|e| anyhow::anyhow!("slashing genesis: {e}"))?;
         let (writes, _) = fork.into_parts();
         let root = node.store.genesis_root(&writes)?;
         node.genesis = Some(writes);
-        Ok(root)
+        Ok((root, validators))
     }
 
     /// Executes a block (as FinalizeBlock does) and returns its outcome and app hash.
     pub fn finalize(&self, input: &BlockInput<'_>) -> Result<(BlockOutcome, [u8; 32])> {
         let mut node = self.lock();
         let genesis = node.genesis.take();
-        let outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input);
+        let outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input)
+            .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
         let prepared = node.store.prepare(input.height, genesis, outcome.writes.clone())?;
         let app_hash = prepared.app_hash;
@@ -156,9 +165,14 @@ impl tendermint_abci::Application for App {
         }
         let genesis = AppGenesis::from_json(&req.app_state_bytes)
             .unwrap_or_else(|e| halt("invalid app_state in genesis.json", e));
-        let root = self.init_chain_with(&req.chain_id, &genesis).unwrap_or_else(|e| halt("applying genesis", e));
-        tracing::info!(chain_id = %req.chain_id, app_hash = %hex::encode(root), "genesis applied");
-        ResponseInitChain { app_hash: root.to_vec().into(), ..Default::default() }
+        let (root, validators) =
+            self.init_chain_with(&req.chain_id, &genesis).unwrap_or_else(|e| halt("applying genesis", e));
+        tracing::info!(chain_id = %req.chain_id, app_hash = %hex::encode(root), validators = validators.len(), "genesis applied");
+        ResponseInitChain {
+            app_hash: root.to_vec().into(),
+            validators: validators.iter().map(convert::validator_update).collect(),
+            ..Default::default()
+        }
     }
 
     fn query(&self, req: RequestQuery) -> ResponseQuery {
@@ -185,7 +199,9 @@ impl tendermint_abci::Application for App {
     fn finalize_block(&self, req: RequestFinalizeBlock) -> ResponseFinalizeBlock {
         let height = u64::try_from(req.height).unwrap_or_else(|e| halt("negative block height", e));
         let txs: Vec<&[u8]> = req.txs.iter().map(|t| t.as_ref()).collect();
-        let input = BlockInput { height, hash: &req.hash, txs: &txs };
+        let misbehavior = convert::misbehavior(&req.misbehavior);
+        let votes = convert::votes(req.decided_last_commit.as_ref());
+        let input = BlockInput { height, hash: &req.hash, txs: &txs, misbehavior: &misbehavior, votes: &votes };
         let (outcome, app_hash) = self.finalize(&input).unwrap_or_else(|e| halt("executing block", e));
         convert::finalize_response(outcome, app_hash)
     }

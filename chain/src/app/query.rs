@@ -1,7 +1,8 @@
 //! ABCI queries. Paths (docs/protocol.md):
 //! `/store/<key>` raw state value, with a JMT proof when `prove` is set;
 //! `/bank/balance/<address>`, `/bank/supply` (borsh u128, provable like `/store`);
-//! `/auth/nonce/<address>` (borsh u64); `/tx/params` (borsh TxParams).
+//! `/auth/nonce/<address>` (borsh u64); `/tx/params` (borsh TxParams);
+//! `/prefix/<prefix>` (borsh `Vec<(String, Vec<u8>)>` of the latest state under a prefix).
 
 use gpuchain_types::{Address, StateReadExt, PROOF_OP_TYPE};
 use tendermint_proto::v0_38::abci::{RequestQuery, ResponseQuery};
@@ -11,6 +12,8 @@ use crate::store::Store;
 use crate::state_key;
 
 const CODESPACE: &str = "query";
+/// Most entries one `/prefix/` query returns.
+const MAX_PREFIX_ENTRIES: usize = 50_000;
 
 fn error(code: u32, log: String) -> ResponseQuery {
     ResponseQuery { code, log, codespace: CODESPACE.into(), ..Default::default() }
@@ -45,6 +48,12 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
         };
         let nonce: u64 = store.get(&state_key::nonce(&address)).unwrap_or(0);
         return encoded(&nonce, latest);
+    } else if let Some(prefix) = path.strip_prefix("/prefix/") {
+        let entries = gpuchain_types::StateRead::prefix_raw(store, prefix);
+        if entries.len() > MAX_PREFIX_ENTRIES {
+            return error(5, format!("{} entries under {prefix:?}; the limit is {MAX_PREFIX_ENTRIES}: narrow the prefix", entries.len()));
+        }
+        return encoded(&entries, latest);
     } else if path == "/tx/params" {
         let (_, params) = super::execute::chain_settings(store);
         return encoded(&params, latest);

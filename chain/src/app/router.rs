@@ -1,13 +1,14 @@
 //! Routes each message to its module's handler.
 
 use gpuchain_bank::BankRead;
+use gpuchain_staking::StakingRead;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, AppError, BlockCtx, StateWrite};
 
 /// Runs one message on a fork of state; the caller discards the fork on error.
 pub(crate) fn execute(
     state: &mut impl StateWrite,
-    _ctx: &BlockCtx,
+    ctx: &BlockCtx,
     signer: &Address,
     msg: &Msg,
 ) -> Result<(), AppError> {
@@ -15,6 +16,14 @@ pub(crate) fn execute(
         Msg::Bank(m) => {
             gpuchain_bank::handler::check_stateless(m, &state.bank_params())?;
             gpuchain_bank::handler::execute(state, signer, m)?;
+        }
+        Msg::Staking(m) => {
+            gpuchain_staking::handler::check_stateless(m, &state.staking_params())?;
+            gpuchain_staking::handler::execute(state, ctx, signer, m)?;
+        }
+        Msg::Slashing(m) => {
+            gpuchain_slashing::handler::check_stateless(m)?;
+            gpuchain_slashing::handler::execute(state, ctx, signer, m)?;
         }
     }
     Ok(())

@@ -8,6 +8,8 @@ mod start;
 mod status;
 mod testnet;
 mod tx;
+mod tx_staking;
+mod query_staking;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

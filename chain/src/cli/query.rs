@@ -12,6 +12,12 @@ pub(crate) enum QueryCmd {
     /// Bank queries.
     #[command(subcommand)]
     Bank(BankQuery),
+    /// Validators, providers and unbonding entries.
+    #[command(subcommand)]
+    Staking(super::query_staking::StakingQuery),
+    /// Slash records.
+    #[command(subcommand)]
+    Slashing(super::query_staking::SlashingQuery),
     /// An account's next nonce.
     Account {
         /// Address (gpu1…).
@@ -69,6 +75,8 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
                 "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
             out.print(&value, || format!("{supply} ugpu"));
         }
+        QueryCmd::Staking(c) => super::query_staking::staking(&client, c, out).await?,
+        QueryCmd::Slashing(c) => super::query_staking::slashing(&client, c, out).await?,
         QueryCmd::Account { address } => {
             let nonce = client.nonce(address).await?;
             let value = json!({"address": address, "nonce": nonce});

@@ -15,6 +15,15 @@ pub(crate) enum TxCmd {
     /// Bank transactions.
     #[command(subcommand)]
     Bank(BankTx),
+    /// Validator transactions.
+    #[command(subcommand)]
+    Staking(super::tx_staking::StakingTx),
+    /// Compute-provider registration and bonds.
+    #[command(subcommand)]
+    Provider(super::tx_staking::ProviderTx),
+    /// Validator jail.
+    #[command(subcommand)]
+    Slashing(super::tx_staking::SlashingTx),
 }
 
 #[derive(clap::Subcommand)]
@@ -83,15 +92,27 @@ pub(crate) fn report(outcome: &TxOutcome, out: &Output) -> ExitCode {
 }
 
 pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode> {
-    let (from, msg, memo) = match cmd {
+    let (from, msg, memo): (&str, Msg, &str) = match cmd {
         TxCmd::Bank(BankTx::Send { from, to, amount, memo }) => {
-            (from, BankMsg::Send(MsgSend { to: *to, amount: *amount }), memo.as_str())
+            (from, Msg::Bank(BankMsg::Send(MsgSend { to: *to, amount: *amount })), memo.as_str())
         }
         TxCmd::Bank(BankTx::MultiSend { from, outputs }) => {
             let outputs = outputs.iter().map(|o| parse_output(o)).collect::<Result<_>>()?;
-            (from, BankMsg::MultiSend(MsgMultiSend { outputs }), "")
+            (from, Msg::Bank(BankMsg::MultiSend(MsgMultiSend { outputs })), "")
+        }
+        TxCmd::Staking(c) => {
+            let (from, msg) = super::tx_staking::staking_msg(c)?;
+            (from, msg, "")
+        }
+        TxCmd::Provider(c) => {
+            let (from, msg) = super::tx_staking::provider_msg(c)?;
+            (from, msg, "")
+        }
+        TxCmd::Slashing(c) => {
+            let (from, msg) = super::tx_staking::slashing_msg(c);
+            (from, msg, "")
         }
     };
-    let outcome = sign_and_broadcast(cli, from, vec![Msg::Bank(msg)], memo).await?;
+    let outcome = sign_and_broadcast(cli, from, vec![msg], memo).await?;
     Ok(report(&outcome, out))
 }

@@ -18,9 +18,10 @@ pub struct WorkerState {
     pub index: u32,
     /// Error-feedback residual: what was selected for no message yet.
     pub residual: Vec<f32>,
-    /// DGC momentum-correction velocity of updates.
-    pub update_velocity: Vec<f32>,
-    /// Local SGD momentum buffer.
+    /// Local SGD momentum buffer (kept across rounds). Because a worker's update is the
+    /// displacement its momentum SGD produced, accumulating updates in the residual is DGC's
+    /// *momentum correction*; with `momentum_correction` the buffer is also zeroed at the
+    /// entries just sent (DGC's momentum factor masking), so stale momentum is not re-sent.
     pub sgd_velocity: Vec<f32>,
 }
 
@@ -85,7 +86,6 @@ impl Worker {
             state: WorkerState {
                 index,
                 residual: zeros.clone(),
-                update_velocity: zeros.clone(),
                 sgd_velocity: zeros,
             },
             shard,
@@ -125,8 +125,6 @@ impl Worker {
         }
         let lr = spec.lr_ppm as f32 / 1e6;
         let mu = spec.momentum_ppm as f32 / 1e6;
-        // With momentum correction, momentum is applied to updates (DGC), not local steps.
-        let local_mu = if spec.momentum_correction { 0.0 } else { mu };
         let mut local = weights.clone();
         let mut flat = local.flatten();
         let mut loss_sum = 0.0f32;
@@ -135,7 +133,7 @@ impl Worker {
             let (loss, g) = grad.loss_and_grad(&local, &x, &y)?;
             loss_sum += loss;
             for i in 0..flat.len() {
-                self.state.sgd_velocity[i] = local_mu * self.state.sgd_velocity[i] + g[i];
+                self.state.sgd_velocity[i] = mu * self.state.sgd_velocity[i] + g[i];
                 flat[i] -= lr * self.state.sgd_velocity[i];
             }
             local.unflatten(&flat)?;
@@ -144,11 +142,7 @@ impl Worker {
         let s = &mut self.state;
         let mut acc = vec![0.0f32; flat.len()];
         for i in 0..flat.len() {
-            let mut delta = start[i] - flat[i];
-            if spec.momentum_correction {
-                s.update_velocity[i] = mu * s.update_velocity[i] + delta;
-                delta = s.update_velocity[i];
-            }
+            let delta = start[i] - flat[i];
             acc[i] = if spec.error_feedback {
                 s.residual[i] + delta
             } else {
@@ -167,8 +161,9 @@ impl Worker {
             s.residual = acc;
         }
         if spec.momentum_correction {
+            // Momentum factor masking.
             for i in &indices {
-                s.update_velocity[*i as usize] = 0.0;
+                s.sgd_velocity[*i as usize] = 0.0;
             }
         }
         let msg = UpdateMessage {

@@ -71,10 +71,11 @@ pub struct TrainingSpec {
     pub value_bits: ValueBits,
     /// Keep the unsent remainder locally and add it to the next update.
     pub error_feedback: bool,
-    /// DGC momentum correction: accumulate a velocity of updates before sparsifying.
+    /// DGC momentum correction with momentum factor masking: local momentum is zeroed at the
+    /// entries each message sends (updates are always accumulated in the residual).
     #[serde(default)]
     pub momentum_correction: bool,
-    /// DGC warm-up: density decays exponentially from dense to `topk_ppm` over these rounds.
+    /// DGC warm-up: density decays exponentially from 25 % to `topk_ppm` over these rounds.
     #[serde(default)]
     pub warmup_rounds: u32,
     /// Seed for data shuffling.

@@ -1,5 +1,7 @@
 use borsh::{BorshDeserialize, BorshSerialize};
 use gpuchain_bank::BankMsg;
+use gpuchain_slashing::SlashingMsg;
+use gpuchain_staking::StakingMsg;
 use serde::{Deserialize, Serialize};
 
 /// Every message a transaction can carry, by module. The borsh variant index is part of the
@@ -9,6 +11,10 @@ use serde::{Deserialize, Serialize};
 pub enum Msg {
     /// Variant 0: x/bank.
     Bank(BankMsg),
+    /// Variant 1: x/staking (validators and providers).
+    Staking(StakingMsg),
+    /// Variant 2: x/slashing.
+    Slashing(SlashingMsg),
 }
 
 impl Msg {
@@ -17,6 +23,8 @@ impl Msg {
         match self {
             Msg::Bank(BankMsg::Send(_)) => "bank.send",
             Msg::Bank(BankMsg::MultiSend(_)) => "bank.multi_send",
+            Msg::Staking(m) => m.name(),
+            Msg::Slashing(m) => m.name(),
         }
     }
 }

@@ -1,0 +1,105 @@
+//! End-to-end load: starts a localnet (real CometBFT + gpuchaind on 127.0.0.1), funds
+//! sender accounts at genesis, submits signed transfers at a target rate over loopback RPC
+//! for a bounded time, and reports sustained committed tx/s with p50/p99 latency from
+//! submission to the block that committed it.
+//!
+//! `cargo run -p gpuchain-tests --example loadgen -- <validators> <seconds> <rate/s> [senders]`
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gpuchain_bank::{BankMsg, MsgSend};
+use gpuchain_client::{build_signed_tx, keys::Keystore};
+use gpuchain_tests::TestNet;
+use gpuchain_tx::Msg;
+use gpuchain_types::Address;
+use sha2::{Digest, Sha256};
+use tendermint_rpc::Client;
+
+type Submitted = Arc<Mutex<BTreeMap<[u8; 32], Instant>>>;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let validators = args.first().copied().unwrap_or(1) as usize;
+    let seconds = args.get(1).copied().unwrap_or(30).min(600);
+    let rate = args.get(2).copied().unwrap_or(2_000).max(1);
+    let senders = args.get(3).copied().unwrap_or(100).max(1);
+
+    let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
+    let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
+    let net = TestNet::start(validators, &accounts).await?;
+    let keystore = Keystore::open(&net.net.keys_dir)?;
+    let client = net.client(0)?;
+    let chain_id = client.chain_id().await?;
+    let params = client.tx_params().await?;
+    let submitted: Submitted = Arc::default();
+    let stop_at = Instant::now() + Duration::from_secs(seconds);
+    let per_sender = Duration::from_secs_f64(senders as f64 / rate as f64);
+
+    let mut tasks = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let key = keystore.signing_key(name, None)?;
+        let node = net.client(i % validators)?;
+        let (chain_id, params, submitted) = (chain_id.clone(), params.clone(), submitted.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(per_sender);
+            let mut nonce = 0u64;
+            while Instant::now() < stop_at {
+                tick.tick().await;
+                let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend { to: Address([7; 20]), amount: 1 }))];
+                let raw = build_signed_tx(&key, &chain_id, nonce, &params, msgs, "").encode();
+                let hash: [u8; 32] = Sha256::digest(&raw).into();
+                let sent = Instant::now();
+                if let Ok(r) = node.rpc().broadcast_tx_sync(raw).await {
+                    if r.code.is_ok() {
+                        submitted.lock().unwrap().insert(hash, sent);
+                        nonce += 1;
+                    }
+                }
+            }
+        }));
+    }
+
+    // Watch blocks: the time a block is first seen is the commit time of its transactions.
+    let mut latencies = Vec::new();
+    let mut committed_at = Vec::new();
+    let mut next = client.latest_height().await? + 1;
+    let drain_until = stop_at + Duration::from_secs(5);
+    while Instant::now() < drain_until {
+        let latest = client.latest_height().await?;
+        while next <= latest {
+            let block = client.rpc().block(tendermint::block::Height::try_from(next)?).await?;
+            let seen = Instant::now();
+            for tx in block.block.data.iter() {
+                let hash: [u8; 32] = Sha256::digest(tx).into();
+                if let Some(sent) = submitted.lock().unwrap().remove(&hash) {
+                    latencies.push(seen.duration_since(sent).as_secs_f64());
+                    committed_at.push(seen);
+                }
+            }
+            next += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for t in tasks {
+        t.abort();
+    }
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(0.0);
+    let window = seconds as f64;
+    let committed_in_window = committed_at.iter().filter(|t| **t <= stop_at).count();
+    println!("{}", serde_json::json!({
+        "validators": validators,
+        "seconds": seconds,
+        "offered_rate_per_sec": rate,
+        "senders": senders,
+        "committed": latencies.len(),
+        "committed_tx_per_sec": (committed_in_window as f64 / window).round(),
+        "latency_p50_ms": (pct(0.50) * 1000.0).round(),
+        "latency_p99_ms": (pct(0.99) * 1000.0).round(),
+        "uncommitted_at_end": submitted.lock().unwrap().len(),
+    }));
+    Ok(())
+}

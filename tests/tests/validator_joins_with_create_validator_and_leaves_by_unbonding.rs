@@ -1,0 +1,75 @@
+//! A fifth node joins a 4-validator localnet by create-validator (signed by the CLI) and
+//! starts signing blocks; when it unbonds everything it leaves CometBFT's validator set.
+
+use std::time::Duration;
+
+use gpuchain_tests::{cli, TestNet};
+use tendermint_rpc::{Client, Paging};
+
+async fn validator_addresses(net: &TestNet) -> anyhow::Result<Vec<String>> {
+    let client = net.client(0)?;
+    let h = client.latest_height().await?;
+    let set = client.rpc().validators(tendermint::block::Height::try_from(h)?, Paging::All).await?;
+    Ok(set.validators.iter().map(|v| v.address.to_string()).collect())
+}
+
+fn key_address(path: &std::path::Path) -> anyhow::Result<String> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    Ok(v["address"].as_str().unwrap_or_default().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyhow::Result<()> {
+    let net = TestNet::start_with(4, &[("joiner", 1_000_000_000)], |spec| {
+        spec.extra_nodes = 1;
+        spec.genesis.staking.params.unbonding_blocks = 5;
+    })
+    .await?;
+    let home = net.keys_home();
+    let home = home.to_str().unwrap();
+    let key_file = net.net.nodes[4].comet_home.join("config/priv_validator_key.json");
+    let joiner_cons = key_address(&key_file)?;
+    assert!(!validator_addresses(&net).await?.contains(&joiner_cons));
+
+    let node = &net.net.nodes[0].rpc_url;
+    let out = cli(&[
+        "tx", "staking", "create-validator", "joiner", "--consensus-key", key_file.to_str().unwrap(),
+        "--moniker", "node4", "--self-bond", "100000000", "--home", home, "--node", node, "--output", "json",
+    ])?;
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let joined_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let joined_at = joined_at["height"].as_u64().unwrap();
+
+    // CometBFT applies a set change two blocks later; then node4 signs.
+    let client = net.client(0)?;
+    client.wait_for_height(joined_at + 4, Duration::from_secs(60)).await?;
+    assert!(validator_addresses(&net).await?.contains(&joiner_cons), "joiner is in /validators");
+    let h = client.latest_height().await?;
+    let commit = client.rpc().commit(tendermint::block::Height::try_from(h)?).await?;
+    let signers: Vec<String> = commit
+        .signed_header
+        .commit
+        .signatures
+        .iter()
+        .filter_map(|s| s.validator_address().map(|a| a.to_string()))
+        .collect();
+    assert!(signers.contains(&joiner_cons), "node4 signs blocks: {signers:?}");
+
+    let q = cli(&["query", "staking", "validators", "--node", node, "--output", "json"])?;
+    let vals: serde_json::Value = serde_json::from_slice(&q.stdout)?;
+    assert_eq!(vals.as_array().unwrap().len(), 5);
+
+    let out = cli(&["tx", "staking", "unbond", "joiner", "100000000", "--home", home, "--node", node, "--output", "json"])?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let left_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let left_at = left_at["height"].as_u64().unwrap();
+    client.wait_for_height(left_at + 4, Duration::from_secs(60)).await?;
+    assert!(!validator_addresses(&net).await?.contains(&joiner_cons), "joiner left the set");
+
+    // The bond comes back after unbonding_blocks.
+    let joiner = net.net.account("joiner")?;
+    client.wait_for_height(left_at + 8, Duration::from_secs(60)).await?;
+    let balance = client.balance(&joiner).await?;
+    assert!(balance > 999_000_000, "bond returned, only fees spent: {balance}");
+    Ok(())
+}
