@@ -1,0 +1,133 @@
+use borsh::{BorshDeserialize, BorshSerialize};
+use gpuchain_jobspec::JobSpec;
+use gpuchain_types::Amount;
+use serde::{Deserialize, Serialize};
+
+use crate::{Requirements, TooFewBids};
+
+/// Posts an order; locks `replicas × max_price_per_replica` plus the verification fee.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgPostOrder {
+    /// The job.
+    pub job: JobSpec,
+    /// Hardware needed.
+    pub requirements: Requirements,
+    /// k, 1..=5.
+    pub replicas: u32,
+    /// Highest price per replica, ugpu.
+    pub max_price_per_replica: Amount,
+    /// Bids are taken for this many blocks after the posting block.
+    pub bid_window_blocks: u64,
+    /// Blocks from clearing to the commit deadline.
+    pub exec_deadline_blocks: u64,
+    /// Too-few-bids policy.
+    pub on_too_few_bids: TooFewBids,
+}
+
+/// Cancels the signer's order before it clears; refunds everything.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgCancelOrder {
+    /// Order.
+    pub order_id: u64,
+}
+
+/// Bids `price` per replica on an order.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgBid {
+    /// Order.
+    pub order_id: u64,
+    /// Asked price per replica, ugpu.
+    pub price: Amount,
+}
+
+/// Commits blake3(result_hash ‖ provider address bytes ‖ salt) for a lease.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgCommitResult {
+    /// Lease.
+    pub lease_id: u64,
+    /// See [`crate::commitment`].
+    #[serde(with = "crate::msgs::hex32")]
+    pub commitment: [u8; 32],
+}
+
+/// Reveals a committed result.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgRevealResult {
+    /// Lease.
+    pub lease_id: u64,
+    /// blake3 of the result blob (or the training transcript root).
+    #[serde(with = "crate::msgs::hex32")]
+    pub result_hash: [u8; 32],
+    /// The salt used in the commitment.
+    #[serde(with = "crate::msgs::hex32")]
+    pub salt: [u8; 32],
+}
+
+/// Withdraws the signer's accrued validator rewards.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgWithdrawRewards {}
+
+/// Every auction message. The borsh variant index is part of the wire format.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AuctionMsg {
+    /// Variant 0.
+    PostOrder(MsgPostOrder),
+    /// Variant 1.
+    CancelOrder(MsgCancelOrder),
+    /// Variant 2.
+    Bid(MsgBid),
+    /// Variant 3.
+    CommitResult(MsgCommitResult),
+    /// Variant 4.
+    RevealResult(MsgRevealResult),
+    /// Variant 5.
+    WithdrawRewards(MsgWithdrawRewards),
+}
+
+impl AuctionMsg {
+    /// `auction.<message>`, for logs and events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AuctionMsg::PostOrder(_) => "auction.post_order",
+            AuctionMsg::CancelOrder(_) => "auction.cancel_order",
+            AuctionMsg::Bid(_) => "auction.bid",
+            AuctionMsg::CommitResult(_) => "auction.commit_result",
+            AuctionMsg::RevealResult(_) => "auction.reveal_result",
+            AuctionMsg::WithdrawRewards(_) => "auction.withdraw_rewards",
+        }
+    }
+}
+
+/// Serde as lower-case hex for 32-byte hashes.
+pub(crate) mod hex32 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(bytes))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        let text = String::deserialize(d)?;
+        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
+        bytes
+            .try_into()
+            .map_err(|_| serde::de::Error::custom("expected 32 bytes of hex"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn borsh_variant_index_is_the_wire_format() {
+        let bytes = borsh::to_vec(&AuctionMsg::WithdrawRewards(MsgWithdrawRewards {}));
+        assert_eq!(bytes.ok(), Some(vec![5]));
+        let bytes = borsh::to_vec(&AuctionMsg::Bid(MsgBid {
+            order_id: 1,
+            price: 2,
+        }));
+        assert_eq!(bytes.ok().and_then(|b| b.first().copied()), Some(2));
+    }
+}

@@ -1,0 +1,169 @@
+//! Auction state keys. The chain state is a public API. Numeric segments are zero-padded to
+//! 20 digits so that key order is numeric order; end-block queues are keyed by height first.
+
+use gpuchain_types::Address;
+
+/// Module parameters: borsh [`crate::AuctionParams`].
+pub fn params() -> &'static str {
+    "auction/params"
+}
+
+/// Next order id: borsh `u64`.
+pub fn next_order_id() -> &'static str {
+    "auction/next_order_id"
+}
+
+/// Next lease id: borsh `u64`.
+pub fn next_lease_id() -> &'static str {
+    "auction/next_lease_id"
+}
+
+/// One order: borsh [`crate::Order`].
+pub fn order(id: u64) -> String {
+    format!("auction/orders/{id:020}")
+}
+
+/// Prefix of all orders.
+pub fn orders_prefix() -> &'static str {
+    "auction/orders/"
+}
+
+/// Index of a client's orders: borsh `()`.
+pub fn order_by_client(client: &Address, id: u64) -> String {
+    format!("auction/orders_by_client/{}/{id:020}", client.to_hex())
+}
+
+/// Prefix of one client's order index.
+pub fn orders_by_client_prefix(client: &Address) -> String {
+    format!("auction/orders_by_client/{}/", client.to_hex())
+}
+
+/// One bid: borsh [`crate::Bid`].
+pub fn bid(order_id: u64, provider: &Address) -> String {
+    format!("auction/bids/{order_id:020}/{}", provider.to_hex())
+}
+
+/// Prefix of one order's bids.
+pub fn bids_prefix(order_id: u64) -> String {
+    format!("auction/bids/{order_id:020}/")
+}
+
+/// Clearing queue: the order clears in the end-block of `height`. Borsh `()`.
+pub fn clearing_queue(height: u64, order_id: u64) -> String {
+    format!("auction/clearing_queue/{height:020}/{order_id:020}")
+}
+
+/// Prefix of the clearing queue.
+pub fn clearing_queue_prefix() -> &'static str {
+    "auction/clearing_queue/"
+}
+
+/// One lease: borsh [`crate::Lease`].
+pub fn lease(id: u64) -> String {
+    format!("auction/leases/{id:020}")
+}
+
+/// Prefix of all leases.
+pub fn leases_prefix() -> &'static str {
+    "auction/leases/"
+}
+
+/// Index of an order's leases: borsh `()`.
+pub fn lease_by_order(order_id: u64, lease_id: u64) -> String {
+    format!("auction/leases_by_order/{order_id:020}/{lease_id:020}")
+}
+
+/// Prefix of one order's lease index.
+pub fn leases_by_order_prefix(order_id: u64) -> String {
+    format!("auction/leases_by_order/{order_id:020}/")
+}
+
+/// Index of a provider's leases: borsh `()`.
+pub fn lease_by_provider(provider: &Address, lease_id: u64) -> String {
+    format!(
+        "auction/leases_by_provider/{}/{lease_id:020}",
+        provider.to_hex()
+    )
+}
+
+/// Prefix of one provider's lease index.
+pub fn leases_by_provider_prefix(provider: &Address) -> String {
+    format!("auction/leases_by_provider/{}/", provider.to_hex())
+}
+
+/// Reveal-window queue: the order's unrevealed leases are missed in the end-block of
+/// `height`. Borsh `()`.
+pub fn reveal_queue(height: u64, order_id: u64) -> String {
+    format!("auction/reveal_queue/{height:020}/{order_id:020}")
+}
+
+/// Prefix of the reveal-window queue.
+pub fn reveal_queue_prefix() -> &'static str {
+    "auction/reveal_queue/"
+}
+
+/// Timer queue of a lease (payout or verdict deadline) at `height`. Borsh `()`.
+pub fn lease_timer(height: u64, lease_id: u64) -> String {
+    format!("auction/lease_timers/{height:020}/{lease_id:020}")
+}
+
+/// Prefix of the lease timer queue.
+pub fn lease_timers_prefix() -> &'static str {
+    "auction/lease_timers/"
+}
+
+/// A validator's accrued, unwithdrawn rewards: borsh `u128`.
+pub fn reward(validator: &Address) -> String {
+    format!("auction/rewards/{}", validator.to_hex())
+}
+
+/// Prefix of all accrued rewards.
+pub fn rewards_prefix() -> &'static str {
+    "auction/rewards/"
+}
+
+/// The height number in a queue key (`…/<height>/<id>`) and the id.
+pub fn parse_queue_key(key: &str) -> Option<(u64, u64)> {
+    let mut parts = key.rsplit('/');
+    let id = parts.next()?.parse().ok()?;
+    let height = parts.next()?.parse().ok()?;
+    Some((height, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexicographic_order_is_numeric_order() {
+        let numbers = [0u64, 1, 9, 10, 99, 100, 65_536, u64::MAX - 1, u64::MAX];
+        let a = Address([5; 20]);
+        for pair in numbers.windows(2) {
+            let (x, y) = (pair[0], pair[1]);
+            assert!(order(x) < order(y));
+            assert!(lease(x) < lease(y));
+            assert!(clearing_queue(x, 9) < clearing_queue(y, 0));
+            assert!(reveal_queue(x, 9) < reveal_queue(y, 0));
+            assert!(lease_timer(x, 9) < lease_timer(y, 0));
+            assert!(lease_by_order(3, x) < lease_by_order(3, y));
+            assert!(lease_by_provider(&a, x) < lease_by_provider(&a, y));
+            assert!(order_by_client(&a, x) < order_by_client(&a, y));
+            assert!(bids_prefix(x) < bids_prefix(y));
+        }
+    }
+
+    #[test]
+    fn keys_stay_under_their_prefixes_and_parse_back() {
+        let a = Address([5; 20]);
+        assert!(order(1).starts_with(orders_prefix()));
+        assert!(lease(1).starts_with(leases_prefix()));
+        assert!(!lease_by_order(1, 2).starts_with(leases_prefix()));
+        assert!(bid(7, &a).starts_with(&bids_prefix(7)));
+        assert!(!bid(17, &a).starts_with(&bids_prefix(1)));
+        assert_eq!(parse_queue_key(&clearing_queue(12, 34)), Some((12, 34)));
+        assert_eq!(
+            parse_queue_key(&lease_timer(u64::MAX, 0)),
+            Some((u64::MAX, 0))
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Verification, first part: result commit-reveal, acceptance, disputes and audit sampling.
+//!
+//! A provider commits `blake3(result_hash ‖ provider address (20 bytes) ‖ salt)` by the
+//! lease deadline and reveals after every replica has committed or the deadline has passed,
+//! within `reveal_window_blocks`. When no replica of the order is left to reveal, the revealed
+//! results are judged: two or more equal hashes are accepted; any disagreement puts every
+//! revealed lease in `Disputed`; a lone result (k = 1, or the only replica that revealed) is
+//! sampled for audit with probability `audit_max − (audit_max − audit_min) × score / 10^6`,
+//! drawn as `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/audit", lease id
+//! (8 bytes big-endian) ‖ commitment)) mod 10^6 < p`. The draw uses the hash of the block in
+//! which the result is judged, which the provider does not know when it sends its reveal.
+//! Sampled results wait in `AuditPending`. [`apply_verdict`] is the hook for the verifier
+//! module: it settles `AuditPending`, `Disputed` and (within the challenge window)
+//! `Accepted` leases. Without a verdict by `verdict_window_blocks`, an audit falls back to
+//! acceptance and a dispute to a refund without any slash.
+
+use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
+use gpuchain_slashing::{slash_provider, FaultKind};
+use gpuchain_staking::StakingWrite;
+use gpuchain_types::{Address, BlockCtx, Ppm, StateWrite, PPM_ONE};
+
+use crate::escrow::{pay, refund};
+use crate::{
+    state_key, AuctionError, AuctionParams, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
+    LeaseState, LeaseStateEvent, OrderSettledEvent, OrderState,
+};
+
+/// A verifier's finding about a lease's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The result is within tolerance: accept (payout after the challenge window).
+    Honest,
+    /// The result is wrong: slash, refund the client, reward `prover`.
+    Faulty {
+        /// Who proved it.
+        prover: Option<Address>,
+    },
+}
+
+/// The commitment a provider posts: blake3(result_hash ‖ provider ‖ salt).
+pub fn commitment(result_hash: &[u8; 32], provider: &Address, salt: &[u8; 32]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(result_hash);
+    hasher.update(&provider.0);
+    hasher.update(salt);
+    *hasher.finalize().as_bytes()
+}
+
+/// Audit probability of a lone result from a provider with `score`.
+pub fn audit_probability(score: Ppm, params: &AuctionParams) -> Ppm {
+    let span = u64::from(params.audit_max_ppm.saturating_sub(params.audit_min_ppm));
+    let cut = span.saturating_mul(u64::from(score.min(PPM_ONE))) / u64::from(PPM_ONE);
+    params
+        .audit_max_ppm
+        .saturating_sub(Ppm::try_from(cut).unwrap_or(0))
+}
+
+/// Whether the draw for `lease` in this block falls under `probability`.
+pub fn audit_drawn(ctx: &BlockCtx, lease: &Lease, probability: Ppm) -> bool {
+    let mut subject = lease.id.to_be_bytes().to_vec();
+    subject.extend_from_slice(&lease.commitment.unwrap_or_default());
+    let draw = ctx.draw("verify/audit", &subject);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
+    u64::from_be_bytes(first) % u64::from(PPM_ONE) < u64::from(probability)
+}
+
+fn set_state(state: &mut impl StateWrite, lease: &mut Lease, new: LeaseState) {
+    lease.state = new;
+    state.put_lease(lease);
+    state.emit(
+        LeaseStateEvent {
+            lease_id: lease.id,
+            order_id: lease.order_id,
+            provider: lease.provider,
+            client: lease.client,
+            state: new.name(),
+        }
+        .into(),
+    );
+}
+
+/// Accepts a result: payment at `height + challenge_window_blocks`.
+pub(crate) fn accept(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+) -> Result<(), AuctionError> {
+    let window = state.auction_params().challenge_window_blocks;
+    let at = ctx
+        .height
+        .checked_add(window)
+        .ok_or(AuctionError::Overflow)?;
+    lease.payout_height = Some(at);
+    lease.verdict_deadline_height = None;
+    state.enqueue(state_key::lease_timer(at, lease.id));
+    set_state(state, lease, LeaseState::Accepted);
+    Ok(())
+}
+
+fn await_verdict(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+    new: LeaseState,
+) -> Result<(), AuctionError> {
+    let window = state.auction_params().verdict_window_blocks;
+    let at = ctx
+        .height
+        .checked_add(window)
+        .ok_or(AuctionError::Overflow)?;
+    lease.verdict_deadline_height = Some(at);
+    state.enqueue(state_key::lease_timer(at, lease.id));
+    set_state(state, lease, new);
+    Ok(())
+}
+
+/// Judges an order's revealed results once none of its leases can still commit or reveal.
+pub(crate) fn judge_order(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    order_id: u64,
+) -> Result<(), AuctionError> {
+    let leases = state.leases_of_order(order_id);
+    if leases
+        .iter()
+        .any(|l| matches!(l.state, LeaseState::Open | LeaseState::Committed))
+    {
+        return Ok(());
+    }
+    let mut revealed: Vec<Lease> = leases
+        .into_iter()
+        .filter(|l| l.state == LeaseState::Revealed)
+        .collect();
+    match revealed.as_mut_slice() {
+        [] => Ok(()),
+        [lone] => {
+            let params = state.auction_params();
+            let p = audit_probability(state.score(&lone.provider, ctx.height), &params);
+            if audit_drawn(ctx, lone, p) {
+                state.emit(
+                    AuditSampledEvent {
+                        lease_id: lone.id,
+                        order_id,
+                        provider: lone.provider,
+                        probability_ppm: p,
+                    }
+                    .into(),
+                );
+                await_verdict(state, ctx, lone, LeaseState::AuditPending)
+            } else {
+                accept(state, ctx, lone)
+            }
+        }
+        many => {
+            let first = many.first().and_then(|l| l.result_hash);
+            let agree = many.iter().all(|l| l.result_hash == first);
+            for lease in many.iter_mut() {
+                if agree {
+                    accept(state, ctx, lease)?;
+                } else {
+                    await_verdict(state, ctx, lease, LeaseState::Disputed)?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Ends a lease in a final state: refunds or pays, updates reputation, slashes, closes the
+/// provider's open-lease count and settles the order when it was its last lease.
+pub(crate) fn finish(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+    end: LeaseState,
+    prover: Option<&Address>,
+) -> Result<(), AuctionError> {
+    let mut order = state
+        .order(lease.order_id)
+        .ok_or(AuctionError::UnknownOrder(lease.order_id))?;
+    match end {
+        LeaseState::Paid => {
+            pay(state, ctx, &mut order, lease)?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::Accepted)?;
+        }
+        LeaseState::Missed => {
+            refund(state, &mut order, lease.price, "missed_deadline")?;
+            slash_provider(
+                state,
+                ctx,
+                &lease.provider,
+                FaultKind::MissedDeadline,
+                &order.client,
+                None,
+            )?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
+        }
+        LeaseState::Faulted => {
+            refund(state, &mut order, lease.price, "wrong_result")?;
+            slash_provider(
+                state,
+                ctx,
+                &lease.provider,
+                FaultKind::WrongResult,
+                &order.client,
+                prover,
+            )?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::Fault)?;
+        }
+        _ => refund(state, &mut order, lease.price, "unresolved")?,
+    }
+    state.decrement_open_leases(&lease.provider)?;
+    set_state(state, lease, end);
+    let all_final = state
+        .leases_of_order(order.id)
+        .iter()
+        .all(|l| l.state.is_final());
+    if all_final {
+        order.state = OrderState::Settled;
+        state.emit(
+            OrderSettledEvent {
+                order_id: order.id,
+                client: order.client,
+            }
+            .into(),
+        );
+    }
+    state.put_order(&order);
+    Ok(())
+}
+
+/// Applies a verifier's verdict to a lease that is waiting for one, or that is accepted but
+/// not yet paid (a challenge within the window). The verification module calls this.
+pub fn apply_verdict(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease_id: u64,
+    verdict: Verdict,
+) -> Result<(), AuctionError> {
+    let mut lease = state
+        .lease(lease_id)
+        .ok_or(AuctionError::UnknownLease(lease_id))?;
+    if !(lease.state.is_verdict_pending() || lease.state == LeaseState::Accepted) {
+        return Err(AuctionError::VerdictNotPending(lease_id));
+    }
+    match verdict {
+        Verdict::Honest if lease.state == LeaseState::Accepted => Ok(()),
+        Verdict::Honest => {
+            state.record_outcome(&lease.provider, ctx.height, Outcome::ChallengePassed)?;
+            accept(state, ctx, &mut lease)
+        }
+        Verdict::Faulty { prover } => {
+            finish(state, ctx, &mut lease, LeaseState::Faulted, prover.as_ref())
+        }
+    }
+}

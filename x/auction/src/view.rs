@@ -1,0 +1,160 @@
+use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, StateWriteExt};
+
+use crate::{state_key, AuctionError, AuctionParams, Bid, Lease, Order};
+
+/// Typed auction reads (the module's queries).
+pub trait AuctionRead: StateRead {
+    /// Module parameters.
+    fn auction_params(&self) -> AuctionParams {
+        self.get(state_key::params()).unwrap_or_default()
+    }
+
+    /// One order.
+    fn order(&self, id: u64) -> Option<Order> {
+        self.get(&state_key::order(id))
+    }
+
+    /// Every order, by id.
+    fn orders(&self) -> Vec<Order> {
+        self.prefix(state_key::orders_prefix())
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect()
+    }
+
+    /// A client's orders, by id.
+    fn orders_of_client(&self, client: &Address) -> Vec<Order> {
+        ids(self.prefix::<()>(&state_key::orders_by_client_prefix(client)))
+            .filter_map(|id| self.order(id))
+            .collect()
+    }
+
+    /// One provider's bid on an order.
+    fn bid(&self, order_id: u64, provider: &Address) -> Option<Bid> {
+        self.get(&state_key::bid(order_id, provider))
+    }
+
+    /// An order's bids, in provider-address order.
+    fn bids(&self, order_id: u64) -> Vec<Bid> {
+        self.prefix(&state_key::bids_prefix(order_id))
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect()
+    }
+
+    /// One lease.
+    fn lease(&self, id: u64) -> Option<Lease> {
+        self.get(&state_key::lease(id))
+    }
+
+    /// Every lease, by id.
+    fn leases(&self) -> Vec<Lease> {
+        self.prefix(state_key::leases_prefix())
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect()
+    }
+
+    /// An order's leases, by id.
+    fn leases_of_order(&self, order_id: u64) -> Vec<Lease> {
+        ids(self.prefix::<()>(&state_key::leases_by_order_prefix(order_id)))
+            .filter_map(|id| self.lease(id))
+            .collect()
+    }
+
+    /// A provider's leases, by id.
+    fn leases_of_provider(&self, provider: &Address) -> Vec<Lease> {
+        ids(self.prefix::<()>(&state_key::leases_by_provider_prefix(provider)))
+            .filter_map(|id| self.lease(id))
+            .collect()
+    }
+
+    /// A validator's accrued, unwithdrawn rewards.
+    fn reward(&self, validator: &Address) -> Amount {
+        self.get(&state_key::reward(validator)).unwrap_or(0)
+    }
+
+    /// Every accrued reward, by validator key.
+    fn rewards(&self) -> Vec<(String, Amount)> {
+        self.prefix(state_key::rewards_prefix())
+    }
+
+    /// Entries of the height-keyed queue under `prefix` due at `height`: (key, id).
+    fn queue_due(&self, prefix: &str, height: u64) -> Vec<(String, u64)> {
+        self.prefix::<()>(prefix)
+            .into_iter()
+            .filter_map(|(key, ())| {
+                let (at, id) = state_key::parse_queue_key(&key)?;
+                Some((at, key, id))
+            })
+            .take_while(|(at, _, _)| *at <= height)
+            .map(|(_, key, id)| (key, id))
+            .collect()
+    }
+
+    /// Sum of every order's open obligation: what the escrow account must hold.
+    fn escrow_obligations(&self) -> Option<Amount> {
+        self.orders()
+            .iter()
+            .try_fold(0u128, |acc, o| acc.checked_add(o.escrowed))
+    }
+}
+
+impl<S: StateRead + ?Sized> AuctionRead for S {}
+
+fn ids<T>(entries: Vec<(String, T)>) -> impl Iterator<Item = u64> {
+    entries
+        .into_iter()
+        .filter_map(|(k, _)| k.rsplit('/').next()?.parse().ok())
+}
+
+/// Typed auction writes.
+pub trait AuctionWrite: StateWrite {
+    /// Stores the module parameters.
+    fn put_auction_params(&mut self, params: &AuctionParams) {
+        self.put(state_key::params().to_string(), params);
+    }
+
+    /// Takes the next id from the counter at `key`.
+    fn take_id(&mut self, key: &str) -> Result<u64, AuctionError> {
+        let id: u64 = self.get(key).unwrap_or(0);
+        let next = id.checked_add(1).ok_or(AuctionError::Overflow)?;
+        self.put(key.to_string(), &next);
+        Ok(id)
+    }
+
+    /// Stores an order and its client index.
+    fn put_order(&mut self, order: &Order) {
+        self.put(state_key::order(order.id), order);
+        self.put(state_key::order_by_client(&order.client, order.id), &());
+    }
+
+    /// Stores a bid.
+    fn put_bid(&mut self, bid: &Bid) {
+        self.put(state_key::bid(bid.order_id, &bid.provider), bid);
+    }
+
+    /// Stores a lease and its indexes.
+    fn put_lease(&mut self, lease: &Lease) {
+        self.put(state_key::lease(lease.id), lease);
+        self.put(state_key::lease_by_order(lease.order_id, lease.id), &());
+        self.put(state_key::lease_by_provider(&lease.provider, lease.id), &());
+    }
+
+    /// Adds an entry to a height-keyed queue (a `state_key::*_queue` or `lease_timer` key).
+    fn enqueue(&mut self, key: String) {
+        self.put(key, &());
+    }
+
+    /// Sets a validator's accrued rewards (0 deletes).
+    fn put_reward(&mut self, validator: &Address, amount: Amount) {
+        let key = state_key::reward(validator);
+        if amount == 0 {
+            self.delete(key);
+        } else {
+            self.put(key, &amount);
+        }
+    }
+}
+
+impl<S: StateWrite + ?Sized> AuctionWrite for S {}
