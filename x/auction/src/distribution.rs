@@ -31,20 +31,19 @@ pub fn distribute_fee_pool(state: &mut impl StateWrite) -> Result<Amount, Auctio
     let active = state.active_set();
     let total_power: u128 = active.iter().map(|m| u128::from(m.power)).sum();
     let mut credited: Amount = 0;
-    if total_power > 0 {
-        for member in &active {
-            let share = validators_part
-                .checked_mul(u128::from(member.power))
-                .ok_or(AuctionError::Overflow)?
-                / total_power;
-            if share > 0 {
-                let new = state
-                    .reward(&member.operator)
-                    .checked_add(share)
-                    .ok_or(AuctionError::Overflow)?;
-                state.put_reward(&member.operator, new);
-                credited = credited.checked_add(share).ok_or(AuctionError::Overflow)?;
-            }
+    for member in &active {
+        let share = validators_part
+            .checked_mul(u128::from(member.power))
+            .ok_or(AuctionError::Overflow)?
+            .checked_div(total_power)
+            .unwrap_or(0);
+        if share > 0 {
+            let new = state
+                .reward(&member.operator)
+                .checked_add(share)
+                .ok_or(AuctionError::Overflow)?;
+            state.put_reward(&member.operator, new);
+            credited = credited.checked_add(share).ok_or(AuctionError::Overflow)?;
         }
     }
     let dust = validators_part

@@ -68,6 +68,8 @@ pub struct MsgRevealResult {
 pub struct MsgWithdrawRewards {}
 
 /// Every auction message. The borsh variant index is part of the wire format.
+// A message is decoded once per transaction and moved, never stored in bulk: no box needed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AuctionMsg {

@@ -1,1 +1,775 @@
+//! The market end to end on an in-memory chain; invariants (supply, escrow == open
+//! obligations, rewards pool == accrued rewards) after every block.
 
+use gpuchain_bank::module_account::fee_pool;
+use gpuchain_bank::BankRead;
+use gpuchain_reputation::{ReputationRead, NEUTRAL_PPM};
+use gpuchain_slashing::{slash_provider, FaultKind, SlashingRead};
+use gpuchain_staking::{module_account as staking_accounts, StakingRead};
+use gpuchain_types::{MemState, ModuleError, Overlay};
+
+use crate::test_utils::*;
+use crate::{
+    apply_verdict, commitment, module_account, AuctionError, AuctionMsg, AuctionParams,
+    AuctionRead, LeaseState, MsgBid, MsgCancelOrder, MsgCommitResult, MsgRevealResult,
+    MsgWithdrawRewards, OrderState, TooFewBids, Verdict,
+};
+
+const MAX: u128 = 1_000_000;
+
+fn post(chain: &mut Chain, h: u64, client: u8, k: u32) -> u64 {
+    chain
+        .exec(h, client, AuctionMsg::PostOrder(order_msg(k, MAX)))
+        .unwrap();
+    chain.state.orders().last().unwrap().id
+}
+
+fn bid(chain: &mut Chain, h: u64, provider: u8, order_id: u64, price: u128) {
+    chain
+        .exec(h, provider, AuctionMsg::Bid(MsgBid { order_id, price }))
+        .unwrap();
+}
+
+fn commit_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
+    AuctionMsg::CommitResult(MsgCommitResult {
+        lease_id,
+        commitment: commitment(&result, &addr(provider), &[provider; 32]),
+    })
+}
+
+fn reveal_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
+    AuctionMsg::RevealResult(MsgRevealResult {
+        lease_id,
+        result_hash: result,
+        salt: [provider; 32],
+    })
+}
+
+/// Posts a k-replica order at height 1 and has `bids` bid at height 2; clears at 4.
+fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
+    let id = post(chain, 1, 1, k);
+    chain.end_block(1);
+    for (p, price) in bids {
+        bid(chain, 2, *p, id, *price);
+    }
+    for h in 2..=4 {
+        chain.end_block(h);
+    }
+    id
+}
+
+fn lease_of(chain: &Chain, order_id: u64, provider: u8) -> u64 {
+    chain
+        .state
+        .leases_of_order(order_id)
+        .iter()
+        .find(|l| l.provider == addr(provider))
+        .unwrap()
+        .id
+}
+
+#[test]
+fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
+    let mut chain = Chain::new(test_params());
+    let before: Vec<u128> = [1, 10, 11, 12].iter().map(|&a| chain.balance(a)).collect();
+    let id = cleared(
+        &mut chain,
+        2,
+        &[(10, 600_000), (11, 700_000), (12, 800_000)],
+    );
+    let order = chain.state.order(id).unwrap();
+    assert_eq!(order.state, OrderState::Cleared);
+    assert_eq!(order.clearing_price, Some(800_000), "the third-best bid");
+    let leases = chain.state.leases_of_order(id);
+    assert_eq!(leases.len(), 2);
+    assert_eq!(chain.state.open_leases(&addr(10)), 1);
+    // Locked 2 × 1,000,000 + 2% fee; 2 × 200,000 refunded at clearing; fee to verification.
+    assert_eq!(chain.balance(1), before[0] - 2_040_000 + 400_000);
+    assert_eq!(chain.state.balance(&module_account::escrow()), 1_600_000);
+
+    let result = [42u8; 32];
+    for p in [10, 11] {
+        chain
+            .exec(5, p, commit_msg(p, lease_of(&chain, id, p), result))
+            .unwrap();
+    }
+    for p in [10, 11] {
+        chain
+            .exec(6, p, reveal_msg(p, lease_of(&chain, id, p), result))
+            .unwrap();
+    }
+    chain.end_block(6);
+    let lease = chain.state.lease(lease_of(&chain, id, 10)).unwrap();
+    assert_eq!(lease.state, LeaseState::Accepted);
+    assert_eq!(lease.payout_height, Some(10), "accepted at 6, window 4");
+    for h in 7..=9 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        chain.balance(10),
+        before[1],
+        "not paid before the window closes"
+    );
+    chain.end_block(10);
+    assert_eq!(chain.balance(10), before[1] + 720_000, "800,000 minus 10%");
+    assert_eq!(chain.balance(11), before[2] + 720_000);
+    assert_eq!(chain.balance(12), before[3], "the loser gets nothing");
+    assert_eq!(chain.balance(1), before[0] - 1_640_000);
+    assert_eq!(chain.state.balance(&module_account::escrow()), 0);
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
+    assert_eq!(chain.state.open_leases(&addr(10)), 0);
+    // The 160,000 take was split: half to the validator, 20% community, the rest verification.
+    assert_eq!(chain.state.balance(&fee_pool()), 0);
+    assert_eq!(chain.state.reward(&addr(VALIDATOR)), 80_000);
+    assert_eq!(
+        chain.state.balance(&module_account::community_pool()),
+        32_000
+    );
+    assert_eq!(
+        chain.state.balance(&module_account::verification_pool()),
+        40_000 + 48_000
+    );
+    assert!(chain.state.score(&addr(10), 10) > NEUTRAL_PPM);
+    let validator_before = chain.balance(VALIDATOR);
+    let withdraw = AuctionMsg::WithdrawRewards(MsgWithdrawRewards {});
+    chain.exec(11, VALIDATOR, withdraw.clone()).unwrap();
+    assert_eq!(chain.balance(VALIDATOR), validator_before + 80_000);
+    assert_eq!(
+        chain.exec(11, VALIDATOR, withdraw),
+        Err(AuctionError::NoRewards(addr(VALIDATOR)))
+    );
+    chain.check(11);
+}
+
+#[test]
+fn a_copied_reveal_and_a_late_commit_fail() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    let (l10, l11) = (lease_of(&chain, id, 10), lease_of(&chain, id, 11));
+    let honest = [1u8; 32];
+    chain.exec(5, 10, commit_msg(10, l10, honest)).unwrap();
+    // Provider 11 committed to some other hash, then copies 10's revealed hash.
+    assert_eq!(
+        chain.exec(5, 10, reveal_msg(10, l10, honest)),
+        Err(AuctionError::RevealTooEarly { deadline: 9 })
+    );
+    chain.exec(5, 11, commit_msg(11, l11, [9; 32])).unwrap();
+    chain.exec(6, 10, reveal_msg(10, l10, honest)).unwrap();
+    assert_eq!(
+        chain.exec(6, 11, reveal_msg(11, l11, honest)),
+        Err(AuctionError::CommitmentMismatch)
+    );
+    let copied_salt = AuctionMsg::RevealResult(MsgRevealResult {
+        lease_id: l11,
+        result_hash: honest,
+        salt: [10; 32],
+    });
+    assert_eq!(
+        chain.exec(6, 11, copied_salt),
+        Err(AuctionError::CommitmentMismatch),
+        "the commitment binds the provider, so copying the salt too does not help"
+    );
+
+    let id2 = {
+        let id = post(&mut chain, 7, 2, 1);
+        bid(&mut chain, 8, 12, id, 500_000);
+        for h in 7..=10 {
+            chain.end_block(h);
+        }
+        id
+    };
+    let l12 = lease_of(&chain, id2, 12);
+    let deadline = chain.state.lease(l12).unwrap().deadline_height;
+    assert_eq!(
+        chain.exec(deadline + 1, 12, commit_msg(12, l12, honest)),
+        Err(AuctionError::CommitTooLate {
+            deadline,
+            height: deadline + 1
+        })
+    );
+}
+
+#[test]
+fn a_missed_deadline_slashes_and_refunds_the_replica() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(
+        &mut chain,
+        2,
+        &[(10, 600_000), (11, 700_000), (12, 900_000)],
+    );
+    let client_after_clearing = chain.balance(1);
+    let bond_before = chain.state.provider(&addr(11)).unwrap().bonded;
+    let l10 = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, l10, [3; 32])).unwrap();
+    // 11 never commits; 10 may reveal once the deadline (9) passed.
+    for h in 5..=9 {
+        chain.end_block(h);
+    }
+    chain.exec(10, 10, reveal_msg(10, l10, [3; 32])).unwrap();
+    for h in 10..=12 {
+        chain.end_block(h);
+    }
+    let l11 = chain.state.lease(lease_of(&chain, id, 11)).unwrap();
+    assert_eq!(l11.state, LeaseState::Missed);
+    let slash = chain.state.slash_records_of(&addr(11));
+    assert_eq!(slash.len(), 1);
+    let bond_after = chain.state.provider(&addr(11)).unwrap().bonded;
+    assert_eq!(bond_before - bond_after, slash[0].outcome.slashed);
+    assert_eq!(slash[0].outcome.slashed, 50 * GPU, "5% of a 1,000 GPU bond");
+    assert_eq!(
+        chain.balance(1),
+        client_after_clearing + 900_000 + slash[0].outcome.to_client,
+        "the replica's price back, plus the client's share of the slash"
+    );
+    assert!(chain.state.score(&addr(11), 12) < NEUTRAL_PPM);
+    assert!(!chain.state.is_eligible_provider(&addr(11), 13), "jailed");
+    assert_eq!(chain.state.open_leases(&addr(11)), 0);
+    // The lone revealed replica was either accepted or sampled for audit.
+    let l10 = chain.state.lease(l10).unwrap();
+    assert!(matches!(
+        l10.state,
+        LeaseState::Accepted | LeaseState::AuditPending
+    ));
+    for h in 13..=30 {
+        chain.end_block(h);
+    }
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
+    assert_eq!(chain.state.balance(&module_account::escrow()), 0);
+}
+
+#[test]
+fn cancel_before_clearing_refunds_everything() {
+    let mut chain = Chain::new(test_params());
+    let before = chain.balance(1);
+    let id = post(&mut chain, 1, 1, 3);
+    bid(&mut chain, 2, 10, id, 1);
+    assert_eq!(chain.balance(1), before - 3_060_000);
+    let cancel = AuctionMsg::CancelOrder(MsgCancelOrder { order_id: id });
+    assert_eq!(
+        chain.exec(2, 2, cancel.clone()),
+        Err(AuctionError::NotOrderClient(addr(2)))
+    );
+    chain.exec(2, 1, cancel.clone()).unwrap();
+    assert_eq!(chain.balance(1), before);
+    for h in 2..=5 {
+        chain.end_block(h);
+    }
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Cancelled);
+    assert!(
+        chain.state.leases().is_empty(),
+        "a cancelled order never clears"
+    );
+    assert_eq!(
+        chain.exec(6, 1, cancel),
+        Err(AuctionError::OrderNotOpen {
+            id,
+            state: OrderState::Cancelled
+        })
+    );
+}
+
+#[test]
+fn too_few_bids_refund_or_reopen_once() {
+    let mut chain = Chain::new(test_params());
+    let before = chain.balance(1);
+    let id = cleared(&mut chain, 2, &[(10, 500_000)]);
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Expired);
+    assert_eq!(chain.balance(1), before);
+
+    let mut msg = order_msg(2, MAX);
+    msg.on_too_few_bids = TooFewBids::ReopenOnce;
+    chain.exec(5, 1, AuctionMsg::PostOrder(msg)).unwrap();
+    let id = chain.state.orders().last().unwrap().id;
+    bid(&mut chain, 6, 10, id, 500_000);
+    for h in 5..=8 {
+        chain.end_block(h);
+    }
+    let order = chain.state.order(id).unwrap();
+    assert_eq!(
+        (order.state, order.reopened, order.bid_end_height),
+        (OrderState::Open, true, 11)
+    );
+    bid(&mut chain, 9, 11, id, 400_000);
+    for h in 9..=11 {
+        chain.end_block(h);
+    }
+    let order = chain.state.order(id).unwrap();
+    assert_eq!(
+        order.state,
+        OrderState::Cleared,
+        "the kept bid plus a new one"
+    );
+    assert_eq!(order.clearing_price, Some(MAX), "only k bid: the max price");
+}
+
+#[test]
+fn each_bad_message_has_its_own_error_and_changes_nothing() {
+    let mut chain = Chain::new(test_params());
+    let id = post(&mut chain, 1, 1, 1);
+    // Jail provider 13 and take provider 12 below the minimum bond.
+    let mut fork = Overlay::new(&chain.state);
+    slash_provider(
+        &mut fork,
+        &ctx(1),
+        &addr(13),
+        FaultKind::MissedDeadline,
+        &addr(1),
+        None,
+    )
+    .unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    let mut bad_order = order_msg(6, MAX);
+    let mut cases: Vec<(u8, AuctionMsg, AuctionError)> = vec![(
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::Replicas(6),
+    )];
+    bad_order.replicas = 1;
+    bad_order.max_price_per_replica = 0;
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::ZeroPrice,
+    ));
+    bad_order.max_price_per_replica = u128::MAX;
+    let limit = AuctionParams::default().max_price_per_replica_limit;
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::PriceAboveLimit {
+            price: u128::MAX,
+            limit,
+        },
+    ));
+    bad_order.max_price_per_replica = MAX;
+    bad_order.bid_window_blocks = 0;
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::BidWindow { got: 0, max: 1_000 },
+    ));
+    bad_order.bid_window_blocks = 3;
+    bad_order.exec_deadline_blocks = 1_000_000;
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::ExecDeadline {
+            got: 1_000_000,
+            max: 100_000,
+        },
+    ));
+    bad_order.exec_deadline_blocks = 5;
+    bad_order.requirements.region = Some("eu\nwest".into());
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order.clone()),
+        AuctionError::RequirementText {
+            field: "region",
+            max: 64,
+        },
+    ));
+    bad_order.requirements.region = None;
+    let mut broken_job = order_msg(1, MAX);
+    if let gpuchain_jobspec::JobSpec::Inference(s) = &mut broken_job.job {
+        s.batch_size = 0;
+    }
+    let job_error = broken_job.job.validate().unwrap_err().to_string();
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(broken_job),
+        AuctionError::InvalidJob(job_error),
+    ));
+    bad_order.max_price_per_replica = 990 * GPU;
+    cases.push((
+        2,
+        AuctionMsg::PostOrder(bad_order),
+        AuctionError::InsufficientFunds {
+            address: addr(2),
+            available: 1_000 * GPU,
+            required: 1_009_800_000,
+        },
+    ));
+    let b = |order_id, price| AuctionMsg::Bid(MsgBid { order_id, price });
+    cases.extend([
+        (10, b(99, 1), AuctionError::UnknownOrder(99)),
+        (10, b(id, 0), AuctionError::ZeroPrice),
+        (1, b(id, 1), AuctionError::SelfBid),
+        (2, b(id, 1), AuctionError::NotEligible(addr(2))),
+        (13, b(id, 1), AuctionError::NotEligible(addr(13))),
+        (14, b(id, 1), AuctionError::RequirementsNotMet(addr(14))),
+        (
+            10,
+            b(id, MAX + 1),
+            AuctionError::PriceAboveMax {
+                price: MAX + 1,
+                max: MAX,
+            },
+        ),
+    ]);
+    for (signer, msg, expected) in cases {
+        assert_eq!(chain.exec(2, signer, msg.clone()), Err(expected), "{msg:?}");
+    }
+    bid(&mut chain, 2, 10, id, 5);
+    assert_eq!(
+        chain.exec(2, 10, b(id, 4)),
+        Err(AuctionError::DuplicateBid(addr(10)))
+    );
+    assert_eq!(
+        chain.exec(5, 11, b(id, 4)),
+        Err(AuctionError::BidWindowClosed { id, end: 4 })
+    );
+    for h in 2..=4 {
+        chain.end_block(h);
+    }
+    let lease = chain.state.leases_of_order(id)[0].id;
+    let lease_cases: Vec<(u8, AuctionMsg, AuctionError)> = vec![
+        (
+            11,
+            commit_msg(11, lease, [1; 32]),
+            AuctionError::NotLeaseProvider(addr(11)),
+        ),
+        (
+            10,
+            commit_msg(10, 77, [1; 32]),
+            AuctionError::UnknownLease(77),
+        ),
+        (
+            10,
+            reveal_msg(10, lease, [1; 32]),
+            AuctionError::WrongLeaseState {
+                id: lease,
+                state: LeaseState::Open,
+            },
+        ),
+        (
+            1,
+            AuctionMsg::CancelOrder(MsgCancelOrder { order_id: id }),
+            AuctionError::OrderNotOpen {
+                id,
+                state: OrderState::Cleared,
+            },
+        ),
+        (
+            3,
+            AuctionMsg::WithdrawRewards(MsgWithdrawRewards {}),
+            AuctionError::NoRewards(addr(3)),
+        ),
+    ];
+    for (signer, msg, expected) in lease_cases {
+        assert_eq!(chain.exec(5, signer, msg.clone()), Err(expected), "{msg:?}");
+    }
+    chain.exec(5, 10, commit_msg(10, lease, [1; 32])).unwrap();
+    assert_eq!(
+        chain.exec(15, 10, reveal_msg(10, lease, [1; 32])),
+        Err(AuctionError::RevealTooLate { end: 12 })
+    );
+}
+
+#[test]
+fn error_codes_are_unique() {
+    use crate::{LeaseState as L, OrderState as O};
+    let a = addr(1);
+    let all = [
+        AuctionError::InvalidJob(String::new()),
+        AuctionError::Replicas(0),
+        AuctionError::ZeroPrice,
+        AuctionError::PriceAboveLimit { price: 0, limit: 0 },
+        AuctionError::BidWindow { got: 0, max: 0 },
+        AuctionError::ExecDeadline { got: 0, max: 0 },
+        AuctionError::RequirementText { field: "x", max: 0 },
+        AuctionError::InsufficientFunds {
+            address: a,
+            available: 0,
+            required: 0,
+        },
+        AuctionError::Overflow,
+        AuctionError::UnknownOrder(0),
+        AuctionError::NotOrderClient(a),
+        AuctionError::OrderNotOpen {
+            id: 0,
+            state: O::Open,
+        },
+        AuctionError::BidWindowClosed { id: 0, end: 0 },
+        AuctionError::NotEligible(a),
+        AuctionError::RequirementsNotMet(a),
+        AuctionError::PriceAboveMax { price: 0, max: 0 },
+        AuctionError::DuplicateBid(a),
+        AuctionError::TooManyBids(0),
+        AuctionError::SelfBid,
+        AuctionError::UnknownLease(0),
+        AuctionError::NotLeaseProvider(a),
+        AuctionError::WrongLeaseState {
+            id: 0,
+            state: L::Open,
+        },
+        AuctionError::CommitTooLate {
+            deadline: 0,
+            height: 0,
+        },
+        AuctionError::RevealTooEarly { deadline: 0 },
+        AuctionError::RevealTooLate { end: 0 },
+        AuctionError::CommitmentMismatch,
+        AuctionError::NoRewards(a),
+        AuctionError::VerdictNotPending(0),
+        AuctionError::InvalidParams(String::new()),
+    ];
+    let mut codes: Vec<u32> = all.iter().map(|e| e.code()).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), all.len());
+    assert!(all
+        .iter()
+        .all(|e| e.codespace() == "auction" && e.code() != 0));
+}
+
+#[test]
+fn lone_results_are_audited_and_verdicts_settle_them() {
+    let always = AuctionParams {
+        audit_min_ppm: 1_000_000,
+        audit_max_ppm: 1_000_000,
+        ..test_params()
+    };
+    let mut chain = Chain::new(always);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    chain.end_block(5);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    let client_before = chain.balance(1);
+    let mut fork = Overlay::new(&chain.state);
+    let prover = addr(3);
+    apply_verdict(
+        &mut fork,
+        &ctx(6),
+        lease,
+        Verdict::Faulty {
+            prover: Some(prover),
+        },
+    )
+    .unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    chain.end_block(6);
+    let l = chain.state.lease(lease).unwrap();
+    assert_eq!(l.state, LeaseState::Faulted);
+    let slash = &chain.state.slash_records_of(&addr(10))[0];
+    assert_eq!(slash.outcome.slashed, 300 * GPU, "30% for a wrong result");
+    assert_eq!(
+        chain.balance(1),
+        client_before + MAX + slash.outcome.to_client
+    );
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
+    let mut fork = Overlay::new(&chain.state);
+    assert_eq!(
+        apply_verdict(&mut fork, &ctx(7), lease, Verdict::Honest),
+        Err(AuctionError::VerdictNotPending(lease))
+    );
+
+    let never = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..test_params()
+    };
+    let mut chain = Chain::new(never);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+}
+
+#[test]
+fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    let client_after_clearing = chain.balance(1);
+    for (p, r) in [(10, [1u8; 32]), (11, [2u8; 32])] {
+        let lease = lease_of(&chain, id, p);
+        chain.exec(5, p, commit_msg(p, lease, r)).unwrap();
+    }
+    for (p, r) in [(10, [1u8; 32]), (11, [2u8; 32])] {
+        let lease = lease_of(&chain, id, p);
+        chain.exec(5, p, reveal_msg(p, lease, r)).unwrap();
+    }
+    let states: Vec<LeaseState> = chain
+        .state
+        .leases_of_order(id)
+        .iter()
+        .map(|l| l.state)
+        .collect();
+    assert_eq!(states, vec![LeaseState::Disputed, LeaseState::Disputed]);
+    for h in 5..=11 {
+        chain.end_block(h);
+    }
+    let states: Vec<LeaseState> = chain
+        .state
+        .leases_of_order(id)
+        .iter()
+        .map(|l| l.state)
+        .collect();
+    assert_eq!(states, vec![LeaseState::Refunded, LeaseState::Refunded]);
+    assert_eq!(chain.balance(1), client_after_clearing + 2 * MAX);
+    assert!(
+        chain.state.slash_records().is_empty(),
+        "no fault was proven"
+    );
+}
+
+#[test]
+fn the_auction_table() {
+    use crate::clearing::clear;
+    let c = ctx(9);
+    let (a, b, d, e) = (addr(1), addr(2), addr(3), addr(4));
+    let n = NEUTRAL_PPM;
+    type Case = (
+        &'static str,
+        usize,
+        Vec<(gpuchain_types::Address, u128, u32)>,
+        Option<(Vec<gpuchain_types::Address>, u128)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "k=1 lowest wins at the second price",
+            1,
+            vec![(a, 100, n), (b, 90, n), (d, 120, n)],
+            Some((vec![b], 100)),
+        ),
+        (
+            "k=2 pays the third price",
+            2,
+            vec![(a, 100, n), (b, 90, n), (d, 120, n)],
+            Some((vec![b, a], 120)),
+        ),
+        (
+            "only k bids: the max price",
+            3,
+            vec![(a, 100, n), (b, 90, n), (d, 120, n)],
+            Some((vec![b, a, d], 150)),
+        ),
+        (
+            "too few bids",
+            4,
+            vec![(a, 100, n), (b, 90, n), (d, 120, n)],
+            None,
+        ),
+        ("no bids", 1, vec![], None),
+        (
+            "reputation beats a lower price",
+            1,
+            vec![(a, 100, 1_000_000), (b, 90, 0)],
+            Some((vec![a], 100)),
+        ),
+        (
+            "never below a winner's ask",
+            1,
+            vec![(a, 100, 1_000_000), (b, 90, 0), (d, 95, 0)],
+            Some((vec![a], 100)),
+        ),
+        (
+            "equal adjusted prices with different scores",
+            1,
+            vec![(a, 150, 1_000_000), (b, 100, 500_000), (e, 200, 0)],
+            None,
+        ),
+    ];
+    for (name, k, bids, expect) in cases {
+        let got = clear(&c, 7, k, 150, &bids);
+        if name.starts_with("equal") {
+            // 150 × 1.0 == 100 × 1.5: a tie, broken by the draw; the loser's raw price is
+            // 100 or 150, never below the winner's ask.
+            let got = got.unwrap();
+            let winner = got.winners[0].provider;
+            let draw = |p: gpuchain_types::Address| {
+                let mut s = 7u64.to_be_bytes().to_vec();
+                s.extend_from_slice(&p.0);
+                c.draw("auction/tiebreak", &s)
+            };
+            let expected = if draw(a) < draw(b) { a } else { b };
+            assert_eq!(winner, expected, "{name}");
+            assert_eq!(got.clearing_price, 150, "{name}");
+            continue;
+        }
+        let got = got.map(|g| {
+            (
+                g.winners.iter().map(|w| w.provider).collect(),
+                g.clearing_price,
+            )
+        });
+        assert_eq!(got, expect, "{name}");
+    }
+    // Exact ties: the draw decides, and another block's entropy can decide differently.
+    let tie = vec![(a, 100, n), (b, 100, n), (d, 100, n), (e, 100, n)];
+    let mut winners = std::collections::BTreeSet::new();
+    for h in 0..32 {
+        let got = clear(&ctx(h), 7, 1, 150, &tie).unwrap();
+        assert_eq!(
+            got,
+            clear(&ctx(h), 7, 1, 150, &tie).unwrap(),
+            "deterministic"
+        );
+        assert_eq!(got.clearing_price, 100);
+        winners.insert(got.winners[0].provider);
+    }
+    assert!(winners.len() > 1, "the tie-break is not fixed by address");
+}
+
+#[test]
+fn ineligible_and_jailed_bidders_never_win() {
+    let mut chain = Chain::new(test_params());
+    let id = post(&mut chain, 1, 1, 2);
+    bid(&mut chain, 2, 10, id, 300_000);
+    bid(&mut chain, 2, 11, id, 400_000);
+    bid(&mut chain, 2, 12, id, 500_000);
+    bid(&mut chain, 2, 13, id, 600_000);
+    // 10 is jailed after bidding: its bid is skipped at clearing.
+    let mut fork = Overlay::new(&chain.state);
+    slash_provider(
+        &mut fork,
+        &ctx(3),
+        &addr(10),
+        FaultKind::AbandonedLease,
+        &addr(1),
+        None,
+    )
+    .unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    for h in 1..=4 {
+        chain.end_block(h);
+    }
+    let winners: Vec<_> = chain
+        .state
+        .leases_of_order(id)
+        .iter()
+        .map(|l| l.provider)
+        .collect();
+    assert_eq!(winners, vec![addr(11), addr(12)]);
+    assert_eq!(chain.state.order(id).unwrap().clearing_price, Some(600_000));
+    assert_eq!(chain.state.bonded_pool_check(), ());
+}
+
+trait BondedPoolCheck {
+    fn bonded_pool_check(&self);
+}
+
+impl BondedPoolCheck for MemState {
+    fn bonded_pool_check(&self) {
+        let bonds: u128 = self.providers().iter().map(|p| p.bonded).sum::<u128>()
+            + self.validators().iter().map(|v| v.bonded).sum::<u128>();
+        assert_eq!(self.balance(&staking_accounts::bonded_pool()), bonds);
+    }
+}
+
+#[test]
+fn reputation_is_neutral_until_something_happens() {
+    let chain = Chain::new(test_params());
+    assert_eq!(chain.state.score(&addr(10), 1_000), NEUTRAL_PPM);
+}
