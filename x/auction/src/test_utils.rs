@@ -152,7 +152,10 @@ impl Chain {
         .apply(&mut fork)
         .unwrap();
         SlashingGenesis {
-            params: SlashingParams::default(),
+            params: SlashingParams {
+                provider_jail_blocks: 10,
+                ..SlashingParams::default()
+            },
         }
         .apply(&mut fork)
         .unwrap();
