@@ -9,7 +9,7 @@ use gpuchain_slashing::{SlashingGenesis, SlashingParams, SlashingRead};
 use gpuchain_staking::{
     GenesisProvider, GenesisValidator, ProviderAttrs, ProviderClass, StakingGenesis, StakingParams,
 };
-use gpuchain_types::{Address, BlockCtx, MemState, Overlay};
+use gpuchain_types::{Address, BlockCtx, Event, MemState, Overlay};
 
 use crate::{
     end_block, escrow, handler, AuctionError, AuctionGenesis, AuctionMsg, AuctionParams,
@@ -105,6 +105,8 @@ pub(crate) fn test_params() -> AuctionParams {
 pub(crate) struct Chain {
     pub(crate) state: MemState,
     pub(crate) initial_supply: u128,
+    /// Every event kept so far, in order.
+    pub(crate) events: Vec<Event>,
 }
 
 impl Chain {
@@ -171,6 +173,7 @@ impl Chain {
         Chain {
             state,
             initial_supply,
+            events: Vec::new(),
         }
     }
 
@@ -186,8 +189,9 @@ impl Chain {
         let result = handler::check_stateless(&msg, &params)
             .and_then(|()| handler::execute(&mut fork, &ctx(height), &addr(signer), &msg));
         if result.is_ok() {
-            let (writes, _) = fork.into_parts();
+            let (writes, events) = fork.into_parts();
             self.state.apply(writes);
+            self.events.extend(events);
         } else {
             assert!(fork.writes().is_empty(), "failed {msg:?} left writes");
         }
@@ -198,8 +202,9 @@ impl Chain {
     pub(crate) fn end_block(&mut self, height: u64) {
         let mut fork = Overlay::new(&self.state);
         end_block(&mut fork, &ctx(height)).unwrap();
-        let (writes, _) = fork.into_parts();
+        let (writes, events) = fork.into_parts();
         self.state.apply(writes);
+        self.events.extend(events);
         self.check(height);
     }
 

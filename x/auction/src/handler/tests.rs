@@ -139,6 +139,83 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
         Err(AuctionError::NoRewards(addr(VALIDATOR)))
     );
     chain.check(11);
+    let kinds: Vec<&str> = chain
+        .events
+        .iter()
+        .filter(|e| e.get("order_id") == Some(&id.to_string()))
+        .map(|e| e.kind.as_str())
+        .collect();
+    for kind in [
+        "auction.order_posted",
+        "auction.bid",
+        "escrow.refunded",
+        "auction.order_cleared",
+        "auction.lease_created",
+        "verify.committed",
+        "verify.revealed",
+        "verify.lease_state",
+        "escrow.paid",
+        "auction.order_settled",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    let created = chain
+        .events
+        .iter()
+        .find(|e| e.kind == "auction.lease_created")
+        .unwrap();
+    for key in ["lease_id", "order_id", "provider", "client"] {
+        assert!(created.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn a_clean_record_earns_the_loyalty_bonus_out_of_the_take() {
+    let mut chain = Chain::new(AuctionParams {
+        clean_service_blocks: 5,
+        ..test_params()
+    });
+    let before = chain.balance(10);
+    let id = cleared(&mut chain, 1, &[(10, 600_000), (11, 800_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [8; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [8; 32])).unwrap();
+    for h in 5..=30 {
+        chain.end_block(h);
+    }
+    // Paid directly or after the audit fallback; either way with the bonus.
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+    // 800,000 − 10% take + 5% bonus.
+    assert_eq!(chain.balance(10), before + 760_000);
+    let paid = chain
+        .events
+        .iter()
+        .find(|e| e.kind == "escrow.paid")
+        .unwrap();
+    assert_eq!(paid.get("bonus"), Some("40000"));
+    assert_eq!(paid.get("take"), Some("40000"));
+}
+
+#[test]
+fn the_bid_count_is_capped() {
+    let mut chain = Chain::new(AuctionParams {
+        max_bids_per_order: 2,
+        ..test_params()
+    });
+    let id = post(&mut chain, 1, 1, 1);
+    bid(&mut chain, 2, 10, id, 5);
+    bid(&mut chain, 2, 11, id, 5);
+    assert_eq!(
+        chain.exec(
+            2,
+            12,
+            AuctionMsg::Bid(MsgBid {
+                order_id: id,
+                price: 5
+            })
+        ),
+        Err(AuctionError::TooManyBids(2))
+    );
 }
 
 #[test]
