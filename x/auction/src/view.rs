@@ -1,6 +1,8 @@
 use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, StateWriteExt};
 
-use crate::{state_key, AuctionError, AuctionParams, Bid, Lease, Order};
+use gpuchain_staking::StakingRead;
+
+use crate::{state_key, AuctionError, AuctionParams, Bid, Lease, Order, OrderState};
 
 /// Typed auction reads (the module's queries).
 pub trait AuctionRead: StateRead {
@@ -26,6 +28,22 @@ pub trait AuctionRead: StateRead {
     fn orders_of_client(&self, client: &Address) -> Vec<Order> {
         ids(self.prefix::<()>(&state_key::orders_by_client_prefix(client)))
             .filter_map(|id| self.order(id))
+            .collect()
+    }
+
+    /// Orders still taking bids at `height` whose requirements `provider`'s hardware meets
+    /// (empty when it is not an eligible provider), by id. For the provider CLI and agent.
+    fn open_orders_for(&self, provider: &Address, height: u64) -> Vec<Order> {
+        let Some(p) = self
+            .provider(provider)
+            .filter(|_| self.is_eligible_provider(provider, height))
+        else {
+            return Vec::new();
+        };
+        self.orders()
+            .into_iter()
+            .filter(|o| o.state == OrderState::Open && height <= o.bid_end_height)
+            .filter(|o| o.client != *provider && o.requirements.matches(&p.attrs))
             .collect()
     }
 

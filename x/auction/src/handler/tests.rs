@@ -203,6 +203,15 @@ fn the_bid_count_is_capped() {
         ..test_params()
     });
     let id = post(&mut chain, 1, 1, 1);
+    assert_eq!(chain.state.open_orders_for(&addr(10), 2).len(), 1);
+    assert!(
+        chain.state.open_orders_for(&addr(14), 2).is_empty(),
+        "CPU-only"
+    );
+    assert!(
+        chain.state.open_orders_for(&addr(2), 2).is_empty(),
+        "not a provider"
+    );
     bid(&mut chain, 2, 10, id, 5);
     bid(&mut chain, 2, 11, id, 5);
     assert_eq!(
@@ -849,4 +858,27 @@ impl BondedPoolCheck for MemState {
 fn reputation_is_neutral_until_something_happens() {
     let chain = Chain::new(test_params());
     assert_eq!(chain.state.score(&addr(10), 1_000), NEUTRAL_PPM);
+}
+
+#[test]
+fn order_and_reveal_bodies_round_trip_through_json_for_the_cli() {
+    // The bodies, not the internally tagged `AuctionMsg`: serde cannot buffer a u128 inside
+    // an internally tagged enum, so the CLI reads a body and wraps it.
+    let order = order_msg(2, MAX);
+    let text = serde_json::to_string(&order).unwrap();
+    assert_eq!(
+        serde_json::from_str::<crate::MsgPostOrder>(&text).unwrap(),
+        order
+    );
+    let AuctionMsg::RevealResult(reveal) = reveal_msg(10, 3, [1; 32]) else {
+        unreachable!()
+    };
+    let text = serde_json::to_string(&reveal).unwrap();
+    assert!(text.contains(&hex::encode([1u8; 32])), "{text}");
+    assert_eq!(
+        serde_json::from_str::<MsgRevealResult>(&text).unwrap(),
+        reveal
+    );
+    let tagged = serde_json::to_string(&AuctionMsg::RevealResult(reveal)).unwrap();
+    assert!(tagged.contains("\"type\":\"reveal_result\""), "{tagged}");
 }
