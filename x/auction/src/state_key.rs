@@ -48,6 +48,11 @@ pub fn bids_prefix(order_id: u64) -> String {
     format!("auction/bids/{order_id:020}/")
 }
 
+/// Number of bids on an order: borsh `u32` (so a bid need not scan the others).
+pub fn bid_count(order_id: u64) -> String {
+    format!("auction/bid_counts/{order_id:020}")
+}
+
 /// Clearing queue: the order clears in the end-block of `height`. Borsh `()`.
 pub fn clearing_queue(height: u64, order_id: u64) -> String {
     format!("auction/clearing_queue/{height:020}/{order_id:020}")

@@ -111,18 +111,36 @@ pub(crate) struct Chain {
 
 impl Chain {
     pub(crate) fn new(params: AuctionParams) -> Chain {
+        Chain::with_extra_providers(params, 0)
+    }
+
+    /// The address of the `i`-th extra GPU provider of [`Chain::with_extra_providers`].
+    pub(crate) fn extra_provider(i: u32) -> Address {
+        let mut bytes = [0xAA; 20];
+        bytes[..4].copy_from_slice(&i.to_be_bytes());
+        Address(bytes)
+    }
+
+    /// The fixture plus `extra` more GPU providers (100 GPU bond, 100 GPU spare each).
+    pub(crate) fn with_extra_providers(params: AuctionParams, extra: u32) -> Chain {
         let mut state = MemState::new();
         let mut fork = Overlay::new(&state);
         let mut balances: Vec<(Address, u128)> =
             CLIENTS.iter().map(|&c| (addr(c), 1_000 * GPU)).collect();
         balances.extend(PROVIDERS.iter().map(|&p| (addr(p), 2_000 * GPU)));
         balances.push((addr(VALIDATOR), 1_000 * GPU));
+        balances.extend((0..extra).map(|i| (Chain::extra_provider(i), 200 * GPU)));
         BankGenesis {
             params: BankParams::default(),
             balances,
         }
         .apply(&mut fork)
         .unwrap();
+        let extra_providers = (0..extra).map(|i| GenesisProvider {
+            operator: Chain::extra_provider(i),
+            attrs: attrs(ProviderClass::Gpu),
+            bond: 100 * GPU,
+        });
         let providers = PROVIDERS
             .iter()
             .map(|&p| GenesisProvider {
@@ -134,6 +152,7 @@ impl Chain {
                 }),
                 bond: 1_000 * GPU,
             })
+            .chain(extra_providers)
             .collect();
         let validators = vec![GenesisValidator {
             operator: addr(VALIDATOR),

@@ -52,6 +52,11 @@ pub trait AuctionRead: StateRead {
         self.get(&state_key::bid(order_id, provider))
     }
 
+    /// How many bids an order has.
+    fn bid_count(&self, order_id: u64) -> u32 {
+        self.get(&state_key::bid_count(order_id)).unwrap_or(0)
+    }
+
     /// An order's bids, in provider-address order.
     fn bids(&self, order_id: u64) -> Vec<Bid> {
         self.prefix(&state_key::bids_prefix(order_id))
@@ -147,9 +152,15 @@ pub trait AuctionWrite: StateWrite {
         self.put(state_key::order_by_client(&order.client, order.id), &());
     }
 
-    /// Stores a bid.
-    fn put_bid(&mut self, bid: &Bid) {
+    /// Stores a new bid and counts it.
+    fn add_bid(&mut self, bid: &Bid) -> Result<(), AuctionError> {
+        let count = self
+            .bid_count(bid.order_id)
+            .checked_add(1)
+            .ok_or(AuctionError::Overflow)?;
+        self.put(state_key::bid_count(bid.order_id), &count);
         self.put(state_key::bid(bid.order_id, &bid.provider), bid);
+        Ok(())
     }
 
     /// Stores a lease and its indexes.

@@ -49,16 +49,15 @@ pub(super) fn execute(
         return Err(AuctionError::DuplicateBid(*signer));
     }
     let max = state.auction_params().max_bids_per_order;
-    let count = state.bids(order.id).len();
-    if u32::try_from(count).map_or(true, |c| c >= max) {
+    if state.bid_count(order.id) >= max {
         return Err(AuctionError::TooManyBids(max));
     }
-    state.put_bid(&Bid {
+    state.add_bid(&Bid {
         order_id: order.id,
         provider: *signer,
         price: msg.price,
         height: ctx.height,
-    });
+    })?;
     state.emit(
         BidPlacedEvent {
             order_id: order.id,

@@ -882,3 +882,58 @@ fn order_and_reveal_bodies_round_trip_through_json_for_the_cli() {
     let tagged = serde_json::to_string(&AuctionMsg::RevealResult(reveal)).unwrap();
     assert!(tagged.contains("\"type\":\"reveal_result\""), "{tagged}");
 }
+
+/// Many orders with many bids clearing in one block. `GPUCHAIN_CLEARING_SCALE=100,1000`
+/// runs the benchmark shape (100 orders of 1,000 bids); the default is small.
+#[test]
+fn many_orders_clear_in_one_block_with_the_right_winners() {
+    let (orders, bids) = std::env::var("GPUCHAIN_CLEARING_SCALE")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once(',')?;
+            Some((a.parse::<u64>().ok()?, b.parse::<u32>().ok()?))
+        })
+        .unwrap_or((10, 60));
+    let params = AuctionParams {
+        max_bids_per_order: bids,
+        ..test_params()
+    };
+    let mut chain = Chain::with_extra_providers(params, bids);
+    for _ in 0..orders {
+        chain
+            .exec(1, 1, AuctionMsg::PostOrder(order_msg(3, MAX)))
+            .unwrap();
+    }
+    let ids: Vec<u64> = chain.state.orders().iter().map(|o| o.id).collect();
+    assert_eq!(ids.len() as u64, orders);
+    for &id in &ids {
+        for i in 0..bids {
+            // Distinct prices in a scrambled order: 1000 + (i × 7919 mod bids) × 10.
+            let price = 1_000 + u128::from((u64::from(i) * 7_919) % u64::from(bids)) * 10;
+            let msg = AuctionMsg::Bid(MsgBid {
+                order_id: id,
+                price,
+            });
+            let mut fork = Overlay::new(&chain.state);
+            crate::handler::execute(&mut fork, &ctx(2), &Chain::extra_provider(i), &msg).unwrap();
+            let (writes, _) = fork.into_parts();
+            chain.state.apply(writes);
+        }
+    }
+    for h in 1..=4 {
+        chain.end_block(h);
+    }
+    for id in ids {
+        let order = chain.state.order(id).unwrap();
+        assert_eq!(order.state, OrderState::Cleared);
+        assert_eq!(order.clearing_price, Some(1_030), "the fourth-lowest price");
+        let mut prices: Vec<u128> = chain
+            .state
+            .leases_of_order(id)
+            .iter()
+            .map(|l| chain.state.bid(id, &l.provider).unwrap().price)
+            .collect();
+        prices.sort_unstable();
+        assert_eq!(prices, vec![1_000, 1_010, 1_020]);
+    }
+}
