@@ -255,3 +255,62 @@ pub fn apply_verdict(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(id: u64) -> Lease {
+        Lease {
+            id,
+            order_id: 0,
+            provider: Address([1; 20]),
+            client: Address([2; 20]),
+            price: 1,
+            created_height: 0,
+            deadline_height: 0,
+            reveal_end_height: 0,
+            commitment: Some([id.to_le_bytes()[0]; 32]),
+            result_hash: None,
+            payout_height: None,
+            verdict_deadline_height: None,
+            state: LeaseState::Revealed,
+        }
+    }
+
+    #[test]
+    fn audit_probability_falls_with_reputation_between_the_bounds() {
+        let params = AuctionParams::default();
+        assert_eq!(audit_probability(0, &params), params.audit_max_ppm);
+        assert_eq!(audit_probability(PPM_ONE, &params), params.audit_min_ppm);
+        assert_eq!(audit_probability(500_000, &params), 160_000);
+        assert_eq!(audit_probability(u32::MAX, &params), params.audit_min_ppm);
+    }
+
+    #[test]
+    fn the_audit_draw_hits_its_probability() {
+        for p in [0u32, 50_000, 300_000, PPM_ONE] {
+            let hits = (0..20_000u64)
+                .filter(|&i| audit_drawn(&crate::test_utils::ctx(i / 7), &lease(i), p))
+                .count() as u64;
+            let expected = 20_000 * u64::from(p) / u64::from(PPM_ONE);
+            assert!(
+                hits.abs_diff(expected) <= 400,
+                "p={p}: {hits} vs {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_commitment_binds_hash_provider_and_salt() {
+        let (h, p, s) = ([1u8; 32], Address([2; 20]), [3u8; 32]);
+        let c = commitment(&h, &p, &s);
+        assert_ne!(c, commitment(&[9; 32], &p, &s));
+        assert_ne!(c, commitment(&h, &Address([9; 20]), &s));
+        assert_ne!(c, commitment(&h, &p, &[9; 32]));
+        let mut bytes = h.to_vec();
+        bytes.extend_from_slice(&p.0);
+        bytes.extend_from_slice(&s);
+        assert_eq!(c, *blake3::hash(&bytes).as_bytes(), "documented layout");
+    }
+}
