@@ -7,5 +7,5 @@ pub mod config;
 pub mod state_key;
 pub mod store;
 
-pub use app::{App, BlockOutcome, BlockInput, TxResult};
+pub use app::{execute_block, App, BlockInput, BlockOutcome, TxResult};
 pub use store::Store;

@@ -45,7 +45,7 @@ fn same_blocks_give_the_same_app_hash_on_every_instance() {
         assert_eq!(ha, hb, "instances diverged at height {height}");
         assert_eq!(ha, hc, "reopened instance diverged at height {height}");
         if height == 15 {
-            c = None;
+            drop(c.take()); // release the RocksDB lock before reopening
             c = Some(gpuchain_chain::App::open(d3.path()).unwrap());
             assert_eq!(c.as_ref().unwrap().committed(), (15, ha));
         }

@@ -6,7 +6,7 @@ use gpuchain_slashing::Evidence;
 use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
 use gpuchain_tx::{Tx, TxError, TxParams};
 use gpuchain_types::{
-    AppError, BlockCtx, Event, ModuleError, Overlay, StateRead, StateReadExt, StateWrite,
+    AppError, BlockCtx, Event, EventSink, ModuleError, Overlay, StateRead, StateReadExt,
     StateWriteExt, Write,
 };
 

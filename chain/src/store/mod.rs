@@ -82,7 +82,8 @@ impl Store {
 
     /// The app hash of the genesis state alone (tree version 0), without touching the disk.
     pub fn genesis_root(&self, genesis: &Write) -> Result<[u8; 32]> {
-        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&TreeDb(&self.db));
+        let db = TreeDb(&self.db);
+        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
         let value_set = genesis.iter().map(|(k, v)| (key_hash(k), v.clone()));
         Ok(tree.put_value_set(value_set, 0)?.0 .0)
     }
@@ -90,7 +91,8 @@ impl Store {
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
     /// The first block carries the genesis writes too, which become version 0.
     pub fn prepare(&self, height: u64, genesis: Option<Write>, writes: Write) -> Result<PreparedBlock> {
-        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&TreeDb(&self.db));
+        let db = TreeDb(&self.db);
+        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
         let as_set = |w: &Write| w.iter().map(|(k, v)| (key_hash(k), v.clone())).collect::<Vec<_>>();
         let (root, tree_batch, writes) = match genesis {
             Some(mut genesis) => {
@@ -134,7 +136,8 @@ impl Store {
         key: &str,
         height: u64,
     ) -> Result<(Option<Vec<u8>>, SparseMerkleProof<Blake3Hasher>)> {
-        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&TreeDb(&self.db));
+        let db = TreeDb(&self.db);
+        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
         tree.get_with_proof(key_hash(key), height)
     }
 

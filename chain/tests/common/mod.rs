@@ -1,4 +1,5 @@
 //! Fixtures for in-process app tests: deterministic keys, a funded genesis, and blocks of
+#![allow(unreachable_pub, dead_code)] // shared by several test binaries, each using a part
 //! signed transfers.
 
 use ed25519_dalek::SigningKey;
