@@ -15,7 +15,7 @@ bash scripts/install-deps.sh
 bash scripts/install-cometbft.sh
 
 step "building gpuchaind (first build takes ~15 min on 2 cores; later runs reuse it)"
-cargo build -p gpuchain-chain --bin gpuchaind
+cargo build --workspace --all-targets  # one feature set for every command, so nothing rebuilds
 
 trap 'step "stopping the localnet"; bash scripts/localnet.sh stop' EXIT INT TERM
 step "starting a 4-validator localnet"

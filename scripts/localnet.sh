@@ -27,7 +27,7 @@ start() {
   local n="${1:-4}"
   stop
   "$GPUCHAIN_ROOT/scripts/install-cometbft.sh" >/dev/null
-  (cd "$GPUCHAIN_ROOT" && cargo build -q -p gpuchain-chain --bin gpuchaind)
+  (cd "$GPUCHAIN_ROOT" && cargo build -q --workspace --all-targets)
   rm -rf "$NET_DIR"
   "$GPUCHAIND" testnet --validators "$n" --output-dir "$NET_DIR" --base-port "${GPUCHAIN_BASE_PORT:-26600}" >/dev/null
   mkdir -p "$NET_DIR/logs"

@@ -8,7 +8,7 @@ cd "$GPUCHAIN_ROOT"
 bash scripts/install-deps.sh
 bash scripts/install-cometbft.sh >/dev/null
 export COMETBFT_BIN
-cargo build --workspace --bins --tests --locked
+cargo build --workspace --all-targets --locked
 # End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
 # two cores sustain without timeouts.
 cargo test --workspace --locked -- --test-threads=2 "$@"
