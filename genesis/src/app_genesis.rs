@@ -1,4 +1,6 @@
+use gpuchain_auction::AuctionGenesis;
 use gpuchain_bank::BankGenesis;
+use gpuchain_reputation::ReputationGenesis;
 use gpuchain_slashing::SlashingGenesis;
 use gpuchain_staking::StakingGenesis;
 use gpuchain_tx::TxParams;
@@ -19,6 +21,12 @@ pub struct AppGenesis {
     /// Slashing parameters.
     #[serde(default)]
     pub slashing: SlashingGenesis,
+    /// Reputation parameters.
+    #[serde(default)]
+    pub reputation: ReputationGenesis,
+    /// Market parameters (no orders exist at genesis).
+    #[serde(default)]
+    pub auction: AuctionGenesis,
 }
 
 impl AppGenesis {

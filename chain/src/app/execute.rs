@@ -215,6 +215,7 @@ fn end_block(
         gpuchain_slashing::handle_evidence(&mut fork, ctx, evidence)?;
     }
     gpuchain_slashing::handle_commit_info(&mut fork, ctx, input.votes)?;
+    gpuchain_auction::end_block(&mut fork, ctx)?;
     let updates = gpuchain_staking::end_block(&mut fork, ctx)?;
     fork.put(state_key::height().to_string(), &ctx.height);
     let (w, events) = fork.into_parts();

@@ -97,6 +97,8 @@ impl App {
         let validators =
             genesis.staking.apply(&mut fork).map_err(|e| anyhow::anyhow!("staking genesis: {e}"))?;
         genesis.slashing.apply(&mut fork).map_err(|e| anyhow::anyhow!("slashing genesis: {e}"))?;
+        genesis.reputation.apply(&mut fork).map_err(|e| anyhow::anyhow!("reputation genesis: {e}"))?;
+        genesis.auction.apply(&mut fork).map_err(|e| anyhow::anyhow!("auction genesis: {e}"))?;
         let (writes, _) = fork.into_parts();
         let root = node.store.genesis_root(&writes)?;
         node.genesis = Some(writes);

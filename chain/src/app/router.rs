@@ -1,5 +1,6 @@
 //! Routes each message to its module's handler.
 
+use gpuchain_auction::AuctionRead;
 use gpuchain_bank::BankRead;
 use gpuchain_staking::StakingRead;
 use gpuchain_tx::Msg;
@@ -24,6 +25,10 @@ pub(crate) fn execute(
         Msg::Slashing(m) => {
             gpuchain_slashing::handler::check_stateless(m)?;
             gpuchain_slashing::handler::execute(state, ctx, signer, m)?;
+        }
+        Msg::Auction(m) => {
+            gpuchain_auction::handler::check_stateless(m, &state.auction_params())?;
+            gpuchain_auction::handler::execute(state, ctx, signer, m)?;
         }
     }
     Ok(())

@@ -1,4 +1,5 @@
 use borsh::{BorshDeserialize, BorshSerialize};
+use gpuchain_auction::AuctionMsg;
 use gpuchain_bank::BankMsg;
 use gpuchain_slashing::SlashingMsg;
 use gpuchain_staking::StakingMsg;
@@ -15,6 +16,8 @@ pub enum Msg {
     Staking(StakingMsg),
     /// Variant 2: x/slashing.
     Slashing(SlashingMsg),
+    /// Variant 3: x/auction (orders, bids, commit-reveal, rewards).
+    Auction(AuctionMsg),
 }
 
 impl Msg {
@@ -25,6 +28,7 @@ impl Msg {
             Msg::Bank(BankMsg::MultiSend(_)) => "bank.multi_send",
             Msg::Staking(m) => m.name(),
             Msg::Slashing(m) => m.name(),
+            Msg::Auction(m) => m.name(),
         }
     }
 }
