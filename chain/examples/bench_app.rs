@@ -21,12 +21,18 @@ fn key(i: u64) -> SigningKey {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let blocks = args.first().copied().unwrap_or(6);
     let per_block = args.get(1).copied().unwrap_or(5_000);
     let senders = per_block;
     let keys: Vec<SigningKey> = (0..senders).map(key).collect();
-    let addrs: Vec<Address> = keys.iter().map(|k| Address::from_public_key(&k.verifying_key().to_bytes())).collect();
+    let addrs: Vec<Address> = keys
+        .iter()
+        .map(|k| Address::from_public_key(&k.verifying_key().to_bytes()))
+        .collect();
 
     let mut genesis = AppGenesis::default();
     genesis.bank.balances = addrs.iter().map(|a| (*a, 1_000_000_000)).collect();
@@ -37,7 +43,10 @@ fn main() -> anyhow::Result<()> {
             (0..per_block as usize)
                 .map(|i| {
                     let to = addrs[(i + 1) % addrs.len()];
-                    let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend { to, amount: 1 + b as u128 }))];
+                    let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend {
+                        to,
+                        amount: 1 + b as u128,
+                    }))];
                     build_signed_tx(&keys[i], "bench", b, &params, msgs, "").encode()
                 })
                 .collect()
@@ -54,20 +63,36 @@ fn main() -> anyhow::Result<()> {
         let height = b as u64 + 1;
         let hash = blake3::hash(&height.to_le_bytes());
         let start = Instant::now();
-        let (outcome, _) = app.finalize(&BlockInput { height, hash: hash.as_bytes(), txs: &refs, misbehavior: &[], votes: &[] })?;
+        let (outcome, _) = app.finalize(&BlockInput {
+            height,
+            hash: hash.as_bytes(),
+            txs: &refs,
+            misbehavior: &[],
+            votes: &[],
+        })?;
         app.commit()?;
         let elapsed = start.elapsed();
         let failed = outcome.tx_results.iter().filter(|r| r.code != 0).count();
-        anyhow::ensure!(failed == 0, "{failed} transactions failed in block {height}");
+        anyhow::ensure!(
+            failed == 0,
+            "{failed} transactions failed in block {height}"
+        );
         if b > 0 {
             times.push(elapsed.as_secs_f64());
         }
-        eprintln!("block {height}: {} txs in {:.3}s", txs.len(), elapsed.as_secs_f64());
+        eprintln!(
+            "block {height}: {} txs in {:.3}s",
+            txs.len(),
+            elapsed.as_secs_f64()
+        );
     }
     let app_tps = (times.len() as f64 * per_block as f64) / times.iter().sum::<f64>();
 
     // Ceiling: batch-verify the same number of signatures.
-    let txs: Vec<Tx> = block_txs[0].iter().map(|raw| Tx::decode(raw).unwrap()).collect();
+    let txs: Vec<Tx> = block_txs[0]
+        .iter()
+        .map(|raw| Tx::decode(raw).unwrap())
+        .collect();
     let messages: Vec<Vec<u8>> = txs.iter().map(|t| sign_bytes(&t.body)).collect();
     let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
     let (keys, sigs): (Vec<_>, Vec<_>) = txs.iter().map(|t| t.key_and_signature().unwrap()).unzip();
@@ -78,12 +103,15 @@ fn main() -> anyhow::Result<()> {
     }
     let verify_tps = (rounds * txs.len()) as f64 / start.elapsed().as_secs_f64();
 
-    println!("{}", serde_json::json!({
-        "blocks_timed": times.len(),
-        "txs_per_block": per_block,
-        "app_txs_per_sec": app_tps.round(),
-        "batch_verify_sigs_per_sec": verify_tps.round(),
-        "ratio_app_to_verify_ceiling": (app_tps / verify_tps * 1000.0).round() / 1000.0,
-    }));
+    println!(
+        "{}",
+        serde_json::json!({
+            "blocks_timed": times.len(),
+            "txs_per_block": per_block,
+            "app_txs_per_sec": app_tps.round(),
+            "batch_verify_sigs_per_sec": verify_tps.round(),
+            "ratio_app_to_verify_ceiling": (app_tps / verify_tps * 1000.0).round() / 1000.0,
+        })
+    );
     Ok(())
 }

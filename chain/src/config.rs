@@ -18,8 +18,12 @@ impl AppConfig {
     /// Reads `<home>/app.toml`.
     pub fn load(home: &Path) -> Result<AppConfig> {
         let path = home.join("app.toml");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {} (create a home with `gpuchaind testnet`)", path.display()))?;
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (create a home with `gpuchaind testnet`)",
+                path.display()
+            )
+        })?;
         toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
     }
 

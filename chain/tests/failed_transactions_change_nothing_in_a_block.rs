@@ -18,7 +18,13 @@ fn state_after_genesis() -> MemState {
     // Copy the committed state into memory and execute against it directly.
     let store = gpuchain_chain::Store::open(dir.path()).unwrap();
     let mut mem = MemState::new();
-    mem.apply(store.prefix_raw("").into_iter().map(|(k, v)| (k, Some(v))).collect());
+    mem.apply(
+        store
+            .prefix_raw("")
+            .into_iter()
+            .map(|(k, v)| (k, Some(v)))
+            .collect(),
+    );
     mem
 }
 
@@ -44,10 +50,19 @@ fn failed_transactions_change_nothing_in_a_block() {
         let txs = [raw.as_slice()];
         let out = execute_block(&state, Default::default(), &block_input(2, b"h", &txs)).unwrap();
         let r = &out.tx_results[0];
-        assert_eq!((r.codespace.as_str(), r.code), (*codespace, *code), "{}", r.log);
+        assert_eq!(
+            (r.codespace.as_str(), r.code),
+            (*codespace, *code),
+            "{}",
+            r.log
+        );
         assert!(!r.log.is_empty());
         let keys: Vec<&String> = out.writes.keys().collect();
-        assert_eq!(keys, vec!["chain/height"], "only the height may change for {codespace}:{code}");
+        assert_eq!(
+            keys,
+            vec!["chain/height"],
+            "only the height may change for {codespace}:{code}"
+        );
     }
 
     let overdraft = transfer(0, 0, address(1), 2_000_000);
@@ -63,7 +78,12 @@ fn failed_transactions_change_nothing_in_a_block() {
     // The fee reached the fee pool, which end-block distribution splits between the
     // validators' rewards, the community pool and the verification pool.
     use gpuchain_auction::module_account::{community_pool, rewards_pool, verification_pool};
-    let pools = [module_account::fee_pool(), rewards_pool(), community_pool(), verification_pool()];
+    let pools = [
+        module_account::fee_pool(),
+        rewards_pool(),
+        community_pool(),
+        verification_pool(),
+    ];
     assert_eq!(pools.iter().map(|a| after.balance(a)).sum::<u128>(), fee);
     assert_eq!(after.supply(), state.supply());
 }

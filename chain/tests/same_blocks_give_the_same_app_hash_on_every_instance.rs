@@ -14,7 +14,7 @@ fn block(height: u64, nonces: &mut [u64]) -> Vec<Vec<u8>> {
         let to = address(u32::from(b[0]) % 8);
         match b[1] % 5 {
             0 => txs.push(transfer(i, nonces[i as usize], to, 1_000_000_000)), // overdraft
-            1 => txs.push(b[..20].to_vec()),                                     // garbage
+            1 => txs.push(b[..20].to_vec()),                                   // garbage
             2 if nonces[i as usize] > 0 => txs.push(transfer(i, nonces[i as usize] - 1, to, 1)), // replay
             _ => {
                 txs.push(transfer(i, nonces[i as usize], to, u128::from(b[2]) + 1));
@@ -32,7 +32,11 @@ fn block(height: u64, nonces: &mut [u64]) -> Vec<Vec<u8>> {
 #[test]
 fn same_blocks_give_the_same_app_hash_on_every_instance() {
     let g = genesis(8, 1_000_000);
-    let (d1, d2, d3) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (d1, d2, d3) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     let a = open(d1.path(), &g);
     let b = open(d2.path(), &g);
     let mut c = Some(open(d3.path(), &g));

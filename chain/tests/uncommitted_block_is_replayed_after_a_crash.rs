@@ -21,7 +21,11 @@ fn uncommitted_block_is_replayed_after_a_crash() {
     drop(app); // the "crash": no Commit
 
     let app = App::open(dir.path()).unwrap();
-    assert_eq!(app.committed(), after_block_1, "nothing of block 2 reached the disk");
+    assert_eq!(
+        app.committed(),
+        after_block_1,
+        "nothing of block 2 reached the disk"
+    );
     let (_, replayed) = app.finalize(&input).unwrap();
     assert_eq!(replayed, expected);
     app.commit().unwrap();

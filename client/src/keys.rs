@@ -54,7 +54,9 @@ fn valid_name(name: &str) -> Result<()> {
     ensure!(
         !name.is_empty()
             && name.len() <= 64
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
         "key name {name:?} must be 1-64 characters of letters, digits, '-' or '_'"
     );
     Ok(())
@@ -73,7 +75,9 @@ impl Keystore {
     pub fn open(dir: &Path) -> Result<Keystore> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-        Ok(Keystore { dir: dir.to_path_buf() })
+        Ok(Keystore {
+            dir: dir.to_path_buf(),
+        })
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -89,7 +93,11 @@ impl Keystore {
     pub fn import(&self, name: &str, key: SigningKey, passphrase: Option<&str>) -> Result<KeyInfo> {
         valid_name(name)?;
         let path = self.path(name);
-        ensure!(!path.exists(), "a key named {name:?} already exists at {}", path.display());
+        ensure!(
+            !path.exists(),
+            "a key named {name:?} already exists at {}",
+            path.display()
+        );
         let public = key.verifying_key().to_bytes();
         let secret = Zeroizing::new(key.to_bytes());
         let mut file = KeyFile {
@@ -131,7 +139,10 @@ impl Keystore {
         valid_name(name)?;
         let path = self.path(name);
         let bytes = fs::read(&path).with_context(|| {
-            format!("no key named {name:?} in {} (create it with `keys add {name}`)", self.dir.display())
+            format!(
+                "no key named {name:?} in {} (create it with `keys add {name}`)",
+                self.dir.display()
+            )
         })?;
         serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
     }
@@ -163,21 +174,28 @@ impl Keystore {
             "none" => Zeroizing::new(hex::decode(&file.secret)?),
             "argon2id-chacha20poly1305" => {
                 let Some(pass) = passphrase else {
-                    bail!("key {name:?} is encrypted: pass --passphrase or set GPUCHAIN_PASSPHRASE");
+                    bail!(
+                        "key {name:?} is encrypted: pass --passphrase or set GPUCHAIN_PASSPHRASE"
+                    );
                 };
                 let salt = hex::decode(&file.salt)?;
                 let nonce = hex::decode(&file.nonce)?;
                 ensure!(nonce.len() == 12, "key file {name:?} has a bad nonce");
                 Zeroizing::new(
                     cipher(pass, &salt)?
-                        .decrypt(Nonce::from_slice(&nonce), hex::decode(&file.secret)?.as_slice())
+                        .decrypt(
+                            Nonce::from_slice(&nonce),
+                            hex::decode(&file.secret)?.as_slice(),
+                        )
                         .map_err(|_| anyhow!("wrong passphrase for key {name:?}"))?,
                 )
             }
             other => bail!("key {name:?} uses unknown encryption {other:?}"),
         };
-        let bytes: [u8; 32] =
-            secret.as_slice().try_into().map_err(|_| anyhow!("key {name:?} is not 32 bytes"))?;
+        let bytes: [u8; 32] = secret
+            .as_slice()
+            .try_into()
+            .map_err(|_| anyhow!("key {name:?} is not 32 bytes"))?;
         let key = SigningKey::from_bytes(&bytes);
         ensure!(
             hex::encode(key.verifying_key().to_bytes()) == file.public_key,
@@ -206,11 +224,17 @@ mod tests {
         let store = Keystore::open(dir.path()).unwrap();
         let plain = store.create("alice", None).unwrap();
         let sealed = store.create("bob", Some("correct horse")).unwrap();
-        let mode = fs::metadata(dir.path().join("alice.json")).unwrap().permissions().mode();
+        let mode = fs::metadata(dir.path().join("alice.json"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(!plain.encrypted && sealed.encrypted);
         let key = store.signing_key("alice", None).unwrap();
-        assert_eq!(Address::from_public_key(&key.verifying_key().to_bytes()), plain.address);
+        assert_eq!(
+            Address::from_public_key(&key.verifying_key().to_bytes()),
+            plain.address
+        );
         assert!(store.signing_key("bob", None).is_err());
         assert!(store.signing_key("bob", Some("wrong")).is_err());
         store.signing_key("bob", Some("correct horse")).unwrap();

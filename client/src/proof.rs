@@ -27,8 +27,10 @@ pub fn verify_proof(
 ) -> Result<(), ProofError> {
     let proof: SparseMerkleProof<Blake3Hasher> =
         borsh::from_slice(proof_bytes).map_err(|e| ProofError::Decode(e.to_string()))?;
-    proof.verify(RootHash(app_hash), key_hash(key), value).map_err(|e| ProofError::Mismatch {
-        app_hash: hex::encode(app_hash),
-        reason: e.to_string(),
-    })
+    proof
+        .verify(RootHash(app_hash), key_hash(key), value)
+        .map_err(|e| ProofError::Mismatch {
+            app_hash: hex::encode(app_hash),
+            reason: e.to_string(),
+        })
 }

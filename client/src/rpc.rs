@@ -39,7 +39,13 @@ impl TxOutcome {
         if self.code == 0 {
             Ok(self)
         } else {
-            bail!("transaction {} failed: {}:{}: {}", self.hash, self.codespace, self.code, self.log)
+            bail!(
+                "transaction {} failed: {}:{}: {}",
+                self.hash,
+                self.codespace,
+                self.code,
+                self.log
+            )
         }
     }
 
@@ -83,12 +89,16 @@ fn abci_code_ok(code: &tendermint::abci::Code, log: &str, what: &str) -> Result<
 impl ChainClient {
     /// Connects to `url`, e.g. `http://127.0.0.1:26657`.
     pub fn new(url: &str) -> Result<ChainClient> {
-        let parsed = HttpClientUrl::from_str(url).map_err(|e| anyhow!("bad node url {url:?}: {e}"))?;
+        let parsed =
+            HttpClientUrl::from_str(url).map_err(|e| anyhow!("bad node url {url:?}: {e}"))?;
         let http = HttpClient::builder(parsed)
             .compat_mode(CompatMode::V0_38)
             .build()
             .map_err(|e| anyhow!("creating RPC client for {url}: {e}"))?;
-        Ok(ChainClient { http, url: url.to_string() })
+        Ok(ChainClient {
+            http,
+            url: url.to_string(),
+        })
     }
 
     /// The node's URL.
@@ -103,7 +113,10 @@ impl ChainClient {
 
     /// `/status`.
     pub async fn status(&self) -> Result<tendermint_rpc::endpoint::status::Response> {
-        self.http.status().await.with_context(|| format!("cannot reach node at {}", self.url))
+        self.http
+            .status()
+            .await
+            .with_context(|| format!("cannot reach node at {}", self.url))
     }
 
     /// Chain id reported by the node.
@@ -126,7 +139,10 @@ impl ChainClient {
                 }
             }
             if tokio::time::Instant::now() >= deadline {
-                bail!("node {} did not reach height {height} within {timeout:?}", self.url);
+                bail!(
+                    "node {} did not reach height {height} within {timeout:?}",
+                    self.url
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -134,8 +150,15 @@ impl ChainClient {
 
     /// An app query at `height` (0 = latest); returns the value bytes and the height served.
     pub async fn query(&self, path: &str, height: u64) -> Result<(Vec<u8>, u64)> {
-        let h = if height == 0 { None } else { Some(tendermint::block::Height::try_from(height)?) };
-        let res = self.http.abci_query(Some(path.to_string()), Vec::<u8>::new(), h, false).await?;
+        let h = if height == 0 {
+            None
+        } else {
+            Some(tendermint::block::Height::try_from(height)?)
+        };
+        let res = self
+            .http
+            .abci_query(Some(path.to_string()), Vec::<u8>::new(), h, false)
+            .await?;
         abci_code_ok(&res.code, &res.log, &format!("query {path}"))?;
         Ok((res.value, res.height.value()))
     }
@@ -144,18 +167,27 @@ impl ChainClient {
     /// that commits to it.
     pub async fn query_verified(&self, key: &str) -> Result<VerifiedValue> {
         let path = paths::store(key);
-        let res = self.http.abci_query(Some(path.clone()), Vec::<u8>::new(), None, true).await?;
+        let res = self
+            .http
+            .abci_query(Some(path.clone()), Vec::<u8>::new(), None, true)
+            .await?;
         abci_code_ok(&res.code, &res.log, &format!("query {path}"))?;
         let height = res.height.value();
-        let ops = res.proof.ok_or_else(|| anyhow!("node returned no proof for {key}"))?;
+        let ops = res
+            .proof
+            .ok_or_else(|| anyhow!("node returned no proof for {key}"))?;
         let op = ops
             .ops
             .iter()
             .find(|op| op.field_type == PROOF_OP_TYPE)
             .ok_or_else(|| anyhow!("node returned no {PROOF_OP_TYPE} proof for {key}"))?;
         // The state after block h is committed to by the header of block h+1.
-        self.wait_for_height(height + 1, Duration::from_secs(30)).await?;
-        let commit = self.http.commit(tendermint::block::Height::try_from(height + 1)?).await?;
+        self.wait_for_height(height + 1, Duration::from_secs(30))
+            .await?;
+        let commit = self
+            .http
+            .commit(tendermint::block::Height::try_from(height + 1)?)
+            .await?;
         let app_hash: [u8; 32] = commit
             .signed_header
             .header
@@ -163,9 +195,17 @@ impl ChainClient {
             .as_bytes()
             .try_into()
             .map_err(|_| anyhow!("header app hash is not 32 bytes"))?;
-        let value = if res.value.is_empty() { None } else { Some(res.value) };
+        let value = if res.value.is_empty() {
+            None
+        } else {
+            Some(res.value)
+        };
         verify_proof(app_hash, key, value.as_deref(), &op.data)?;
-        Ok(VerifiedValue { value, height, app_hash })
+        Ok(VerifiedValue {
+            value,
+            height,
+            app_hash,
+        })
     }
 
     /// A borsh value at the latest height, proven.
@@ -198,7 +238,10 @@ impl ChainClient {
 
     /// Balance of `address` in ugpu.
     pub async fn balance(&self, address: &Address) -> Result<Amount> {
-        Ok(self.get(&gpuchain_bank::state_key::balance(address)).await?.unwrap_or(0))
+        Ok(self
+            .get(&gpuchain_bank::state_key::balance(address))
+            .await?
+            .unwrap_or(0))
     }
 
     /// The next nonce `address` must use.

@@ -11,8 +11,14 @@ pub fn build_signed_tx(
     msgs: Vec<Msg>,
     memo: &str,
 ) -> Tx {
-    let mut body =
-        TxBody { chain_id: chain_id.to_string(), nonce, fee: 0, gas_limit: 0, msgs, memo: memo.to_string() };
+    let mut body = TxBody {
+        chain_id: chain_id.to_string(),
+        nonce,
+        fee: 0,
+        gas_limit: 0,
+        msgs,
+        memo: memo.to_string(),
+    };
     let size = Tx::sign(body.clone(), key).encode().len();
     body.gas_limit = intrinsic_gas(params, size, &body);
     body.fee = params.min_fee(body.gas_limit);

@@ -9,5 +9,6 @@ mod localnet;
 pub use app_genesis::AppGenesis;
 pub use cometbft::{node_id, validator_address, CometKeys};
 pub use localnet::{
-    Localnet, LocalnetNode, LocalnetSpec, PORTS_PER_NODE, VALIDATOR_ACCOUNT_FUNDS, VALIDATOR_SELF_BOND,
+    Localnet, LocalnetNode, LocalnetSpec, PORTS_PER_NODE, VALIDATOR_ACCOUNT_FUNDS,
+    VALIDATOR_SELF_BOND,
 };

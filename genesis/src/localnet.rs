@@ -100,9 +100,16 @@ impl Localnet {
 
     /// Writes every file of the localnet described by `spec`.
     pub fn build(spec: &LocalnetSpec) -> Result<Localnet> {
-        ensure!(spec.validators >= 1, "a localnet needs at least one validator");
-        let port_span = u16::try_from(spec.validators + spec.extra_nodes)?.saturating_mul(PORTS_PER_NODE);
-        ensure!(spec.base_port.checked_add(port_span).is_some(), "ports run past 65535");
+        ensure!(
+            spec.validators >= 1,
+            "a localnet needs at least one validator"
+        );
+        let port_span =
+            u16::try_from(spec.validators + spec.extra_nodes)?.saturating_mul(PORTS_PER_NODE);
+        ensure!(
+            spec.base_port.checked_add(port_span).is_some(),
+            "ports run past 65535"
+        );
         if spec.dir.exists() {
             ensure!(
                 fs::read_dir(&spec.dir)?.next().is_none(),
@@ -133,14 +140,21 @@ impl Localnet {
         let mut validators = Vec::new();
         for (i, k) in comet_keys.iter().enumerate().take(spec.validators) {
             let operator = keystore.create(&format!("validator{i}"), None)?.address;
-            genesis.bank.balances.push((operator, VALIDATOR_ACCOUNT_FUNDS));
+            genesis
+                .bank
+                .balances
+                .push((operator, VALIDATOR_ACCOUNT_FUNDS));
             genesis.staking.validators.push(GenesisValidator {
                 operator,
                 consensus_pubkey: k.validator.verifying_key().to_bytes(),
                 moniker: format!("node{i}"),
                 self_bond: VALIDATOR_SELF_BOND,
             });
-            validators.push(genesis_validator(&k.validator, u64::try_from(power)?, &format!("node{i}")));
+            validators.push(genesis_validator(
+                &k.validator,
+                u64::try_from(power)?,
+                &format!("node{i}"),
+            ));
         }
         let genesis_doc = genesis_json(&spec.chain_id, validators, &genesis)?;
 
@@ -187,8 +201,15 @@ impl Localnet {
                 p2p_port: ports(i, 0),
             });
         }
-        let net = Localnet { chain_id: spec.chain_id.clone(), keys_dir, nodes };
-        fs::write(spec.dir.join("localnet.json"), serde_json::to_vec_pretty(&net)?)?;
+        let net = Localnet {
+            chain_id: spec.chain_id.clone(),
+            keys_dir,
+            nodes,
+        };
+        fs::write(
+            spec.dir.join("localnet.json"),
+            serde_json::to_vec_pretty(&net)?,
+        )?;
         Ok(net)
     }
 

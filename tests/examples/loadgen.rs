@@ -21,7 +21,10 @@ type Submitted = Arc<Mutex<BTreeMap<[u8; 32], Instant>>>;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let validators = args.first().copied().unwrap_or(1) as usize;
     let seconds = args.get(1).copied().unwrap_or(30).min(600);
     let rate = args.get(2).copied().unwrap_or(2_000).max(1);
@@ -48,7 +51,10 @@ async fn main() -> anyhow::Result<()> {
             let mut nonce = 0u64;
             while Instant::now() < stop_at {
                 tick.tick().await;
-                let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend { to: Address([7; 20]), amount: 1 }))];
+                let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend {
+                    to: Address([7; 20]),
+                    amount: 1,
+                }))];
                 let raw = build_signed_tx(&key, &chain_id, nonce, &params, msgs, "").encode();
                 let hash: [u8; 32] = Sha256::digest(&raw).into();
                 let sent = Instant::now();
@@ -70,7 +76,10 @@ async fn main() -> anyhow::Result<()> {
     while Instant::now() < drain_until {
         let latest = client.latest_height().await?;
         while next <= latest {
-            let block = client.rpc().block(tendermint::block::Height::try_from(next)?).await?;
+            let block = client
+                .rpc()
+                .block(tendermint::block::Height::try_from(next)?)
+                .await?;
             let seen = Instant::now();
             for tx in block.block.data.iter() {
                 let hash: [u8; 32] = Sha256::digest(tx).into();
@@ -87,19 +96,27 @@ async fn main() -> anyhow::Result<()> {
         t.abort();
     }
     latencies.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| latencies.get(((latencies.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(0.0);
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
     let window = seconds as f64;
     let committed_in_window = committed_at.iter().filter(|t| **t <= stop_at).count();
-    println!("{}", serde_json::json!({
-        "validators": validators,
-        "seconds": seconds,
-        "offered_rate_per_sec": rate,
-        "senders": senders,
-        "committed": latencies.len(),
-        "committed_tx_per_sec": (committed_in_window as f64 / window).round(),
-        "latency_p50_ms": (pct(0.50) * 1000.0).round(),
-        "latency_p99_ms": (pct(0.99) * 1000.0).round(),
-        "uncommitted_at_end": submitted.lock().unwrap().len(),
-    }));
+    println!(
+        "{}",
+        serde_json::json!({
+            "validators": validators,
+            "seconds": seconds,
+            "offered_rate_per_sec": rate,
+            "senders": senders,
+            "committed": latencies.len(),
+            "committed_tx_per_sec": (committed_in_window as f64 / window).round(),
+            "latency_p50_ms": (pct(0.50) * 1000.0).round(),
+            "latency_p99_ms": (pct(0.99) * 1000.0).round(),
+            "uncommitted_at_end": submitted.lock().unwrap().len(),
+        })
+    );
     Ok(())
 }

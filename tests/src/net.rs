@@ -16,7 +16,11 @@ pub fn gpuchaind_path() -> PathBuf {
     }
     let exe = std::env::current_exe().unwrap_or_default();
     // target/<profile>/deps/<test> → target/<profile>/gpuchaind
-    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     dir.join("gpuchaind")
 }
 
@@ -31,10 +35,12 @@ fn cometbft_path() -> PathBuf {
 /// Runs the `gpuchaind` CLI and returns its output.
 pub fn cli(args: &[&str]) -> Result<Output> {
     let bin = gpuchaind_path();
-    Command::new(&bin)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {} (build it with `cargo build --bins`)", bin.display()))
+    Command::new(&bin).args(args).output().with_context(|| {
+        format!(
+            "running {} (build it with `cargo build --bins`)",
+            bin.display()
+        )
+    })
 }
 
 struct NodeProcs {
@@ -75,21 +81,31 @@ impl TestNet {
         spec.validators = validators;
         spec.chain_id = "gpuchain-e2e".into();
         spec.timeout_commit_ms = 200;
-        spec.accounts.extend(accounts.iter().map(|(n, a)| (n.to_string(), *a)));
+        spec.accounts
+            .extend(accounts.iter().map(|(n, a)| (n.to_string(), *a)));
         tweak(&mut spec);
         let nodes = spec.validators + spec.extra_nodes;
         spec.base_port = free_port_block(nodes as u16 * PORTS_PER_NODE);
         let net = Localnet::build(&spec)?;
         std::fs::create_dir_all(dir.path().join("logs"))?;
-        let mut t = TestNet { dir, net, procs: Vec::new() };
+        let mut t = TestNet {
+            dir,
+            net,
+            procs: Vec::new(),
+        };
         for i in 0..nodes {
-            t.procs.push(NodeProcs { app: None, comet: None });
+            t.procs.push(NodeProcs {
+                app: None,
+                comet: None,
+            });
             t.start_app(i, &[])?;
         }
         for i in 0..nodes {
             t.start_comet(i)?;
         }
-        t.client(0)?.wait_for_height(2, Duration::from_secs(60)).await?;
+        t.client(0)?
+            .wait_for_height(2, Duration::from_secs(60))
+            .await?;
         Ok(t)
     }
 
@@ -165,15 +181,24 @@ impl TestNet {
 
     /// gpuchaind home holding the localnet's keystore (`<home>/keys`).
     pub fn keys_home(&self) -> PathBuf {
-        self.net.keys_dir.parent().map(Path::to_path_buf).unwrap_or_default()
+        self.net
+            .keys_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
     }
 
     /// The app hash in block `height + 1`'s header as node `i` reports it.
     pub async fn app_hash_after(&self, i: usize, height: u64) -> Result<String> {
         use tendermint_rpc::Client;
         let client = self.client(i)?;
-        client.wait_for_height(height + 1, Duration::from_secs(90)).await?;
-        let block = client.rpc().block(tendermint::block::Height::try_from(height + 1)?).await?;
+        client
+            .wait_for_height(height + 1, Duration::from_secs(90))
+            .await?;
+        let block = client
+            .rpc()
+            .block(tendermint::block::Height::try_from(height + 1)?)
+            .await?;
         Ok(block.block.header.app_hash.to_string())
     }
 

@@ -5,18 +5,23 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Every workspace crate: (directory, package name, dependency names).
 fn crates() -> Vec<(PathBuf, String, Vec<String>)> {
-    let ws: toml::Value = toml::from_str(&fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    let ws: toml::Value =
+        toml::from_str(&fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
     let members = ws["workspace"]["members"].as_array().unwrap();
     members
         .iter()
         .map(|m| {
             let dir = root().join(m.as_str().unwrap());
-            let manifest: toml::Value = toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+            let manifest: toml::Value =
+                toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
             let name = manifest["package"]["name"].as_str().unwrap().to_string();
             let deps = ["dependencies", "build-dependencies"]
                 .iter()
@@ -32,29 +37,58 @@ fn crates() -> Vec<(PathBuf, String, Vec<String>)> {
 fn dependencies_follow_the_architecture_invariants() {
     for (_, name, deps) in crates() {
         let uses = |d: &str| deps.iter().any(|x| x == d);
-        let is_module = name.starts_with("gpuchain-") && root().join("x").join(name.trim_start_matches("gpuchain-")).exists();
+        let is_module = name.starts_with("gpuchain-")
+            && root()
+                .join("x")
+                .join(name.trim_start_matches("gpuchain-"))
+                .exists();
         if is_module {
-            for banned in ["gpuchain-chain", "gpuchain-compute", "gpuchain-provider", "gpuchain-verifier", "gpuchain-client", "burn"] {
-                assert!(!uses(banned), "{name} (consensus module) must not depend on {banned}");
+            for banned in [
+                "gpuchain-chain",
+                "gpuchain-compute",
+                "gpuchain-provider",
+                "gpuchain-verifier",
+                "gpuchain-client",
+                "burn",
+            ] {
+                assert!(
+                    !uses(banned),
+                    "{name} (consensus module) must not depend on {banned}"
+                );
             }
         }
         if name == "gpuchain-client" {
-            assert!(!uses("gpuchain-chain"), "client must use module types, never the app");
+            assert!(
+                !uses("gpuchain-chain"),
+                "client must use module types, never the app"
+            );
         }
         if name == "gpuchain-compute" {
             for d in &deps {
                 let internal = d.starts_with("gpuchain-");
-                assert!(!internal || d == "gpuchain-jobspec", "compute may only use x/jobspec, not {d}");
+                assert!(
+                    !internal || d == "gpuchain-jobspec",
+                    "compute may only use x/jobspec, not {d}"
+                );
             }
         }
         if name == "gpuchain-provider" {
-            assert!(!uses("gpuchain-verifier"), "agents must not depend on each other");
+            assert!(
+                !uses("gpuchain-verifier"),
+                "agents must not depend on each other"
+            );
         }
         if name == "gpuchain-verifier" {
-            assert!(!uses("gpuchain-provider"), "agents must not depend on each other");
+            assert!(
+                !uses("gpuchain-provider"),
+                "agents must not depend on each other"
+            );
         }
         if name != "gpuchain-chain" && name != "gpuchain-tests" {
-            assert!(!uses("tendermint-abci"), "only chain/ knows ABCI, but {name} uses tendermint-abci");
+            assert!(
+                !uses("tendermint-abci"),
+                "only chain/ knows ABCI, but {name} uses tendermint-abci"
+            );
         }
     }
 }
@@ -76,7 +110,11 @@ fn every_crate_opens_with_a_doc_paragraph() {
         for entry in ["src/lib.rs", "src/main.rs"] {
             let path = dir.join(entry);
             if let Ok(text) = fs::read_to_string(&path) {
-                assert!(text.starts_with("//!"), "{name}: {} must start with a //! paragraph", path.display());
+                assert!(
+                    text.starts_with("//!"),
+                    "{name}: {} must start with a //! paragraph",
+                    path.display()
+                );
             }
         }
     }
@@ -93,12 +131,29 @@ fn consensus_code_has_no_hash_maps_floats_or_clocks() {
         }
     }
     assert!(!files.is_empty());
-    let banned = ["HashMap", "HashSet", "SystemTime", "Instant::now", "f32", "f64", "thread_rng", "OsRng"];
+    let banned = [
+        "HashMap",
+        "HashSet",
+        "SystemTime",
+        "Instant::now",
+        "f32",
+        "f64",
+        "thread_rng",
+        "OsRng",
+    ];
     for file in files {
         let text = fs::read_to_string(&file).unwrap();
         for word in banned {
-            let hit = text.lines().any(|l| !l.trim_start().starts_with("//") && l.split(|c: char| !c.is_alphanumeric() && c != '_' && c != ':').any(|tok| tok == word || tok.ends_with(&format!("::{word}"))));
-            assert!(!hit, "{} uses {word}, which consensus code must not", file.display());
+            let hit = text.lines().any(|l| {
+                !l.trim_start().starts_with("//")
+                    && l.split(|c: char| !c.is_alphanumeric() && c != '_' && c != ':')
+                        .any(|tok| tok == word || tok.ends_with(&format!("::{word}")))
+            });
+            assert!(
+                !hit,
+                "{} uses {word}, which consensus code must not",
+                file.display()
+            );
         }
     }
 }

@@ -9,10 +9,25 @@ use gpuchain_tests::{cli, TestNet};
 use gpuchain_tx::{Msg, Tx};
 use gpuchain_types::Address;
 
-async fn expect_code(client: &ChainClient, tx_bytes: Vec<u8>, codespace: &str, code: u32, what: &str) {
+async fn expect_code(
+    client: &ChainClient,
+    tx_bytes: Vec<u8>,
+    codespace: &str,
+    code: u32,
+    what: &str,
+) {
     use tendermint_rpc::Client;
-    let res = client.rpc().broadcast_tx_sync(tx_bytes).await.expect("broadcast");
-    assert_eq!((res.codespace.as_str(), res.code.value()), (codespace, code), "{what}: log {:?}", res.log);
+    let res = client
+        .rpc()
+        .broadcast_tx_sync(tx_bytes)
+        .await
+        .expect("broadcast");
+    assert_eq!(
+        (res.codespace.as_str(), res.code.value()),
+        (codespace, code),
+        "{what}: log {:?}",
+        res.log
+    );
     assert!(!res.log.is_empty(), "{what}: a readable log is required");
 }
 
@@ -29,8 +44,14 @@ async fn bad_transactions_are_rejected_with_their_own_codes() -> anyhow::Result<
 
     // One good transfer so that nonce 0 is used.
     let good = build_signed_tx(&key, &chain_id, 0, &params, send(10), "");
-    client.broadcast(&good, Duration::from_secs(30)).await?.ok()?;
-    let supply_before: u128 = client.get(gpuchain_bank::state_key::supply()).await?.unwrap_or(0);
+    client
+        .broadcast(&good, Duration::from_secs(30))
+        .await?
+        .ok()?;
+    let supply_before: u128 = client
+        .get(gpuchain_bank::state_key::supply())
+        .await?
+        .unwrap_or(0);
     let alice_before = client.balance(&alice).await?;
 
     expect_code(&client, vec![0xde, 0xad, 0xbe, 0xef], "tx", 1, "malformed").await;
@@ -49,7 +70,13 @@ async fn bad_transactions_are_rejected_with_their_own_codes() -> anyhow::Result<
     expect_code(&client, oversized.encode(), "tx", 2, "oversized").await;
 
     let overflow = vec![Msg::Bank(BankMsg::MultiSend(MsgMultiSend {
-        outputs: vec![Output { to: bob, amount: u128::MAX }, Output { to: bob, amount: 2 }],
+        outputs: vec![
+            Output {
+                to: bob,
+                amount: u128::MAX,
+            },
+            Output { to: bob, amount: 2 },
+        ],
     }))];
     let overflow = build_signed_tx(&key, &chain_id, 1, &params, overflow, "");
     expect_code(&client, overflow.encode(), "bank", 2, "overflowing amount").await;
@@ -62,20 +89,41 @@ async fn bad_transactions_are_rejected_with_their_own_codes() -> anyhow::Result<
     // Wrong chain id, through the CLI: exit status 1 and the code in JSON.
     let home = net.keys_home();
     let out = cli(&[
-        "tx", "bank", "send", "alice", &bob.to_string(), "5", "--chain-id", "another-chain", "--home",
-        home.to_str().unwrap(), "--node", client.url(), "--output", "json",
+        "tx",
+        "bank",
+        "send",
+        "alice",
+        &bob.to_string(),
+        "5",
+        "--chain-id",
+        "another-chain",
+        "--home",
+        home.to_str().unwrap(),
+        "--node",
+        client.url(),
+        "--output",
+        "json",
     ])?;
     assert!(!out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    assert_eq!((v["codespace"].as_str(), v["code"].as_u64()), (Some("tx"), Some(4)), "{v}");
+    assert_eq!(
+        (v["codespace"].as_str(), v["code"].as_u64()),
+        (Some("tx"), Some(4)),
+        "{v}"
+    );
 
     // Nothing changed: wait two blocks so anything that slipped into a block would show.
     let h = client.latest_height().await?;
-    client.wait_for_height(h + 2, Duration::from_secs(30)).await?;
+    client
+        .wait_for_height(h + 2, Duration::from_secs(30))
+        .await?;
     assert_eq!(client.balance(&alice).await?, alice_before);
     assert_eq!(client.balance(&bob).await?, 10);
     assert_eq!(client.nonce(&alice).await?, 1);
-    let supply_after: u128 = client.get(gpuchain_bank::state_key::supply()).await?.unwrap_or(0);
+    let supply_after: u128 = client
+        .get(gpuchain_bank::state_key::supply())
+        .await?
+        .unwrap_or(0);
     assert_eq!(supply_after, supply_before);
     Ok(())
 }

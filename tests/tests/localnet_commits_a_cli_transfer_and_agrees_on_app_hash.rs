@@ -9,17 +9,44 @@ use gpuchain_tests::{cli, TestNet};
 async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Result<()> {
     let net = TestNet::start(4, &[("alice", 5_000_000)]).await?;
     let home = net.keys_home();
-    let bob = cli(&["keys", "add", "bob", "--home", home.to_str().unwrap(), "--output", "json"])?;
-    assert!(bob.status.success(), "{}", String::from_utf8_lossy(&bob.stderr));
+    let bob = cli(&[
+        "keys",
+        "add",
+        "bob",
+        "--home",
+        home.to_str().unwrap(),
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        bob.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bob.stderr)
+    );
     let bob: serde_json::Value = serde_json::from_slice(&bob.stdout)?;
     let bob_addr = bob["address"].as_str().unwrap().to_string();
 
     let node = &net.net.nodes[1].rpc_url;
     let out = cli(&[
-        "tx", "bank", "send", "alice", &bob_addr, "1234", "--home", home.to_str().unwrap(), "--node",
-        node, "--output", "json",
+        "tx",
+        "bank",
+        "send",
+        "alice",
+        &bob_addr,
+        "1234",
+        "--home",
+        home.to_str().unwrap(),
+        "--node",
+        node,
+        "--output",
+        "json",
     ])?;
-    assert!(out.status.success(), "send failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "send failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let outcome: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(outcome["code"], 0);
     let height = outcome["height"].as_u64().unwrap();
@@ -28,7 +55,9 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     // Every node sees the transfer, with a proof checked against the header's app hash.
     for i in 0..4 {
         let url = &net.net.nodes[i].rpc_url;
-        let q = cli(&["query", "bank", "balance", &bob_addr, "--prove", "--node", url, "--output", "json"])?;
+        let q = cli(&[
+            "query", "bank", "balance", &bob_addr, "--prove", "--node", url, "--output", "json",
+        ])?;
         assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
         let v: serde_json::Value = serde_json::from_slice(&q.stdout)?;
         assert_eq!(v["balance"], "1234", "node{i}");
@@ -37,7 +66,9 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     let paid = net.client(0)?.balance(&alice).await?;
     assert!(paid < 5_000_000 - 1234, "fee was charged: {paid}");
 
-    net.client(3)?.wait_for_height(height + 2, Duration::from_secs(30)).await?;
+    net.client(3)?
+        .wait_for_height(height + 2, Duration::from_secs(30))
+        .await?;
     net.assert_same_app_hash(&[0, 1, 2, 3], height).await?;
     Ok(())
 }

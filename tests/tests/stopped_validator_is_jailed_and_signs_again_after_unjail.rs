@@ -24,9 +24,22 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
     // Wait for the jail: node3's operator shows jailed with a slashed bond.
     let mut jailed = None;
     for _ in 0..120 {
-        let q = cli(&["query", "staking", "validators", "--node", &node, "--output", "json"])?;
+        let q = cli(&[
+            "query",
+            "staking",
+            "validators",
+            "--node",
+            &node,
+            "--output",
+            "json",
+        ])?;
         let vals: serde_json::Value = serde_json::from_slice(&q.stdout)?;
-        if let Some(v) = vals.as_array().unwrap().iter().find(|v| v["moniker"] == "node3" && v["jailed"] == true) {
+        if let Some(v) = vals
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["moniker"] == "node3" && v["jailed"] == true)
+        {
             jailed = Some(v.clone());
             break;
         }
@@ -34,35 +47,76 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
     }
     let jailed = jailed.expect("node3 was jailed for downtime");
     let bonded: u128 = jailed["bonded"].to_string().trim_matches('"').parse()?;
-    assert!(bonded < 100_000_000, "downtime slash took part of the bond: {bonded}");
-    let q = cli(&["query", "slashing", "records", "--node", &node, "--output", "json"])?;
+    assert!(
+        bonded < 100_000_000,
+        "downtime slash took part of the bond: {bonded}"
+    );
+    let q = cli(&[
+        "query", "slashing", "records", "--node", &node, "--output", "json",
+    ])?;
     let records: serde_json::Value = serde_json::from_slice(&q.stdout)?;
     assert!(!records.as_array().unwrap().is_empty());
 
     let jailed_until = jailed["jailed_until"].as_u64().unwrap();
     net.start_app(3, &[])?;
     net.start_comet(3)?;
-    client.wait_for_height(jailed_until + 1, Duration::from_secs(60)).await?;
+    client
+        .wait_for_height(jailed_until + 1, Duration::from_secs(60))
+        .await?;
     // Bond back above the minimum self-bond if the slash took it below, then unjail.
-    let out = cli(&["tx", "slashing", "unjail", "validator3", "--home", home.to_str().unwrap(), "--node", &node, "--output", "json"])?;
-    assert!(out.status.success(), "unjail: {}", String::from_utf8_lossy(&out.stdout));
+    let out = cli(&[
+        "tx",
+        "slashing",
+        "unjail",
+        "validator3",
+        "--home",
+        home.to_str().unwrap(),
+        "--node",
+        &node,
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        out.status.success(),
+        "unjail: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let at = at["height"].as_u64().unwrap();
 
-    client.wait_for_height(at + 5, Duration::from_secs(60)).await?;
+    client
+        .wait_for_height(at + 5, Duration::from_secs(60))
+        .await?;
     let cons = {
-        let key = net.net.nodes[3].comet_home.join("config/priv_validator_key.json");
+        let key = net.net.nodes[3]
+            .comet_home
+            .join("config/priv_validator_key.json");
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(key)?)?;
         v["address"].as_str().unwrap().to_string()
     };
     let h = client.latest_height().await?;
-    let set = client.rpc().validators(tendermint::block::Height::try_from(h)?, Paging::All).await?;
-    assert!(set.validators.iter().any(|v| v.address.to_string() == cons), "back in the set");
+    let set = client
+        .rpc()
+        .validators(tendermint::block::Height::try_from(h)?, Paging::All)
+        .await?;
+    assert!(
+        set.validators.iter().any(|v| v.address.to_string() == cons),
+        "back in the set"
+    );
     let mut signed = false;
     for _ in 0..40 {
         let h = client.latest_height().await?;
-        let commit = client.rpc().commit(tendermint::block::Height::try_from(h)?).await?;
-        if commit.signed_header.commit.signatures.iter().any(|s| s.validator_address().map(|a| a.to_string()) == Some(cons.clone())) {
+        let commit = client
+            .rpc()
+            .commit(tendermint::block::Height::try_from(h)?)
+            .await?;
+        if commit
+            .signed_header
+            .commit
+            .signatures
+            .iter()
+            .any(|s| s.validator_address().map(|a| a.to_string()) == Some(cons.clone()))
+        {
             signed = true;
             break;
         }

@@ -9,8 +9,15 @@ use tendermint_rpc::{Client, Paging};
 async fn validator_addresses(net: &TestNet) -> anyhow::Result<Vec<String>> {
     let client = net.client(0)?;
     let h = client.latest_height().await?;
-    let set = client.rpc().validators(tendermint::block::Height::try_from(h)?, Paging::All).await?;
-    Ok(set.validators.iter().map(|v| v.address.to_string()).collect())
+    let set = client
+        .rpc()
+        .validators(tendermint::block::Height::try_from(h)?, Paging::All)
+        .await?;
+    Ok(set
+        .validators
+        .iter()
+        .map(|v| v.address.to_string())
+        .collect())
 }
 
 fn key_address(path: &std::path::Path) -> anyhow::Result<String> {
@@ -27,25 +34,54 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
     .await?;
     let home = net.keys_home();
     let home = home.to_str().unwrap();
-    let key_file = net.net.nodes[4].comet_home.join("config/priv_validator_key.json");
+    let key_file = net.net.nodes[4]
+        .comet_home
+        .join("config/priv_validator_key.json");
     let joiner_cons = key_address(&key_file)?;
     assert!(!validator_addresses(&net).await?.contains(&joiner_cons));
 
     let node = &net.net.nodes[0].rpc_url;
     let out = cli(&[
-        "tx", "staking", "create-validator", "joiner", "--consensus-key", key_file.to_str().unwrap(),
-        "--moniker", "node4", "--self-bond", "100000000", "--home", home, "--node", node, "--output", "json",
+        "tx",
+        "staking",
+        "create-validator",
+        "joiner",
+        "--consensus-key",
+        key_file.to_str().unwrap(),
+        "--moniker",
+        "node4",
+        "--self-bond",
+        "100000000",
+        "--home",
+        home,
+        "--node",
+        node,
+        "--output",
+        "json",
     ])?;
-    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let joined_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let joined_at = joined_at["height"].as_u64().unwrap();
 
     // CometBFT applies a set change two blocks later; then node4 signs.
     let client = net.client(0)?;
-    client.wait_for_height(joined_at + 4, Duration::from_secs(60)).await?;
-    assert!(validator_addresses(&net).await?.contains(&joiner_cons), "joiner is in /validators");
+    client
+        .wait_for_height(joined_at + 4, Duration::from_secs(60))
+        .await?;
+    assert!(
+        validator_addresses(&net).await?.contains(&joiner_cons),
+        "joiner is in /validators"
+    );
     let h = client.latest_height().await?;
-    let commit = client.rpc().commit(tendermint::block::Height::try_from(h)?).await?;
+    let commit = client
+        .rpc()
+        .commit(tendermint::block::Height::try_from(h)?)
+        .await?;
     let signers: Vec<String> = commit
         .signed_header
         .commit
@@ -53,23 +89,60 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         .iter()
         .filter_map(|s| s.validator_address().map(|a| a.to_string()))
         .collect();
-    assert!(signers.contains(&joiner_cons), "node4 signs blocks: {signers:?}");
+    assert!(
+        signers.contains(&joiner_cons),
+        "node4 signs blocks: {signers:?}"
+    );
 
-    let q = cli(&["query", "staking", "validators", "--node", node, "--output", "json"])?;
+    let q = cli(&[
+        "query",
+        "staking",
+        "validators",
+        "--node",
+        node,
+        "--output",
+        "json",
+    ])?;
     let vals: serde_json::Value = serde_json::from_slice(&q.stdout)?;
     assert_eq!(vals.as_array().unwrap().len(), 5);
 
-    let out = cli(&["tx", "staking", "unbond", "joiner", "100000000", "--home", home, "--node", node, "--output", "json"])?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = cli(&[
+        "tx",
+        "staking",
+        "unbond",
+        "joiner",
+        "100000000",
+        "--home",
+        home,
+        "--node",
+        node,
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let left_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let left_at = left_at["height"].as_u64().unwrap();
-    client.wait_for_height(left_at + 4, Duration::from_secs(60)).await?;
-    assert!(!validator_addresses(&net).await?.contains(&joiner_cons), "joiner left the set");
+    client
+        .wait_for_height(left_at + 4, Duration::from_secs(60))
+        .await?;
+    assert!(
+        !validator_addresses(&net).await?.contains(&joiner_cons),
+        "joiner left the set"
+    );
 
     // The bond comes back after unbonding_blocks.
     let joiner = net.net.account("joiner")?;
-    client.wait_for_height(left_at + 8, Duration::from_secs(60)).await?;
+    client
+        .wait_for_height(left_at + 8, Duration::from_secs(60))
+        .await?;
     let balance = client.balance(&joiner).await?;
-    assert!(balance > 999_000_000, "bond returned, only fees spent: {balance}");
+    assert!(
+        balance > 999_000_000,
+        "bond returned, only fees spent: {balance}"
+    );
     Ok(())
 }

@@ -15,25 +15,44 @@ pub(crate) fn check_stateless(
 ) -> Result<u64, TxError> {
     let body = &tx.body;
     if body.chain_id != chain_id {
-        return Err(TxError::WrongChainId { expected: chain_id.to_string(), got: body.chain_id.clone() });
+        return Err(TxError::WrongChainId {
+            expected: chain_id.to_string(),
+            got: body.chain_id.clone(),
+        });
     }
     let msgs = body.msgs.len();
     if msgs == 0 || u32::try_from(msgs).map_or(true, |m| m > params.max_msgs_per_tx) {
-        return Err(TxError::MsgCount { got: msgs, max: params.max_msgs_per_tx });
+        return Err(TxError::MsgCount {
+            got: msgs,
+            max: params.max_msgs_per_tx,
+        });
     }
     if u32::try_from(body.memo.len()).map_or(true, |m| m > params.max_memo_bytes) {
-        return Err(TxError::MemoTooLong { got: body.memo.len(), max: params.max_memo_bytes });
+        return Err(TxError::MemoTooLong {
+            got: body.memo.len(),
+            max: params.max_memo_bytes,
+        });
     }
     if body.gas_limit > params.max_block_gas {
-        return Err(TxError::GasLimitTooHigh { limit: body.gas_limit, max: params.max_block_gas });
+        return Err(TxError::GasLimitTooHigh {
+            limit: body.gas_limit,
+            max: params.max_block_gas,
+        });
     }
     let needed = intrinsic_gas(params, encoded_len, body);
     if needed > body.gas_limit {
-        return Err(TxError::OutOfGas { needed, limit: body.gas_limit });
+        return Err(TxError::OutOfGas {
+            needed,
+            limit: body.gas_limit,
+        });
     }
     let min = params.min_fee(body.gas_limit);
     if body.fee < min {
-        return Err(TxError::FeeTooLow { min, got: body.fee, gas_limit: body.gas_limit });
+        return Err(TxError::FeeTooLow {
+            min,
+            got: body.fee,
+            gas_limit: body.gas_limit,
+        });
     }
     Ok(needed)
 }
@@ -45,13 +64,19 @@ pub(crate) fn charge(state: &mut impl StateWrite, tx: &Tx) -> Result<(), TxError
     let key = state_key::nonce(&signer);
     let expected: u64 = state.get(&key).unwrap_or(0);
     if tx.body.nonce != expected {
-        return Err(TxError::BadNonce { expected, got: tx.body.nonce });
+        return Err(TxError::BadNonce {
+            expected,
+            got: tx.body.nonce,
+        });
     }
     if tx.body.fee > 0 {
         let balance = state.balance(&signer);
         state
             .transfer(&signer, &module_account::fee_pool(), tx.body.fee)
-            .map_err(|_| TxError::CannotPayFee { fee: tx.body.fee, balance })?;
+            .map_err(|_| TxError::CannotPayFee {
+                fee: tx.body.fee,
+                balance,
+            })?;
     }
     // A u64 nonce cannot be exhausted by any real account; saturate rather than wrap.
     state.put(key, &expected.saturating_add(1));

@@ -4,11 +4,11 @@ use bytes::Bytes;
 use gpuchain_slashing::{Evidence, EvidenceKind};
 use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
 use gpuchain_tx::{Tx, TxParams};
-use tendermint_proto::v0_38::crypto::{public_key, PublicKey};
 use gpuchain_types::Event;
 use tendermint_proto::v0_38::abci::{
     self as abci, ExecTxResult, ResponseCheckTx, ResponseFinalizeBlock, ResponseProcessProposal,
 };
+use tendermint_proto::v0_38::crypto::{public_key, PublicKey};
 
 use super::{BlockOutcome, TxResult};
 
@@ -22,7 +22,11 @@ fn event(e: Event) -> abci::Event {
         attributes: e
             .attributes
             .into_iter()
-            .map(|(key, value)| abci::EventAttribute { key, value, index: true })
+            .map(|(key, value)| abci::EventAttribute {
+                key,
+                value,
+                index: true,
+            })
             .collect(),
     }
 }
@@ -38,7 +42,10 @@ pub(super) fn check_tx_response(r: TxResult) -> ResponseCheckTx {
     }
 }
 
-pub(super) fn finalize_response(outcome: BlockOutcome, app_hash: [u8; 32]) -> ResponseFinalizeBlock {
+pub(super) fn finalize_response(
+    outcome: BlockOutcome,
+    app_hash: [u8; 32],
+) -> ResponseFinalizeBlock {
     ResponseFinalizeBlock {
         events: outcome.events.into_iter().map(event).collect(),
         tx_results: outcome
@@ -54,7 +61,11 @@ pub(super) fn finalize_response(outcome: BlockOutcome, app_hash: [u8; 32]) -> Re
                 ..Default::default()
             })
             .collect(),
-        validator_updates: outcome.validator_updates.iter().map(validator_update).collect(),
+        validator_updates: outcome
+            .validator_updates
+            .iter()
+            .map(validator_update)
+            .collect(),
         app_hash: app_hash.to_vec().into(),
         ..Default::default()
     }
@@ -62,7 +73,9 @@ pub(super) fn finalize_response(outcome: BlockOutcome, app_hash: [u8; 32]) -> Re
 
 pub(super) fn validator_update(u: &ValidatorUpdate) -> abci::ValidatorUpdate {
     abci::ValidatorUpdate {
-        pub_key: Some(PublicKey { sum: Some(public_key::Sum::Ed25519(u.pubkey.to_vec())) }),
+        pub_key: Some(PublicKey {
+            sum: Some(public_key::Sum::Ed25519(u.pubkey.to_vec())),
+        }),
         power: to_i64(u.power),
     }
 }
@@ -95,7 +108,12 @@ pub(super) fn votes(info: Option<&abci::CommitInfo>) -> Vec<(ConsensusAddress, b
     info.map(|c| {
         c.votes
             .iter()
-            .filter_map(|v| Some((consensus_address(v.validator.as_ref())?, v.block_id_flag != absent)))
+            .filter_map(|v| {
+                Some((
+                    consensus_address(v.validator.as_ref())?,
+                    v.block_id_flag != absent,
+                ))
+            })
             .collect()
     })
     .unwrap_or_default()
@@ -116,9 +134,13 @@ pub(super) fn select_txs(txs: Vec<Bytes>, max_tx_bytes: i64, params: &TxParams) 
     let mut gas: u64 = 0;
     let mut out = Vec::new();
     for tx in txs {
-        let Some(tx_gas) = claimed_gas(&tx, params) else { continue };
+        let Some(tx_gas) = claimed_gas(&tx, params) else {
+            continue;
+        };
         let size = i64::try_from(tx.len()).unwrap_or(i64::MAX);
-        let (Some(b), Some(g)) = (bytes.checked_add(size), gas.checked_add(tx_gas)) else { break };
+        let (Some(b), Some(g)) = (bytes.checked_add(size), gas.checked_add(tx_gas)) else {
+            break;
+        };
         if b > max_tx_bytes || g > params.max_block_gas {
             break;
         }
@@ -148,5 +170,7 @@ pub(super) fn process_proposal(txs: &[Bytes], params: &TxParams) -> ResponseProc
     } else {
         abci::response_process_proposal::ProposalStatus::Reject
     };
-    ResponseProcessProposal { status: status as i32 }
+    ResponseProcessProposal {
+        status: status as i32,
+    }
 }

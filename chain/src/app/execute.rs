@@ -34,7 +34,14 @@ pub struct TxResult {
 impl TxResult {
     fn rejected(e: impl ModuleError) -> TxResult {
         let e = AppError::from_module(&e);
-        TxResult { code: e.code, codespace: e.codespace, log: e.log, gas_wanted: 0, gas_used: 0, events: vec![] }
+        TxResult {
+            code: e.code,
+            codespace: e.codespace,
+            log: e.log,
+            gas_wanted: 0,
+            gas_used: 0,
+            events: vec![],
+        }
     }
 }
 
@@ -83,7 +90,10 @@ pub(crate) fn run_tx(
     signature_ok: bool,
 ) -> TxResult {
     if raw.len() > params.max_tx_bytes as usize {
-        return TxResult::rejected(TxError::TooLarge { size: raw.len(), max: params.max_tx_bytes });
+        return TxResult::rejected(TxError::TooLarge {
+            size: raw.len(),
+            max: params.max_tx_bytes,
+        });
     }
     let tx = match decoded {
         Ok(tx) => tx,
@@ -106,13 +116,21 @@ pub(crate) fn run_tx(
         fork.into_parts()
     };
     top.extend(ante_writes);
-    events.push(Event::new("tx").attr("signer", signer).attr("fee", tx.body.fee));
+    events.push(
+        Event::new("tx")
+            .attr("signer", signer)
+            .attr("fee", tx.body.fee),
+    );
 
     let outcome = {
         let layered = Layered { top, base };
         let mut fork = Overlay::new(&layered);
         let result = tx.body.msgs.iter().try_for_each(|msg| {
-            fork.emit(Event::new("message").attr("action", msg.name()).attr("sender", signer));
+            fork.emit(
+                Event::new("message")
+                    .attr("action", msg.name())
+                    .attr("sender", signer),
+            );
             router::execute(&mut fork, ctx, &signer, msg)
         });
         result.map(|()| fork.into_parts())
@@ -185,7 +203,10 @@ pub fn execute_block(
         .iter()
         .map(|raw| {
             if raw.len() > params.max_tx_bytes as usize {
-                Err(TxError::TooLarge { size: raw.len(), max: params.max_tx_bytes })
+                Err(TxError::TooLarge {
+                    size: raw.len(),
+                    max: params.max_tx_bytes,
+                })
             } else {
                 Tx::decode(raw)
             }
@@ -196,10 +217,17 @@ pub fn execute_block(
         .txs
         .iter()
         .zip(decoded.iter().zip(signatures_ok))
-        .map(|(raw, (tx, sig_ok))| run_tx(base, &mut writes, &ctx, &params, raw, tx.as_ref(), sig_ok))
+        .map(|(raw, (tx, sig_ok))| {
+            run_tx(base, &mut writes, &ctx, &params, raw, tx.as_ref(), sig_ok)
+        })
         .collect();
     let (events, validator_updates) = end_block(base, &mut writes, &ctx, input)?;
-    Ok(BlockOutcome { writes, tx_results, events, validator_updates })
+    Ok(BlockOutcome {
+        writes,
+        tx_results,
+        events,
+        validator_updates,
+    })
 }
 
 /// Work done once per block after the transactions: evidence, liveness, the validator set.

@@ -18,7 +18,8 @@ impl StateRead for Layered<'_> {
     }
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
-        let mut merged: BTreeMap<String, Vec<u8>> = self.base.prefix_raw(prefix).into_iter().collect();
+        let mut merged: BTreeMap<String, Vec<u8>> =
+            self.base.prefix_raw(prefix).into_iter().collect();
         for (k, v) in self.top.range(prefix.to_string()..) {
             if !k.starts_with(prefix) {
                 break;

@@ -19,7 +19,8 @@ use gpuchain_types::{BlockCtx, Overlay, StateWriteExt, Write};
 use tendermint_proto::v0_38::abci::{
     RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
     RequestProcessProposal, RequestQuery, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock,
-    ResponseInfo, ResponseInitChain, ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
+    ResponseInfo, ResponseInitChain, ResponsePrepareProposal, ResponseProcessProposal,
+    ResponseQuery,
 };
 
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
@@ -59,7 +60,10 @@ impl App {
         let store = Store::open(db_dir)?;
         let crash_before_commit_at = std::env::var("GPUCHAIN_CRASH_BEFORE_COMMIT_AT")
             .ok()
-            .map(|v| v.parse().context("GPUCHAIN_CRASH_BEFORE_COMMIT_AT must be a height"))
+            .map(|v| {
+                v.parse()
+                    .context("GPUCHAIN_CRASH_BEFORE_COMMIT_AT must be a height")
+            })
             .transpose()?;
         tracing::info!(height = store.height(), app_hash = %hex::encode(store.app_hash()), "state opened");
         Ok(App {
@@ -74,7 +78,9 @@ impl App {
     }
 
     fn lock(&self) -> MutexGuard<'_, Node> {
-        self.node.lock().unwrap_or_else(|e| halt("app state mutex poisoned", e))
+        self.node
+            .lock()
+            .unwrap_or_else(|e| halt("app state mutex poisoned", e))
     }
 
     /// Last committed height and app hash.
@@ -93,12 +99,26 @@ impl App {
         let mut fork = Overlay::new(&node.store);
         fork.put(state_key::chain_id().to_string(), &chain_id.to_string());
         fork.put(state_key::tx_params().to_string(), &genesis.tx);
-        genesis.bank.apply(&mut fork).map_err(|e| anyhow::anyhow!("bank genesis: {e}"))?;
-        let validators =
-            genesis.staking.apply(&mut fork).map_err(|e| anyhow::anyhow!("staking genesis: {e}"))?;
-        genesis.slashing.apply(&mut fork).map_err(|e| anyhow::anyhow!("slashing genesis: {e}"))?;
-        genesis.reputation.apply(&mut fork).map_err(|e| anyhow::anyhow!("reputation genesis: {e}"))?;
-        genesis.auction.apply(&mut fork).map_err(|e| anyhow::anyhow!("auction genesis: {e}"))?;
+        genesis
+            .bank
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("bank genesis: {e}"))?;
+        let validators = genesis
+            .staking
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("staking genesis: {e}"))?;
+        genesis
+            .slashing
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("slashing genesis: {e}"))?;
+        genesis
+            .reputation
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("reputation genesis: {e}"))?;
+        genesis
+            .auction
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("auction genesis: {e}"))?;
         let (writes, _) = fork.into_parts();
         let root = node.store.genesis_root(&writes)?;
         node.genesis = Some(writes);
@@ -112,7 +132,9 @@ impl App {
         let outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input)
             .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
-        let prepared = node.store.prepare(input.height, genesis, outcome.writes.clone())?;
+        let prepared = node
+            .store
+            .prepare(input.height, genesis, outcome.writes.clone())?;
         let app_hash = prepared.app_hash;
         node.pending = Some(prepared);
         Ok((outcome, app_hash))
@@ -125,7 +147,10 @@ impl App {
             anyhow::bail!("commit without a finalized block");
         };
         if node.crash_before_commit_at == Some(block.height) {
-            eprintln!("GPUCHAIN_CRASH_BEFORE_COMMIT_AT={}: aborting before commit", block.height);
+            eprintln!(
+                "GPUCHAIN_CRASH_BEFORE_COMMIT_AT={}: aborting before commit",
+                block.height
+            );
             std::process::abort();
         }
         node.store.commit(block)?;
@@ -137,11 +162,25 @@ impl App {
         let mut node = self.lock();
         let node = &mut *node;
         let (chain_id, params) = execute::chain_settings(&node.store);
-        let ctx = BlockCtx { height: node.store.height().saturating_add(1), chain_id, entropy: [0; 32] };
+        let ctx = BlockCtx {
+            height: node.store.height().saturating_add(1),
+            chain_id,
+            entropy: [0; 32],
+        };
         let decoded = Tx::decode(raw);
-        let sig_ok = decoded.as_ref().is_ok_and(|tx| tx.verify_signature().is_ok());
+        let sig_ok = decoded
+            .as_ref()
+            .is_ok_and(|tx| tx.verify_signature().is_ok());
         let mut top = node.check_writes.clone();
-        let result = execute::run_tx(&node.store, &mut top, &ctx, &params, raw, decoded.as_ref(), sig_ok);
+        let result = execute::run_tx(
+            &node.store,
+            &mut top,
+            &ctx,
+            &params,
+            raw,
+            decoded.as_ref(),
+            sig_ok,
+        );
         if result.code == 0 {
             node.check_writes = top;
         }
@@ -157,18 +196,26 @@ impl tendermint_abci::Application for App {
             version: env!("CARGO_PKG_VERSION").into(),
             app_version: 1,
             last_block_height: i64::try_from(height).unwrap_or(i64::MAX),
-            last_block_app_hash: if height == 0 { Default::default() } else { app_hash.to_vec().into() },
+            last_block_app_hash: if height == 0 {
+                Default::default()
+            } else {
+                app_hash.to_vec().into()
+            },
         }
     }
 
     fn init_chain(&self, req: RequestInitChain) -> ResponseInitChain {
         if req.initial_height > 1 {
-            halt("unsupported genesis", format!("initial_height must be 1, got {}", req.initial_height));
+            halt(
+                "unsupported genesis",
+                format!("initial_height must be 1, got {}", req.initial_height),
+            );
         }
         let genesis = AppGenesis::from_json(&req.app_state_bytes)
             .unwrap_or_else(|e| halt("invalid app_state in genesis.json", e));
-        let (root, validators) =
-            self.init_chain_with(&req.chain_id, &genesis).unwrap_or_else(|e| halt("applying genesis", e));
+        let (root, validators) = self
+            .init_chain_with(&req.chain_id, &genesis)
+            .unwrap_or_else(|e| halt("applying genesis", e));
         tracing::info!(chain_id = %req.chain_id, app_hash = %hex::encode(root), validators = validators.len(), "genesis applied");
         ResponseInitChain {
             app_hash: root.to_vec().into(),
@@ -189,7 +236,9 @@ impl tendermint_abci::Application for App {
     fn prepare_proposal(&self, req: RequestPrepareProposal) -> ResponsePrepareProposal {
         let node = self.lock();
         let (_, params) = execute::chain_settings(&node.store);
-        ResponsePrepareProposal { txs: convert::select_txs(req.txs, req.max_tx_bytes, &params) }
+        ResponsePrepareProposal {
+            txs: convert::select_txs(req.txs, req.max_tx_bytes, &params),
+        }
     }
 
     fn process_proposal(&self, req: RequestProcessProposal) -> ResponseProcessProposal {
@@ -203,8 +252,16 @@ impl tendermint_abci::Application for App {
         let txs: Vec<&[u8]> = req.txs.iter().map(|t| t.as_ref()).collect();
         let misbehavior = convert::misbehavior(&req.misbehavior);
         let votes = convert::votes(req.decided_last_commit.as_ref());
-        let input = BlockInput { height, hash: &req.hash, txs: &txs, misbehavior: &misbehavior, votes: &votes };
-        let (outcome, app_hash) = self.finalize(&input).unwrap_or_else(|e| halt("executing block", e));
+        let input = BlockInput {
+            height,
+            hash: &req.hash,
+            txs: &txs,
+            misbehavior: &misbehavior,
+            votes: &votes,
+        };
+        let (outcome, app_hash) = self
+            .finalize(&input)
+            .unwrap_or_else(|e| halt("executing block", e));
         convert::finalize_response(outcome, app_hash)
     }
 

@@ -8,19 +8,25 @@ use gpuchain_types::{Address, StateReadExt, PROOF_OP_TYPE};
 use tendermint_proto::v0_38::abci::{RequestQuery, ResponseQuery};
 use tendermint_proto::v0_38::crypto::{ProofOp, ProofOps};
 
-use crate::store::Store;
 use crate::state_key;
+use crate::store::Store;
 
 const CODESPACE: &str = "query";
 /// Most entries one `/prefix/` query returns.
 const MAX_PREFIX_ENTRIES: usize = 50_000;
 
 fn error(code: u32, log: String) -> ResponseQuery {
-    ResponseQuery { code, log, codespace: CODESPACE.into(), ..Default::default() }
+    ResponseQuery {
+        code,
+        log,
+        codespace: CODESPACE.into(),
+        ..Default::default()
+    }
 }
 
 fn parse_address(text: &str) -> Result<Address, ResponseQuery> {
-    text.parse().map_err(|e: gpuchain_types::AddressError| error(2, e.to_string()))
+    text.parse()
+        .map_err(|e: gpuchain_types::AddressError| error(2, e.to_string()))
 }
 
 /// Answers one query against committed state.
@@ -29,7 +35,12 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
     let height = match u64::try_from(req.height) {
         Ok(0) => latest,
         Ok(h) if h <= latest => h,
-        _ => return error(3, format!("height {} is not available; latest is {latest}", req.height)),
+        _ => {
+            return error(
+                3,
+                format!("height {} is not available; latest is {latest}", req.height),
+            )
+        }
     };
     let path = req.path.as_str();
     let key = if let Some(key) = path.strip_prefix("/store/") {
@@ -58,7 +69,10 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
         let (_, params) = super::execute::chain_settings(store);
         return encoded(&params, latest);
     } else {
-        return error(1, format!("unknown query path {path:?}; see docs/protocol.md"));
+        return error(
+            1,
+            format!("unknown query path {path:?}; see docs/protocol.md"),
+        );
     };
     state_value(store, &key, height, req.prove)
 }
@@ -73,10 +87,21 @@ fn encoded<T: borsh::BorshSerialize>(value: &T, height: u64) -> ResponseQuery {
 
 fn state_value(store: &Store, key: &str, height: u64, prove: bool) -> ResponseQuery {
     let result = if prove {
-        store.get_with_proof(key, height).and_then(|(value, proof)| {
-            let data = borsh::to_vec(&proof)?;
-            Ok((value, Some(ProofOps { ops: vec![ProofOp { r#type: PROOF_OP_TYPE.into(), key: key.as_bytes().to_vec(), data }] })))
-        })
+        store
+            .get_with_proof(key, height)
+            .and_then(|(value, proof)| {
+                let data = borsh::to_vec(&proof)?;
+                Ok((
+                    value,
+                    Some(ProofOps {
+                        ops: vec![ProofOp {
+                            r#type: PROOF_OP_TYPE.into(),
+                            key: key.as_bytes().to_vec(),
+                            data,
+                        }],
+                    }),
+                ))
+            })
     } else if height == store.height() {
         Ok((gpuchain_types::StateRead::get_raw(store, key), None))
     } else {

@@ -36,23 +36,33 @@ pub(crate) fn run(cli: &Cli, cmd: &KeysCmd, out: &Output) -> Result<ExitCode> {
     let store = keystore(cli)?;
     match cmd {
         KeysCmd::Add { name, encrypt } => {
-            let pass = if *encrypt {
-                Some(passphrase().ok_or_else(|| anyhow::anyhow!("--encrypt needs GPUCHAIN_PASSPHRASE set"))?)
-            } else {
-                None
-            };
+            let pass =
+                if *encrypt {
+                    Some(passphrase().ok_or_else(|| {
+                        anyhow::anyhow!("--encrypt needs GPUCHAIN_PASSPHRASE set")
+                    })?)
+                } else {
+                    None
+                };
             let info = store.create(name, pass.as_deref())?;
-            out.print(&info, || format!("created key {} with address {}", info.name, info.address));
+            out.print(&info, || {
+                format!("created key {} with address {}", info.name, info.address)
+            });
         }
         KeysCmd::List => {
             let keys = store.list()?;
             out.print(&keys, || {
-                keys.iter().map(|k| format!("{}\t{}", k.name, k.address)).collect::<Vec<_>>().join("\n")
+                keys.iter()
+                    .map(|k| format!("{}\t{}", k.name, k.address))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             });
         }
         KeysCmd::Show { name } => {
             let info = store.show(name)?;
-            out.print(&info, || format!("{}\t{}\t{}", info.name, info.address, info.public_key));
+            out.print(&info, || {
+                format!("{}\t{}\t{}", info.name, info.address, info.public_key)
+            });
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -4,12 +4,12 @@
 mod keys;
 mod output;
 mod query;
+mod query_staking;
 mod start;
 mod status;
 mod testnet;
 mod tx;
 mod tx_staking;
-mod query_staking;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +26,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true, env = "GPUCHAIN_HOME", default_value_os_t = default_home())]
     pub(crate) home: PathBuf,
     /// CometBFT RPC endpoint of the node to talk to.
-    #[arg(long, global = true, env = "GPUCHAIN_NODE", default_value = "http://127.0.0.1:26657")]
+    #[arg(
+        long,
+        global = true,
+        env = "GPUCHAIN_NODE",
+        default_value = "http://127.0.0.1:26657"
+    )]
     pub(crate) node: String,
     /// Chain id to sign for; by default the node's.
     #[arg(long, global = true)]
@@ -39,7 +44,10 @@ pub(crate) struct Cli {
 }
 
 fn default_home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".gpuchain")
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+        .join(".gpuchain")
 }
 
 #[derive(Subcommand)]
@@ -83,5 +91,7 @@ pub(crate) fn run() -> ExitCode {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }

@@ -43,7 +43,11 @@ pub(crate) enum BankQuery {
     },
 }
 
-async fn amount(client: &ChainClient, key: &str, prove: bool) -> Result<(Amount, Option<(u64, String)>)> {
+async fn amount(
+    client: &ChainClient,
+    key: &str,
+    prove: bool,
+) -> Result<(Amount, Option<(u64, String)>)> {
     if prove {
         let v = client.query_verified(key).await?;
         let amount = match &v.value {
@@ -70,7 +74,8 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
             });
         }
         QueryCmd::Bank(BankQuery::Supply { prove }) => {
-            let (supply, proof) = amount(&client, gpuchain_bank::state_key::supply(), *prove).await?;
+            let (supply, proof) =
+                amount(&client, gpuchain_bank::state_key::supply(), *prove).await?;
             let value = json!({"supply": supply.to_string(), "denom": "ugpu",
                 "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
             out.print(&value, || format!("{supply} ugpu"));

@@ -42,7 +42,11 @@ pub(crate) enum SlashingQuery {
 }
 
 fn lines<T: serde::Serialize>(items: &[T]) -> String {
-    items.iter().map(|i| serde_json::to_string(i).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    items
+        .iter()
+        .map(|i| serde_json::to_string(i).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub(crate) async fn staking(client: &ChainClient, cmd: &StakingQuery, out: &Output) -> Result<()> {
@@ -60,7 +64,11 @@ pub(crate) async fn staking(client: &ChainClient, cmd: &StakingQuery, out: &Outp
                             v.operator,
                             v.bonded,
                             v.power(params.power_reduction),
-                            if v.jailed { format!("\tjailed until {}", v.jailed_until) } else { String::new() },
+                            if v.jailed {
+                                format!("\tjailed until {}", v.jailed_until)
+                            } else {
+                                String::new()
+                            },
                             if v.tombstoned { "\ttombstoned" } else { "" }
                         )
                     })
@@ -68,7 +76,11 @@ pub(crate) async fn staking(client: &ChainClient, cmd: &StakingQuery, out: &Outp
                     .join("\n")
             });
         }
-        StakingQuery::Providers { gpu_model, min_vram_mib, region } => {
+        StakingQuery::Providers {
+            gpu_model,
+            min_vram_mib,
+            region,
+        } => {
             let filter = ProviderFilter {
                 gpu_model: gpu_model.clone(),
                 min_vram_mib: *min_vram_mib,
@@ -86,7 +98,11 @@ pub(crate) async fn staking(client: &ChainClient, cmd: &StakingQuery, out: &Outp
     Ok(())
 }
 
-pub(crate) async fn slashing(client: &ChainClient, cmd: &SlashingQuery, out: &Output) -> Result<()> {
+pub(crate) async fn slashing(
+    client: &ChainClient,
+    cmd: &SlashingQuery,
+    out: &Output,
+) -> Result<()> {
     let state = client.snapshot("slashing/").await?;
     let SlashingQuery::Records { address } = cmd;
     let records = match address {

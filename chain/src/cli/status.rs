@@ -24,7 +24,11 @@ pub(crate) async fn run(cli: &Cli, out: &Output) -> Result<ExitCode> {
             s.node_info.moniker,
             s.sync_info.latest_block_height,
             s.sync_info.latest_app_hash,
-            if s.sync_info.catching_up { " (catching up)" } else { "" }
+            if s.sync_info.catching_up {
+                " (catching up)"
+            } else {
+                ""
+            }
         )
     });
     Ok(ExitCode::SUCCESS)

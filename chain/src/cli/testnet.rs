@@ -42,9 +42,16 @@ pub(crate) fn run(args: &TestnetArgs, out: &Output) -> Result<ExitCode> {
     }
     let net = Localnet::build(&spec)?;
     out.print(&net, || {
-        let mut lines = vec![format!("localnet {} written to {}", net.chain_id, args.output_dir.display())];
+        let mut lines = vec![format!(
+            "localnet {} written to {}",
+            net.chain_id,
+            args.output_dir.display()
+        )];
         for n in &net.nodes {
-            lines.push(format!("  {}: rpc {} abci {}", n.moniker, n.rpc_url, n.abci_addr));
+            lines.push(format!(
+                "  {}: rpc {} abci {}",
+                n.moniker, n.rpc_url, n.abci_addr
+            ));
         }
         lines.push(format!("  keys: {}", net.keys_dir.display()));
         lines.join("\n")

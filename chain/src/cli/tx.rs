@@ -51,13 +51,22 @@ pub(crate) enum BankTx {
 }
 
 fn parse_output(text: &str) -> Result<BankOutput> {
-    let (to, amount) =
-        text.split_once('=').ok_or_else(|| anyhow::anyhow!("expected address=ugpu, got {text:?}"))?;
-    Ok(BankOutput { to: to.parse()?, amount: amount.parse()? })
+    let (to, amount) = text
+        .split_once('=')
+        .ok_or_else(|| anyhow::anyhow!("expected address=ugpu, got {text:?}"))?;
+    Ok(BankOutput {
+        to: to.parse()?,
+        amount: amount.parse()?,
+    })
 }
 
 /// Signs with the named key and broadcasts, honouring `--chain-id` if given.
-pub(crate) async fn sign_and_broadcast(cli: &Cli, from: &str, msgs: Vec<Msg>, memo: &str) -> Result<TxOutcome> {
+pub(crate) async fn sign_and_broadcast(
+    cli: &Cli,
+    from: &str,
+    msgs: Vec<Msg>,
+    memo: &str,
+) -> Result<TxOutcome> {
     let key = keystore(cli)?.signing_key(from, passphrase().as_deref())?;
     let client = ChainClient::new(&cli.node)?;
     let signer = Address::from_public_key(&key.verifying_key().to_bytes());
@@ -74,9 +83,15 @@ pub(crate) async fn sign_and_broadcast(cli: &Cli, from: &str, msgs: Vec<Msg>, me
 pub(crate) fn report(outcome: &TxOutcome, out: &Output) -> ExitCode {
     out.print(outcome, || {
         if outcome.code == 0 {
-            format!("committed at height {} (code 0) tx {}", outcome.height, outcome.hash)
+            format!(
+                "committed at height {} (code 0) tx {}",
+                outcome.height, outcome.hash
+            )
         } else if outcome.height == 0 {
-            format!("rejected by CheckTx: {}:{}: {}", outcome.codespace, outcome.code, outcome.log)
+            format!(
+                "rejected by CheckTx: {}:{}: {}",
+                outcome.codespace, outcome.code, outcome.log
+            )
         } else {
             format!(
                 "failed at height {} with {}:{}: {}",
@@ -93,12 +108,29 @@ pub(crate) fn report(outcome: &TxOutcome, out: &Output) -> ExitCode {
 
 pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode> {
     let (from, msg, memo): (&str, Msg, &str) = match cmd {
-        TxCmd::Bank(BankTx::Send { from, to, amount, memo }) => {
-            (from, Msg::Bank(BankMsg::Send(MsgSend { to: *to, amount: *amount })), memo.as_str())
-        }
+        TxCmd::Bank(BankTx::Send {
+            from,
+            to,
+            amount,
+            memo,
+        }) => (
+            from,
+            Msg::Bank(BankMsg::Send(MsgSend {
+                to: *to,
+                amount: *amount,
+            })),
+            memo.as_str(),
+        ),
         TxCmd::Bank(BankTx::MultiSend { from, outputs }) => {
-            let outputs = outputs.iter().map(|o| parse_output(o)).collect::<Result<_>>()?;
-            (from, Msg::Bank(BankMsg::MultiSend(MsgMultiSend { outputs })), "")
+            let outputs = outputs
+                .iter()
+                .map(|o| parse_output(o))
+                .collect::<Result<_>>()?;
+            (
+                from,
+                Msg::Bank(BankMsg::MultiSend(MsgMultiSend { outputs })),
+                "",
+            )
         }
         TxCmd::Staking(c) => {
             let (from, msg) = super::tx_staking::staking_msg(c)?;

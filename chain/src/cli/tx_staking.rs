@@ -106,13 +106,17 @@ pub(crate) enum SlashingTx {
 fn consensus_pubkey(arg: &str) -> Result<[u8; 32]> {
     let hex_key = if std::path::Path::new(arg).exists() {
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(arg)?)?;
-        let b64 = v["pub_key"]["value"].as_str().context("no pub_key.value in key file")?;
+        let b64 = v["pub_key"]["value"]
+            .as_str()
+            .context("no pub_key.value in key file")?;
         hex::encode(base64_decode(b64)?)
     } else {
         arg.to_string()
     };
     let bytes = hex::decode(hex_key.trim()).context("consensus key must be hex or a key file")?;
-    bytes.try_into().map_err(|_| anyhow::anyhow!("consensus key must be 32 bytes"))
+    bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("consensus key must be 32 bytes"))
 }
 
 fn base64_decode(text: &str) -> Result<Vec<u8>> {
@@ -122,13 +126,19 @@ fn base64_decode(text: &str) -> Result<Vec<u8>> {
 
 fn attrs(path: &PathBuf) -> Result<ProviderAttrs> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&bytes).with_context(|| format!("parsing provider attributes in {}", path.display()))
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("parsing provider attributes in {}", path.display()))
 }
 
 /// The signer's key name and the message.
 pub(crate) fn staking_msg(cmd: &StakingTx) -> Result<(&str, Msg)> {
     Ok(match cmd {
-        StakingTx::CreateValidator { from, consensus_key, moniker, self_bond } => (
+        StakingTx::CreateValidator {
+            from,
+            consensus_key,
+            moniker,
+            self_bond,
+        } => (
             from,
             Msg::Staking(StakingMsg::CreateValidator(MsgCreateValidator {
                 consensus_pubkey: consensus_pubkey(consensus_key)?,
@@ -136,37 +146,63 @@ pub(crate) fn staking_msg(cmd: &StakingTx) -> Result<(&str, Msg)> {
                 self_bond: *self_bond,
             })),
         ),
-        StakingTx::DelegateSelf { from, amount } => {
-            (from, Msg::Staking(StakingMsg::DelegateSelf(MsgDelegateSelf { amount: *amount })))
-        }
-        StakingTx::Unbond { from, amount } => {
-            (from, Msg::Staking(StakingMsg::UnbondValidator(MsgUnbondValidator { amount: *amount })))
-        }
-        StakingTx::Edit { from, moniker } => {
-            (from, Msg::Staking(StakingMsg::EditValidator(MsgEditValidator { moniker: moniker.clone() })))
-        }
+        StakingTx::DelegateSelf { from, amount } => (
+            from,
+            Msg::Staking(StakingMsg::DelegateSelf(MsgDelegateSelf {
+                amount: *amount,
+            })),
+        ),
+        StakingTx::Unbond { from, amount } => (
+            from,
+            Msg::Staking(StakingMsg::UnbondValidator(MsgUnbondValidator {
+                amount: *amount,
+            })),
+        ),
+        StakingTx::Edit { from, moniker } => (
+            from,
+            Msg::Staking(StakingMsg::EditValidator(MsgEditValidator {
+                moniker: moniker.clone(),
+            })),
+        ),
     })
 }
 
 /// The signer's key name and the message.
 pub(crate) fn provider_msg(cmd: &ProviderTx) -> Result<(&str, Msg)> {
     Ok(match cmd {
-        ProviderTx::Register { from, attrs: path, bond } => (
+        ProviderTx::Register {
             from,
-            Msg::Staking(StakingMsg::RegisterProvider(MsgRegisterProvider { attrs: attrs(path)?, bond: *bond })),
+            attrs: path,
+            bond,
+        } => (
+            from,
+            Msg::Staking(StakingMsg::RegisterProvider(MsgRegisterProvider {
+                attrs: attrs(path)?,
+                bond: *bond,
+            })),
         ),
-        ProviderTx::Update { from, attrs: path } => {
-            (from, Msg::Staking(StakingMsg::UpdateProvider(MsgUpdateProvider { attrs: attrs(path)? })))
-        }
-        ProviderTx::Bond { from, amount } => {
-            (from, Msg::Staking(StakingMsg::BondProvider(MsgBondProvider { amount: *amount })))
-        }
-        ProviderTx::Unbond { from, amount } => {
-            (from, Msg::Staking(StakingMsg::UnbondProvider(MsgUnbondProvider { amount: *amount })))
-        }
-        ProviderTx::Deregister { from } => {
-            (from, Msg::Staking(StakingMsg::DeregisterProvider(MsgDeregisterProvider {})))
-        }
+        ProviderTx::Update { from, attrs: path } => (
+            from,
+            Msg::Staking(StakingMsg::UpdateProvider(MsgUpdateProvider {
+                attrs: attrs(path)?,
+            })),
+        ),
+        ProviderTx::Bond { from, amount } => (
+            from,
+            Msg::Staking(StakingMsg::BondProvider(MsgBondProvider {
+                amount: *amount,
+            })),
+        ),
+        ProviderTx::Unbond { from, amount } => (
+            from,
+            Msg::Staking(StakingMsg::UnbondProvider(MsgUnbondProvider {
+                amount: *amount,
+            })),
+        ),
+        ProviderTx::Deregister { from } => (
+            from,
+            Msg::Staking(StakingMsg::DeregisterProvider(MsgDeregisterProvider {})),
+        ),
     })
 }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use gpuchain_types::{key_hash, Blake3Hasher, StateRead, Write};
-use jmt::storage::TreeUpdateBatch;
 use jmt::proof::SparseMerkleProof;
+use jmt::storage::TreeUpdateBatch;
 use jmt::JellyfishMerkleTree;
 use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, DB};
 
@@ -60,14 +60,23 @@ impl Store {
         let db = Arc::new(db);
         let meta = cf(&db, CF_META)?;
         let height = match db.get_cf(meta, META_HEIGHT)? {
-            Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| anyhow!("bad height"))?),
+            Some(b) => {
+                u64::from_be_bytes(b.as_slice().try_into().map_err(|_| anyhow!("bad height"))?)
+            }
             None => 0,
         };
         let app_hash = match db.get_cf(meta, META_APP_HASH)? {
-            Some(b) => b.as_slice().try_into().map_err(|_| anyhow!("bad app hash"))?,
+            Some(b) => b
+                .as_slice()
+                .try_into()
+                .map_err(|_| anyhow!("bad app hash"))?,
             None => [0u8; 32],
         };
-        Ok(Store { db, height, app_hash })
+        Ok(Store {
+            db,
+            height,
+            app_hash,
+        })
     }
 
     /// Last committed height (0 before the first block).
@@ -90,15 +99,30 @@ impl Store {
 
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
     /// The first block carries the genesis writes too, which become version 0.
-    pub fn prepare(&self, height: u64, genesis: Option<Write>, writes: Write) -> Result<PreparedBlock> {
+    pub fn prepare(
+        &self,
+        height: u64,
+        genesis: Option<Write>,
+        writes: Write,
+    ) -> Result<PreparedBlock> {
         let db = TreeDb(&self.db);
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
-        let as_set = |w: &Write| w.iter().map(|(k, v)| (key_hash(k), v.clone())).collect::<Vec<_>>();
+        let as_set = |w: &Write| {
+            w.iter()
+                .map(|(k, v)| (key_hash(k), v.clone()))
+                .collect::<Vec<_>>()
+        };
         let (root, tree_batch, writes) = match genesis {
             Some(mut genesis) => {
-                anyhow::ensure!(height == 1, "genesis must be followed by block 1, got {height}");
-                let (roots, batch) = tree.put_value_sets(vec![as_set(&genesis), as_set(&writes)], 0)?;
-                let root = *roots.last().ok_or_else(|| anyhow!("tree returned no root"))?;
+                anyhow::ensure!(
+                    height == 1,
+                    "genesis must be followed by block 1, got {height}"
+                );
+                let (roots, batch) =
+                    tree.put_value_sets(vec![as_set(&genesis), as_set(&writes)], 0)?;
+                let root = *roots
+                    .last()
+                    .ok_or_else(|| anyhow!("tree returned no root"))?;
                 genesis.extend(writes);
                 (root, batch, genesis)
             }
@@ -107,7 +131,12 @@ impl Store {
                 (root, batch, writes)
             }
         };
-        Ok(PreparedBlock { height, app_hash: root.0, writes, tree_batch })
+        Ok(PreparedBlock {
+            height,
+            app_hash: root.0,
+            writes,
+            tree_batch,
+        })
     }
 
     /// Writes a prepared block, its tree nodes, height and app hash in one atomic batch.
@@ -124,7 +153,9 @@ impl Store {
         let meta = cf(&self.db, CF_META)?;
         batch.put_cf(meta, META_HEIGHT, block.height.to_be_bytes());
         batch.put_cf(meta, META_APP_HASH, block.app_hash);
-        self.db.write(batch).context("writing block to the state database")?;
+        self.db
+            .write(batch)
+            .context("writing block to the state database")?;
         self.height = block.height;
         self.app_hash = block.app_hash;
         Ok(())
@@ -148,7 +179,8 @@ impl Store {
 }
 
 fn cf<'a>(db: &'a DB, name: &str) -> Result<&'a rocksdb::ColumnFamily> {
-    db.cf_handle(name).ok_or_else(|| anyhow!("column family {name} missing"))
+    db.cf_handle(name)
+        .ok_or_else(|| anyhow!("column family {name} missing"))
 }
 
 /// Storage faults are not recoverable by a validator: halt rather than diverge.
@@ -161,14 +193,17 @@ fn fatal(e: impl std::fmt::Display) -> ! {
 impl StateRead for Store {
     fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
-        self.db.get_cf(latest, key.as_bytes()).unwrap_or_else(|e| fatal(e))
+        self.db
+            .get_cf(latest, key.as_bytes())
+            .unwrap_or_else(|e| fatal(e))
     }
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
-        let iter = self
-            .db
-            .iterator_cf(latest, IteratorMode::From(prefix.as_bytes(), Direction::Forward));
+        let iter = self.db.iterator_cf(
+            latest,
+            IteratorMode::From(prefix.as_bytes(), Direction::Forward),
+        );
         let mut out = Vec::new();
         for item in iter {
             let (k, v) = item.unwrap_or_else(|e| fatal(e));

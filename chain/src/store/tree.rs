@@ -30,7 +30,11 @@ fn encode_value(value: &Option<OwnedValue>) -> Vec<u8> {
     }
 }
 
-pub(super) fn get_value_at(db: &DB, key_hash: KeyHash, max_version: Version) -> Result<Option<OwnedValue>> {
+pub(super) fn get_value_at(
+    db: &DB,
+    key_hash: KeyHash,
+    max_version: Version,
+) -> Result<Option<OwnedValue>> {
     let values = cf(db, CF_VALUES)?;
     let mut iter = db.raw_iterator_cf(values);
     iter.seek_for_prev(value_key(key_hash, max_version));
@@ -52,7 +56,11 @@ pub(super) fn write_tree_batch(db: &DB, batch: &mut WriteBatch, nodes: &NodeBatc
     }
     let value_cf = cf(db, CF_VALUES)?;
     for ((version, key_hash), value) in nodes.values() {
-        batch.put_cf(value_cf, value_key(*key_hash, *version), encode_value(value));
+        batch.put_cf(
+            value_cf,
+            value_key(*key_hash, *version),
+            encode_value(value),
+        );
     }
     Ok(())
 }
@@ -66,12 +74,18 @@ impl TreeReader for TreeDb<'_> {
         }
     }
 
-    fn get_value_option(&self, max_version: Version, key_hash: KeyHash) -> Result<Option<OwnedValue>> {
+    fn get_value_option(
+        &self,
+        max_version: Version,
+        key_hash: KeyHash,
+    ) -> Result<Option<OwnedValue>> {
         get_value_at(self.0, key_hash, max_version)
     }
 
     fn get_rightmost_leaf(&self) -> Result<Option<(NodeKey, LeafNode)>> {
         // Only JMT's snapshot restore calls this; gpuchain nodes sync by block replay.
-        Err(anyhow!("state-sync restore is not supported: sync by replaying blocks"))
+        Err(anyhow!(
+            "state-sync restore is not supported: sync by replaying blocks"
+        ))
     }
 }

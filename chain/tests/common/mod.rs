@@ -41,12 +41,20 @@ pub fn open(dir: &std::path::Path, g: &AppGenesis) -> App {
 pub fn run_block(app: &App, height: u64, txs: &[Vec<u8>]) -> [u8; 32] {
     let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
     let hash = blake3::hash(&height.to_le_bytes());
-    let (_, app_hash) = app.finalize(&block_input(height, hash.as_bytes(), &refs)).unwrap();
+    let (_, app_hash) = app
+        .finalize(&block_input(height, hash.as_bytes(), &refs))
+        .unwrap();
     app.commit().unwrap();
     app_hash
 }
 
 /// A block with no evidence and no signatures recorded.
 pub fn block_input<'a>(height: u64, hash: &'a [u8], txs: &'a [&'a [u8]]) -> BlockInput<'a> {
-    BlockInput { height, hash, txs, misbehavior: &[], votes: &[] }
+    BlockInput {
+        height,
+        hash,
+        txs,
+        misbehavior: &[],
+        votes: &[],
+    }
 }

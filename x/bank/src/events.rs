@@ -13,6 +13,9 @@ pub struct TransferEvent {
 
 impl From<TransferEvent> for Event {
     fn from(e: TransferEvent) -> Self {
-        Event::new("bank.transfer").attr("from", e.from).attr("to", e.to).attr("amount", e.amount)
+        Event::new("bank.transfer")
+            .attr("from", e.from)
+            .attr("to", e.to)
+            .attr("amount", e.amount)
     }
 }

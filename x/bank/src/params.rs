@@ -10,6 +10,8 @@ pub struct BankParams {
 
 impl Default for BankParams {
     fn default() -> Self {
-        BankParams { max_multi_send_outputs: 64 }
+        BankParams {
+            max_multi_send_outputs: 64,
+        }
     }
 }

@@ -40,25 +40,43 @@ pub trait BankWrite: StateWrite {
             return Err(BankError::ZeroAmount);
         }
         let from_balance = self.balance(from);
-        let new_from = from_balance.checked_sub(amount).ok_or(BankError::InsufficientFunds {
-            address: *from,
-            available: from_balance,
-            required: amount,
-        })?;
+        let new_from = from_balance
+            .checked_sub(amount)
+            .ok_or(BankError::InsufficientFunds {
+                address: *from,
+                available: from_balance,
+                required: amount,
+            })?;
         if from == to {
             return Ok(());
         }
-        let new_to = self.balance(to).checked_add(amount).ok_or(BankError::Overflow)?;
+        let new_to = self
+            .balance(to)
+            .checked_add(amount)
+            .ok_or(BankError::Overflow)?;
         set_balance(self, from, new_from);
         set_balance(self, to, new_to);
-        self.emit(TransferEvent { from: *from, to: *to, amount }.into());
+        self.emit(
+            TransferEvent {
+                from: *from,
+                to: *to,
+                amount,
+            }
+            .into(),
+        );
         Ok(())
     }
 
     /// Creates `amount` new ugpu in `to` (genesis and protocol rewards only).
     fn mint(&mut self, to: &Address, amount: Amount) -> Result<(), BankError> {
-        let supply = self.supply().checked_add(amount).ok_or(BankError::Overflow)?;
-        let balance = self.balance(to).checked_add(amount).ok_or(BankError::Overflow)?;
+        let supply = self
+            .supply()
+            .checked_add(amount)
+            .ok_or(BankError::Overflow)?;
+        let balance = self
+            .balance(to)
+            .checked_add(amount)
+            .ok_or(BankError::Overflow)?;
         set_balance(self, to, balance);
         self.put(state_key::supply().to_string(), &supply);
         Ok(())
@@ -67,12 +85,17 @@ pub trait BankWrite: StateWrite {
     /// Destroys `amount` ugpu held by `from` (the burned share of slashes).
     fn burn(&mut self, from: &Address, amount: Amount) -> Result<(), BankError> {
         let balance = self.balance(from);
-        let new_balance = balance.checked_sub(amount).ok_or(BankError::InsufficientFunds {
-            address: *from,
-            available: balance,
-            required: amount,
-        })?;
-        let supply = self.supply().checked_sub(amount).ok_or(BankError::Overflow)?;
+        let new_balance = balance
+            .checked_sub(amount)
+            .ok_or(BankError::InsufficientFunds {
+                address: *from,
+                available: balance,
+                required: amount,
+            })?;
+        let supply = self
+            .supply()
+            .checked_sub(amount)
+            .ok_or(BankError::Overflow)?;
         set_balance(self, from, new_balance);
         self.put(state_key::supply().to_string(), &supply);
         Ok(())

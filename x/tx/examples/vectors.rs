@@ -12,7 +12,10 @@ fn main() {
         nonce: 7,
         fee: 250,
         gas_limit: 25_000,
-        msgs: vec![Msg::Bank(BankMsg::Send(MsgSend { to: Address([0x22; 20]), amount: 1_000_000 }))],
+        msgs: vec![Msg::Bank(BankMsg::Send(MsgSend {
+            to: Address([0x22; 20]),
+            amount: 1_000_000,
+        }))],
         memo: "hello".into(),
     };
     let tx = Tx::sign(body.clone(), &key);

@@ -1,4 +1,4 @@
-use crate::{TxParams, TxBody};
+use crate::{TxBody, TxParams};
 
 /// Gas a transaction needs before any handler runs: bytes, signature and messages. This
 /// simple, fully deterministic model is all the gas accounting there is; it is documented

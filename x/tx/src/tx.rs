@@ -49,7 +49,11 @@ impl Tx {
     /// Signs `body` with `key`.
     pub fn sign(body: TxBody, key: &SigningKey) -> Tx {
         let signature = key.sign(&sign_bytes(&body)).to_bytes();
-        Tx { body, public_key: key.verifying_key().to_bytes(), signature }
+        Tx {
+            body,
+            public_key: key.verifying_key().to_bytes(),
+            signature,
+        }
     }
 
     /// Decodes a transaction; trailing bytes are an error.
@@ -70,7 +74,8 @@ impl Tx {
     /// Checks the signature alone.
     pub fn verify_signature(&self) -> Result<(), TxError> {
         let (key, signature) = self.key_and_signature()?;
-        key.verify(&sign_bytes(&self.body), &signature).map_err(|_| TxError::BadSignature)
+        key.verify(&sign_bytes(&self.body), &signature)
+            .map_err(|_| TxError::BadSignature)
     }
 
     /// The parsed key and signature, for batch verification.
@@ -92,7 +97,10 @@ mod tests {
             nonce: 0,
             fee: 100,
             gas_limit: 10_000,
-            msgs: vec![Msg::Bank(BankMsg::Send(MsgSend { to: Address([9; 20]), amount: 5 }))],
+            msgs: vec![Msg::Bank(BankMsg::Send(MsgSend {
+                to: Address([9; 20]),
+                amount: 5,
+            }))],
             memo: String::new(),
         }
     }

@@ -7,7 +7,8 @@ use gpuchain_types::Address;
 
 fn vectors() -> serde_json::Value {
     let doc = include_str!("../../../docs/protocol.md");
-    let start = doc.find("```json test-vectors").expect("vector block") + "```json test-vectors".len();
+    let start =
+        doc.find("```json test-vectors").expect("vector block") + "```json test-vectors".len();
     let end = start + doc[start..].find("```").expect("end of vector block");
     serde_json::from_str(&doc[start..end]).expect("vectors are JSON")
 }
@@ -15,15 +16,25 @@ fn vectors() -> serde_json::Value {
 #[test]
 fn protocol_document_vectors_match_the_code() {
     let v = vectors();
-    let field = |k: &str| v[k].as_str().unwrap_or_else(|| panic!("missing {k}")).to_string();
-    let secret: [u8; 32] = hex::decode(field("secret_key")).unwrap().try_into().unwrap();
+    let field = |k: &str| {
+        v[k].as_str()
+            .unwrap_or_else(|| panic!("missing {k}"))
+            .to_string()
+    };
+    let secret: [u8; 32] = hex::decode(field("secret_key"))
+        .unwrap()
+        .try_into()
+        .unwrap();
     let key = SigningKey::from_bytes(&secret);
     let body = TxBody {
         chain_id: "gpuchain-1".into(),
         nonce: 7,
         fee: 250,
         gas_limit: 25_000,
-        msgs: vec![Msg::Bank(BankMsg::Send(MsgSend { to: Address([0x22; 20]), amount: 1_000_000 }))],
+        msgs: vec![Msg::Bank(BankMsg::Send(MsgSend {
+            to: Address([0x22; 20]),
+            amount: 1_000_000,
+        }))],
         memo: "hello".into(),
     };
     let tx = Tx::sign(body.clone(), &key);
@@ -31,7 +42,10 @@ fn protocol_document_vectors_match_the_code() {
     assert_eq!(tx.signer().to_string(), field("address"));
     assert_eq!(Address([0x22; 20]).to_string(), field("recipient"));
     assert_eq!(Address::module("fee_pool").to_string(), field("fee_pool"));
-    assert_eq!(hex::encode(borsh::to_vec(&body).unwrap()), field("body_borsh"));
+    assert_eq!(
+        hex::encode(borsh::to_vec(&body).unwrap()),
+        field("body_borsh")
+    );
     assert_eq!(hex::encode(sign_bytes(&body)), field("sign_bytes"));
     assert_eq!(hex::encode(tx.signature), field("signature"));
     assert_eq!(hex::encode(tx.encode()), field("tx"));

@@ -115,8 +115,14 @@ mod tests {
         assert!(text.starts_with("gpu1"), "{text}");
         assert_eq!(text.parse::<Address>(), Ok(addr));
         let foreign = bech32::encode::<Bech32>(Hrp::parse_unchecked("cosmos"), &addr.0).unwrap();
-        assert!(matches!(foreign.parse::<Address>(), Err(AddressError::WrongPrefix(..))));
-        assert!(matches!("gpu1qqqq".parse::<Address>(), Err(AddressError::Bech32(..))));
+        assert!(matches!(
+            foreign.parse::<Address>(),
+            Err(AddressError::WrongPrefix(..))
+        ));
+        assert!(matches!(
+            "gpu1qqqq".parse::<Address>(),
+            Err(AddressError::Bech32(..))
+        ));
     }
 
     #[test]

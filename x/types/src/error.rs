@@ -23,7 +23,11 @@ pub struct AppError {
 impl AppError {
     /// Converts any module error.
     pub fn from_module(e: &dyn ModuleError) -> Self {
-        AppError { codespace: e.codespace().to_string(), code: e.code(), log: e.to_string() }
+        AppError {
+            codespace: e.codespace().to_string(),
+            code: e.code(),
+            log: e.to_string(),
+        }
     }
 }
 

@@ -14,7 +14,10 @@ pub struct Event {
 impl Event {
     /// A new event with no attributes.
     pub fn new(kind: impl Into<String>) -> Self {
-        Event { kind: kind.into(), attributes: Vec::new() }
+        Event {
+            kind: kind.into(),
+            attributes: Vec::new(),
+        }
     }
 
     /// Adds an attribute.
@@ -25,7 +28,10 @@ impl Event {
 
     /// The value of the first attribute named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 

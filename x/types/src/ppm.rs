@@ -6,7 +6,9 @@ pub const PPM_ONE: Ppm = 1_000_000;
 
 /// `amount * ppm / 10^6`, rounded down; `None` on overflow.
 pub fn mul_ppm(amount: u128, ppm: Ppm) -> Option<u128> {
-    amount.checked_mul(u128::from(ppm))?.checked_div(u128::from(PPM_ONE))
+    amount
+        .checked_mul(u128::from(ppm))?
+        .checked_div(u128::from(PPM_ONE))
 }
 
 #[cfg(test)]

@@ -82,7 +82,11 @@ pub struct Overlay<'a> {
 impl<'a> Overlay<'a> {
     /// A fork of `parent` with no changes yet.
     pub fn new(parent: &'a dyn StateRead) -> Self {
-        Overlay { parent, writes: Write::new(), events: Vec::new() }
+        Overlay {
+            parent,
+            writes: Write::new(),
+            events: Vec::new(),
+        }
     }
 
     /// The changes and events, for the caller to apply to the parent.
@@ -203,6 +207,10 @@ mod tests {
         assert_eq!(fork.get_raw("a/1"), None);
         let keys: Vec<String> = fork.prefix_raw("a/").into_iter().map(|(k, _)| k).collect();
         assert_eq!(keys, vec!["a/2".to_string(), "a/3".to_string()]);
-        assert_eq!(base.get_raw("a/1"), Some(vec![1]), "parent untouched until applied");
+        assert_eq!(
+            base.get_raw("a/1"),
+            Some(vec![1]),
+            "parent untouched until applied"
+        );
     }
 }

@@ -17,7 +17,11 @@ pub fn check_stateless(msg: &BankMsg, params: &BankParams) -> Result<(), BankErr
 }
 
 /// Executes `msg` signed by `signer`.
-pub fn execute(state: &mut impl StateWrite, signer: &Address, msg: &BankMsg) -> Result<(), BankError> {
+pub fn execute(
+    state: &mut impl StateWrite,
+    signer: &Address,
+    msg: &BankMsg,
+) -> Result<(), BankError> {
     match msg {
         BankMsg::Send(m) => send::execute(state, signer, m),
         BankMsg::MultiSend(m) => multi_send::execute(state, signer, m),

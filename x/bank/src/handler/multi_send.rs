@@ -30,7 +30,11 @@ pub(super) fn execute(
     let required = total(msg)?;
     let available = state.balance(signer);
     if available < required {
-        return Err(BankError::InsufficientFunds { address: *signer, available, required });
+        return Err(BankError::InsufficientFunds {
+            address: *signer,
+            available,
+            required,
+        });
     }
     for output in &msg.outputs {
         state.transfer(signer, &output.to, output.amount)?;

@@ -6,9 +6,12 @@ use crate::{BankGenesis, BankRead, MsgMultiSend, MsgSend, Output};
 fn funded(alice: Address, amount: u128) -> MemState {
     let mut base = MemState::new();
     let mut fork = Overlay::new(&base);
-    BankGenesis { params: BankParams::default(), balances: vec![(alice, amount)] }
-        .apply(&mut fork)
-        .unwrap();
+    BankGenesis {
+        params: BankParams::default(),
+        balances: vec![(alice, amount)],
+    }
+    .apply(&mut fork)
+    .unwrap();
     let (writes, _) = fork.into_parts();
     base.apply(writes);
     base
@@ -23,7 +26,15 @@ fn send_moves_funds_and_conserves_supply() {
     let (alice, bob) = (Address([1; 20]), Address([2; 20]));
     let base = funded(alice, 1_000);
     let mut fork = Overlay::new(&base);
-    execute(&mut fork, &alice, &BankMsg::Send(MsgSend { to: bob, amount: 300 })).unwrap();
+    execute(
+        &mut fork,
+        &alice,
+        &BankMsg::Send(MsgSend {
+            to: bob,
+            amount: 300,
+        }),
+    )
+    .unwrap();
     assert_eq!((fork.balance(&alice), fork.balance(&bob)), (700, 300));
     assert_eq!(sum_balances(&fork), fork.supply());
 }
@@ -35,13 +46,29 @@ fn each_bad_transfer_has_its_own_error_and_changes_nothing() {
     let params = BankParams::default();
     let cases: Vec<(BankMsg, BankError)> = vec![
         (
-            BankMsg::Send(MsgSend { to: bob, amount: 1_001 }),
-            BankError::InsufficientFunds { address: alice, available: 1_000, required: 1_001 },
+            BankMsg::Send(MsgSend {
+                to: bob,
+                amount: 1_001,
+            }),
+            BankError::InsufficientFunds {
+                address: alice,
+                available: 1_000,
+                required: 1_001,
+            },
         ),
-        (BankMsg::Send(MsgSend { to: bob, amount: 0 }), BankError::ZeroAmount),
+        (
+            BankMsg::Send(MsgSend { to: bob, amount: 0 }),
+            BankError::ZeroAmount,
+        ),
         (
             BankMsg::MultiSend(MsgMultiSend {
-                outputs: vec![Output { to: bob, amount: u128::MAX }, Output { to: bob, amount: 1 }],
+                outputs: vec![
+                    Output {
+                        to: bob,
+                        amount: u128::MAX,
+                    },
+                    Output { to: bob, amount: 1 },
+                ],
             }),
             BankError::Overflow,
         ),
@@ -63,8 +90,20 @@ fn multi_send_is_all_or_nothing() {
     let base = funded(alice, 100);
     let mut fork = Overlay::new(&base);
     let msg = BankMsg::MultiSend(MsgMultiSend {
-        outputs: vec![Output { to: bob, amount: 60 }, Output { to: carol, amount: 60 }],
+        outputs: vec![
+            Output {
+                to: bob,
+                amount: 60,
+            },
+            Output {
+                to: carol,
+                amount: 60,
+            },
+        ],
     });
-    assert!(matches!(execute(&mut fork, &alice, &msg), Err(BankError::InsufficientFunds { .. })));
+    assert!(matches!(
+        execute(&mut fork, &alice, &msg),
+        Err(BankError::InsufficientFunds { .. })
+    ));
     assert!(fork.writes().is_empty());
 }
