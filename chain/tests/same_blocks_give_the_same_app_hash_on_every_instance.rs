@@ -48,6 +48,16 @@ fn same_blocks_give_the_same_app_hash_on_every_instance() {
         let hc = run_block(c.as_ref().unwrap(), height, &txs);
         assert_eq!(ha, hb, "instances diverged at height {height}");
         assert_eq!(ha, hc, "reopened instance diverged at height {height}");
+        // Supply is conserved: every unit sits in exactly one account, module accounts included.
+        a.read_committed(|state| {
+            use gpuchain_bank::BankRead;
+            let sum: u128 = state.all_balances().into_iter().map(|(_, v)| v).sum();
+            assert_eq!(
+                sum,
+                state.supply(),
+                "supply invariant broken at height {height}"
+            );
+        });
         if height == 15 {
             drop(c.take()); // release the RocksDB lock before reopening
             c = Some(gpuchain_chain::App::open(d3.path()).unwrap());

@@ -83,6 +83,11 @@ impl App {
             .unwrap_or_else(|e| halt("app state mutex poisoned", e))
     }
 
+    /// Runs `f` on the committed state (for tests, simulations and tools).
+    pub fn read_committed<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        f(&self.lock().store)
+    }
+
     /// Last committed height and app hash.
     pub fn committed(&self) -> (u64, [u8; 32]) {
         let node = self.lock();
