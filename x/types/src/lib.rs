@@ -19,7 +19,10 @@ pub use error::{AppError, ModuleError};
 pub use event::{Event, EventSink};
 pub use merkle::{key_hash, Blake3Hasher, PROOF_OP_TYPE};
 pub use ppm::{mul_ppm, Ppm, PPM_ONE};
-pub use state::{MemState, Overlay, StateRead, StateReadExt, StateWrite, StateWriteExt, Write};
+pub use state::{
+    layered_get, layered_prefix, MemState, Overlay, StateRead, StateReadExt, StateWrite,
+    StateWriteExt, Write,
+};
 
 /// Amounts of the native token in its base unit, `ugpu` (1 GPU = 10^6 ugpu).
 pub type Amount = u128;

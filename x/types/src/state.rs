@@ -108,26 +108,35 @@ impl<'a> Overlay<'a> {
 
 impl StateRead for Overlay<'_> {
     fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
-        match self.writes.get(key) {
-            Some(v) => v.clone(),
-            None => self.parent.get_raw(key),
-        }
+        layered_get(&self.writes, self.parent, key)
     }
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
-        let mut merged: BTreeMap<String, Vec<u8>> =
-            self.parent.prefix_raw(prefix).into_iter().collect();
-        for (k, v) in self.writes.range(prefix.to_string()..) {
-            if !k.starts_with(prefix) {
-                break;
-            }
-            match v {
-                Some(v) => merged.insert(k.clone(), v.clone()),
-                None => merged.remove(k),
-            };
-        }
-        merged.into_iter().collect()
+        layered_prefix(&self.writes, self.parent, prefix)
     }
+}
+
+/// `key` as seen through pending `top` writes over `base`.
+pub fn layered_get(top: &Write, base: &dyn StateRead, key: &str) -> Option<Vec<u8>> {
+    match top.get(key) {
+        Some(v) => v.clone(),
+        None => base.get_raw(key),
+    }
+}
+
+/// Every entry under `prefix` as seen through pending `top` writes over `base`, in key order.
+pub fn layered_prefix(top: &Write, base: &dyn StateRead, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let mut merged: BTreeMap<String, Vec<u8>> = base.prefix_raw(prefix).into_iter().collect();
+    for (k, v) in top.range(prefix.to_string()..) {
+        if !k.starts_with(prefix) {
+            break;
+        }
+        match v {
+            Some(v) => merged.insert(k.clone(), v.clone()),
+            None => merged.remove(k),
+        };
+    }
+    merged.into_iter().collect()
 }
 
 impl EventSink for Overlay<'_> {
