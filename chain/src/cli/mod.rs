@@ -4,11 +4,13 @@
 mod keys;
 mod output;
 mod query;
+mod query_auction;
 mod query_staking;
 mod start;
 mod status;
 mod testnet;
 mod tx;
+mod tx_auction;
 mod tx_staking;
 
 use std::path::PathBuf;

@@ -24,6 +24,9 @@ pub(crate) enum TxCmd {
     /// Validator jail.
     #[command(subcommand)]
     Slashing(super::tx_staking::SlashingTx),
+    /// The compute market: orders, bids, commit and reveal.
+    #[command(subcommand)]
+    Auction(super::tx_auction::AuctionTx),
 }
 
 #[derive(clap::Subcommand)]
@@ -142,6 +145,12 @@ pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode
         }
         TxCmd::Slashing(c) => {
             let (from, msg) = super::tx_staking::slashing_msg(c);
+            (from, msg, "")
+        }
+        TxCmd::Auction(c) => {
+            let store = keystore(cli)?;
+            let (from, msg) =
+                super::tx_auction::auction_msg(c, |name| Ok(store.show(name)?.address))?;
             (from, msg, "")
         }
     };
