@@ -151,7 +151,7 @@ pub(crate) fn run_tx(
         Err(e) => {
             result.code = e.code;
             result.codespace = e.codespace;
-            result.log = format!("messages failed, fee charged and nonce used: {}", e.log);
+            result.log = e.log;
         }
     }
     result.events = events;

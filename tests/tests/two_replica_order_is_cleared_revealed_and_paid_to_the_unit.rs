@@ -1,0 +1,230 @@
+//! The market on a real localnet, every step through the CLI: three providers register and
+//! bid on a 2-replica order, the chain clears it at the third price, both winners commit and
+//! reveal the same result hash, and after the challenge window each is paid the clearing
+//! price minus the take rate; the loser gets nothing and the client's excess comes back —
+//! every balance checked to the unit, fees included.
+
+use std::time::Duration;
+
+use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
+use gpuchain_tests::{cli, TestNet};
+
+const GPU: u128 = 1_000_000;
+
+fn run(args: &[&str]) -> anyhow::Result<serde_json::Value> {
+    let out = cli(args)?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The fee a transaction paid, from its `tx` event.
+fn fee(outcome: &serde_json::Value) -> u128 {
+    attr(outcome, "tx", "fee").parse().unwrap()
+}
+
+fn attr(outcome: &serde_json::Value, kind: &str, key: &str) -> String {
+    for event in outcome["events"].as_array().unwrap() {
+        if event[0] == kind {
+            for pair in event[1].as_array().unwrap() {
+                if pair[0] == key {
+                    return pair[1].as_str().unwrap().to_string();
+                }
+            }
+        }
+    }
+    panic!("no {kind}.{key} in {outcome}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow::Result<()> {
+    let accounts = [
+        ("client", 10_000 * GPU),
+        ("p1", 2_000 * GPU),
+        ("p2", 2_000 * GPU),
+        ("p3", 2_000 * GPU),
+    ];
+    let net = TestNet::start_with(1, &accounts, |spec| {
+        let p = &mut spec.genesis.auction.params;
+        p.reveal_window_blocks = 3;
+        p.challenge_window_blocks = 4;
+        p.verdict_window_blocks = 6;
+    })
+    .await?;
+    let client = net.client(0)?;
+    let home = net.keys_home();
+    let home = home.to_str().unwrap();
+    let node = net.net.nodes[0].rpc_url.clone();
+    let tx = |args: &[&str]| -> anyhow::Result<serde_json::Value> {
+        let mut all = vec!["tx"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--home", home, "--node", &node, "--output", "json"]);
+        run(&all)
+    };
+    let dir = tempfile::tempdir()?;
+    let attrs = dir.path().join("attrs.json");
+    std::fs::write(
+        &attrs,
+        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
+            "compute_capability": 0, "driver_version": "none", "cuda_version": 0, "region": "local",
+            "endpoint_url": "http://127.0.0.1:9"})
+        .to_string(),
+    )?;
+    let mut fees = std::collections::BTreeMap::new();
+    let mut add_fee = |who: &str, outcome: &serde_json::Value| {
+        *fees.entry(who.to_string()).or_insert(0u128) += fee(outcome)
+    };
+    for p in ["p1", "p2", "p3"] {
+        let o = tx(&[
+            "provider",
+            "register",
+            p,
+            "--attrs",
+            attrs.to_str().unwrap(),
+            "--bond",
+            &(1_000 * GPU).to_string(),
+        ])?;
+        add_fee(p, &o);
+    }
+
+    let blob = BlobRef {
+        blake3: [7; 32],
+        size: 1_000,
+        urls: vec!["http://127.0.0.1:9/blob/x".into()],
+    };
+    let order = MsgPostOrder {
+        job: JobSpec::Inference(InferenceSpec {
+            arch: ModelArch::DigitsMlp,
+            weights: BlobRef {
+                size: 40_000,
+                ..blob.clone()
+            },
+            tokenizer: None,
+            input: blob,
+            batch_size: 64,
+            llama: None,
+            generation: None,
+            tolerance: None,
+        }),
+        requirements: Requirements {
+            class: ClassRequirement::Cpu,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: None,
+        },
+        replicas: 2,
+        max_price_per_replica: GPU,
+        bid_window_blocks: 20,
+        exec_deadline_blocks: 30,
+        on_too_few_bids: TooFewBids::Refund,
+    };
+    let order_file = dir.path().join("order.json");
+    std::fs::write(&order_file, serde_json::to_vec(&order)?)?;
+    let posted = tx(&[
+        "auction",
+        "post-order",
+        "client",
+        "--order",
+        order_file.to_str().unwrap(),
+    ])?;
+    add_fee("client", &posted);
+    let order_id = attr(&posted, "auction.order_posted", "order_id");
+
+    for (p, price) in [("p1", "600000"), ("p2", "700000"), ("p3", "800000")] {
+        let o = tx(&["auction", "bid", p, &order_id, price])?;
+        add_fee(p, &o);
+    }
+
+    // Wait for clearing: two leases.
+    let mut leases = serde_json::Value::Null;
+    for _ in 0..60 {
+        leases = run(&[
+            "query", "auction", "leases", "--node", &node, "--output", "json",
+        ])?;
+        if leases.as_array().map_or(0, Vec::len) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let leases = leases.as_array().cloned().unwrap_or_default();
+    assert_eq!(leases.len(), 2, "two leases after clearing");
+    let result_hash = hex::encode(blake3::hash(b"the digits output").as_bytes());
+    let p1_addr = net.net.account("p1")?.to_string();
+    let mut names = Vec::new();
+    for lease in &leases {
+        let name = if lease["provider"] == p1_addr.as_str() {
+            "p1"
+        } else {
+            "p2"
+        };
+        names.push((name, lease["id"].to_string()));
+    }
+    for (i, (name, lease_id)) in names.iter().enumerate() {
+        let salt = hex::encode([i as u8 + 1; 32]);
+        let o = tx(&[
+            "auction",
+            "commit",
+            name,
+            lease_id,
+            "--result-hash",
+            &result_hash,
+            "--salt",
+            &salt,
+        ])?;
+        add_fee(name, &o);
+    }
+    for (i, (name, lease_id)) in names.iter().enumerate() {
+        let salt = hex::encode([i as u8 + 1; 32]);
+        let o = tx(&[
+            "auction",
+            "reveal",
+            name,
+            lease_id,
+            "--result-hash",
+            &result_hash,
+            "--salt",
+            &salt,
+        ])?;
+        add_fee(name, &o);
+    }
+
+    // Paid after the challenge window.
+    let p1 = net.net.account("p1")?;
+    let expected_winner = |name: &str| 2_000 * GPU - 1_000 * GPU - fees[name] + 720_000;
+    let mut paid = false;
+    for _ in 0..80 {
+        if client.balance(&p1).await? == expected_winner("p1") {
+            paid = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(
+        paid,
+        "p1 paid 800,000 - 10% take; balance {}",
+        client.balance(&p1).await?
+    );
+    assert_eq!(
+        client.balance(&net.net.account("p2")?).await?,
+        expected_winner("p2")
+    );
+    assert_eq!(
+        client.balance(&net.net.account("p3")?).await?,
+        1_000 * GPU - fees["p3"],
+        "the loser gets nothing"
+    );
+    let verification_fee = 2 * GPU * 20_000 / 1_000_000;
+    assert_eq!(
+        client.balance(&net.net.account("client")?).await?,
+        10_000 * GPU - fees["client"] - 2 * 800_000 - verification_fee,
+        "client paid two replicas at the clearing price plus the verification fee; the rest came back"
+    );
+    Ok(())
+}
