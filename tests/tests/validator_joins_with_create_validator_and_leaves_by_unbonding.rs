@@ -77,22 +77,28 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         validator_addresses(&net).await?.contains(&joiner_cons),
         "joiner is in /validators"
     );
-    let h = client.latest_height().await?;
-    let commit = client
-        .rpc()
-        .commit(tendermint::block::Height::try_from(h)?)
-        .await?;
-    let signers: Vec<String> = commit
-        .signed_header
-        .commit
-        .signatures
-        .iter()
-        .filter_map(|s| s.validator_address().map(|a| a.to_string()))
-        .collect();
-    assert!(
-        signers.contains(&joiner_cons),
-        "node4 signs blocks: {signers:?}"
-    );
+    // A commit holds the first +2/3 of signatures, so look at a few of them.
+    let mut signed = false;
+    for _ in 0..40 {
+        let h = client.latest_height().await?;
+        let commit = client
+            .rpc()
+            .commit(tendermint::block::Height::try_from(h)?)
+            .await?;
+        let signers: Vec<String> = commit
+            .signed_header
+            .commit
+            .signatures
+            .iter()
+            .filter_map(|s| s.validator_address().map(|a| a.to_string()))
+            .collect();
+        if signers.contains(&joiner_cons) {
+            signed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(signed, "node4 signs blocks");
 
     let q = cli(&[
         "query",
