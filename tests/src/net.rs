@@ -214,6 +214,37 @@ impl TestNet {
         Ok(hashes.remove(0))
     }
 
+    /// CometBFT address (upper-case hex) of node `i`'s consensus key.
+    pub fn consensus_address(&self, i: usize) -> Result<String> {
+        let path = self.net.nodes[i]
+            .comet_home
+            .join("config/priv_validator_key.json");
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+        Ok(v["address"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// Whether `consensus_address` signs one of the next few commits. A commit holds only
+    /// the first +2/3 of signatures, so one commit is not enough to tell.
+    pub async fn signs_a_commit(&self, consensus_address: &str) -> Result<bool> {
+        use tendermint_rpc::Client;
+        let client = self.client(0)?;
+        for _ in 0..40 {
+            let h = client.latest_height().await?;
+            let commit = client
+                .rpc()
+                .commit(tendermint::block::Height::try_from(h)?)
+                .await?;
+            let signed = commit.signed_header.commit.signatures.iter().any(|s| {
+                s.validator_address().map(|a| a.to_string()).as_deref() == Some(consensus_address)
+            });
+            if signed {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        Ok(false)
+    }
+
     /// Path of the logs, for failure messages.
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.path().join("logs")

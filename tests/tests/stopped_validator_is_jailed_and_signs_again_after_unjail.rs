@@ -87,13 +87,7 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
     client
         .wait_for_height(at + 5, Duration::from_secs(60))
         .await?;
-    let cons = {
-        let key = net.net.nodes[3]
-            .comet_home
-            .join("config/priv_validator_key.json");
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(key)?)?;
-        v["address"].as_str().unwrap().to_string()
-    };
+    let cons = net.consensus_address(3)?;
     let h = client.latest_height().await?;
     let set = client
         .rpc()
@@ -103,25 +97,7 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
         set.validators.iter().any(|v| v.address.to_string() == cons),
         "back in the set"
     );
-    let mut signed = false;
-    for _ in 0..40 {
-        let h = client.latest_height().await?;
-        let commit = client
-            .rpc()
-            .commit(tendermint::block::Height::try_from(h)?)
-            .await?;
-        if commit
-            .signed_header
-            .commit
-            .signatures
-            .iter()
-            .any(|s| s.validator_address().map(|a| a.to_string()) == Some(cons.clone()))
-        {
-            signed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let signed = net.signs_a_commit(&cons).await?;
     assert!(signed, "node3 signs again after unjail");
     Ok(())
 }

@@ -20,11 +20,6 @@ async fn validator_addresses(net: &TestNet) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-fn key_address(path: &std::path::Path) -> anyhow::Result<String> {
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
-    Ok(v["address"].as_str().unwrap_or_default().to_string())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyhow::Result<()> {
     let net = TestNet::start_with(4, &[("joiner", 1_000_000_000)], |spec| {
@@ -37,7 +32,7 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
     let key_file = net.net.nodes[4]
         .comet_home
         .join("config/priv_validator_key.json");
-    let joiner_cons = key_address(&key_file)?;
+    let joiner_cons = net.consensus_address(4)?;
     assert!(!validator_addresses(&net).await?.contains(&joiner_cons));
 
     let node = &net.net.nodes[0].rpc_url;
@@ -77,27 +72,7 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         validator_addresses(&net).await?.contains(&joiner_cons),
         "joiner is in /validators"
     );
-    // A commit holds the first +2/3 of signatures, so look at a few of them.
-    let mut signed = false;
-    for _ in 0..40 {
-        let h = client.latest_height().await?;
-        let commit = client
-            .rpc()
-            .commit(tendermint::block::Height::try_from(h)?)
-            .await?;
-        let signers: Vec<String> = commit
-            .signed_header
-            .commit
-            .signatures
-            .iter()
-            .filter_map(|s| s.validator_address().map(|a| a.to_string()))
-            .collect();
-        if signers.contains(&joiner_cons) {
-            signed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let signed = net.signs_a_commit(&joiner_cons).await?;
     assert!(signed, "node4 signs blocks");
 
     let q = cli(&[
