@@ -46,7 +46,7 @@ pub struct MsgCommitResult {
     /// Lease.
     pub lease_id: u64,
     /// See [`crate::commitment`].
-    #[serde(with = "crate::msgs::hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub commitment: [u8; 32],
 }
 
@@ -56,10 +56,10 @@ pub struct MsgRevealResult {
     /// Lease.
     pub lease_id: u64,
     /// blake3 of the result blob (or the training transcript root).
-    #[serde(with = "crate::msgs::hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub result_hash: [u8; 32],
     /// The salt used in the commitment.
-    #[serde(with = "crate::msgs::hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub salt: [u8; 32],
 }
 
@@ -98,23 +98,6 @@ impl AuctionMsg {
             AuctionMsg::RevealResult(_) => "auction.reveal_result",
             AuctionMsg::WithdrawRewards(_) => "auction.withdraw_rewards",
         }
-    }
-}
-
-/// Serde as lower-case hex for 32-byte hashes.
-pub(crate) mod hex32 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(bytes))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
-        let text = String::deserialize(d)?;
-        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
-        bytes
-            .try_into()
-            .map_err(|_| serde::de::Error::custom("expected 32 bytes of hex"))
     }
 }
 

@@ -13,7 +13,7 @@ pub struct GenesisValidator {
     /// Operator account; must hold `self_bond` in the bank genesis.
     pub operator: Address,
     /// ed25519 consensus key, hex.
-    #[serde(with = "crate::hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub consensus_pubkey: [u8; 32],
     /// Display name.
     pub moniker: String,

@@ -77,10 +77,10 @@ pub struct Validator {
     /// Account that created it and signs its transactions.
     pub operator: Address,
     /// ed25519 key CometBFT signs votes with.
-    #[serde(with = "hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub consensus_pubkey: [u8; 32],
     /// [`consensus_address`] of the key.
-    #[serde(with = "hex20")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub consensus_address: ConsensusAddress,
     /// Display name.
     pub moniker: String,
@@ -117,7 +117,7 @@ pub struct ActiveValidator {
     /// Operator account.
     pub operator: Address,
     /// Consensus key.
-    #[serde(with = "hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub pubkey: [u8; 32],
     /// Voting power reported to CometBFT.
     pub power: u64,
@@ -127,7 +127,7 @@ pub struct ActiveValidator {
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct ValidatorUpdate {
     /// ed25519 consensus key.
-    #[serde(with = "hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub pubkey: [u8; 32],
     /// New voting power.
     pub power: u64,
@@ -254,40 +254,6 @@ pub struct UnbondingEntry {
     pub creation_height: u64,
     /// Released by the end-block of this height.
     pub completion_height: u64,
-}
-
-/// Serde as lower-case hex for 32-byte keys.
-mod hex32 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(bytes: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(bytes))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
-        let text = String::deserialize(d)?;
-        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
-        bytes
-            .try_into()
-            .map_err(|_| serde::de::Error::custom("expected 32 bytes of hex"))
-    }
-}
-
-/// Serde as lower-case hex for 20-byte consensus addresses.
-mod hex20 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(bytes: &[u8; 20], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(bytes))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 20], D::Error> {
-        let text = String::deserialize(d)?;
-        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
-        bytes
-            .try_into()
-            .map_err(|_| serde::de::Error::custom("expected 20 bytes of hex"))
-    }
 }
 
 #[cfg(test)]

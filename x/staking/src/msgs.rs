@@ -8,7 +8,7 @@ use crate::ProviderAttrs;
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct MsgCreateValidator {
     /// ed25519 consensus public key (CometBFT's `priv_validator_key.json`).
-    #[serde(with = "crate::hex32")]
+    #[serde(with = "gpuchain_types::hex_bytes")]
     pub consensus_pubkey: [u8; 32],
     /// Display name.
     pub moniker: String,

@@ -9,6 +9,7 @@ mod address;
 mod context;
 mod error;
 mod event;
+pub mod hex_bytes;
 mod merkle;
 mod ppm;
 mod state;
