@@ -1,8 +1,10 @@
 //! Harness for end-to-end tests: builds a localnet in a temp dir on free 127.0.0.1 ports,
 //! runs real `gpuchaind` and CometBFT processes, and kills them and removes the dir on drop.
 
+mod cli_json;
 mod net;
 mod ports;
 
+pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
 pub use net::{cli, gpuchaind_path, TestNet};
 pub use ports::free_port_block;

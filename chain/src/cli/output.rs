@@ -29,4 +29,15 @@ impl Output {
             OutputFormat::Text => println!("{}", text()),
         }
     }
+
+    /// Prints one item of a stream: a compact JSON line, or `text` for humans.
+    pub(crate) fn line<T: Serialize>(&self, value: &T, text: impl FnOnce() -> String) {
+        match self.format {
+            OutputFormat::Json => match serde_json::to_string(value) {
+                Ok(s) => println!("{s}"),
+                Err(e) => eprintln!("error: cannot encode output: {e}"),
+            },
+            OutputFormat::Text => println!("{}", text()),
+        }
+    }
 }

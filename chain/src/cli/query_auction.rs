@@ -5,6 +5,7 @@ use anyhow::Result;
 use gpuchain_auction::AuctionRead;
 use gpuchain_client::ChainClient;
 use gpuchain_reputation::ReputationRead;
+use gpuchain_staking::StakingRead;
 use gpuchain_types::{Address, MemState};
 
 use super::Output;
@@ -27,6 +28,11 @@ pub(crate) enum AuctionQuery {
         #[arg(long)]
         provider: Option<Address>,
     },
+    /// One lease with its order's job and where its result can be fetched.
+    Lease {
+        /// Lease id.
+        id: u64,
+    },
     /// Open orders a provider is eligible to bid on.
     OpenOrders {
         /// Provider address.
@@ -36,6 +42,15 @@ pub(crate) enum AuctionQuery {
     Reputation {
         /// Provider address.
         provider: Address,
+    },
+    /// Follow an order block by block, printing each transition (bids, clearing, every
+    /// lease's state) until it is settled, cancelled or expired.
+    Watch {
+        /// Order id.
+        order_id: u64,
+        /// Give up after this many blocks.
+        #[arg(long, default_value_t = 1000)]
+        timeout_blocks: u64,
     },
 }
 
@@ -85,6 +100,40 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
             };
             print_lines(out, &leases);
         }
+        AuctionQuery::Lease { id } => {
+            let state = snapshot(client, &["auction/", "staking/providers/"]).await?;
+            let Some(lease) = state.lease(*id) else {
+                anyhow::bail!("lease {id} does not exist");
+            };
+            let order = state.order(lease.order_id);
+            let result_url = lease.result_hash.and_then(|hash| {
+                let endpoint = state.provider(&lease.provider)?.attrs.endpoint_url;
+                Some(format!(
+                    "{}/blob/{}",
+                    endpoint.trim_end_matches('/'),
+                    hex::encode(hash)
+                ))
+            });
+            let value = serde_json::json!({
+                "lease": lease,
+                "job": order.as_ref().map(|o| &o.job),
+                "result_url": result_url,
+            });
+            out.print(&value, || {
+                format!(
+                    "lease {} of order {}: {} by {} at {} ugpu{}",
+                    lease.id,
+                    lease.order_id,
+                    lease.state.name(),
+                    lease.provider,
+                    lease.price,
+                    result_url
+                        .as_ref()
+                        .map(|u| format!(", result at {u}"))
+                        .unwrap_or_default()
+                )
+            });
+        }
         AuctionQuery::OpenOrders { provider } => {
             let height = client.latest_height().await?;
             let state = snapshot(client, &["auction/", "staking/"]).await?;
@@ -102,6 +151,10 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
                 format!("{provider}: {} ppm", state.score(provider, height))
             });
         }
+        AuctionQuery::Watch {
+            order_id,
+            timeout_blocks,
+        } => super::watch::run(client, *order_id, *timeout_blocks, out).await?,
     }
     Ok(())
 }

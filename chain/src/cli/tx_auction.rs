@@ -4,22 +4,29 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use gpuchain_auction::{
-    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgRevealResult,
-    MsgWithdrawRewards,
+    AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgRevealResult,
+    MsgWithdrawRewards, Requirements, TooFewBids,
 };
+use gpuchain_jobspec::JobSpec;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount};
 
 #[derive(clap::Subcommand)]
 pub(crate) enum AuctionTx {
-    /// Post an order from a JSON file (a `MsgPostOrder`: job spec, requirements, replicas,
-    /// max price per replica, bid window, execution deadline, what to do with too few bids).
+    /// Post an order: either a whole `MsgPostOrder` JSON file (`--order`), or a job-spec
+    /// JSON file (`--job`) with the market terms given as flags.
     PostOrder {
         /// Client key.
         from: String,
-        /// Order JSON file.
+        /// Order JSON file (job spec, requirements, replicas, max price per replica, bid
+        /// window, execution deadline, what to do with too few bids).
+        #[arg(long, conflicts_with = "job", required_unless_present = "job")]
+        order: Option<PathBuf>,
+        /// Job-spec JSON file; the terms come from the flags below.
         #[arg(long)]
-        order: PathBuf,
+        job: Option<PathBuf>,
+        #[command(flatten)]
+        terms: OrderTerms,
     },
     /// Cancel an order before it clears (refunds everything).
     Cancel {
@@ -70,6 +77,84 @@ pub(crate) enum AuctionTx {
     },
 }
 
+/// Market terms of an order posted with `--job`.
+#[derive(clap::Args)]
+pub(crate) struct OrderTerms {
+    /// Providers that run the job independently (k, 1..=5).
+    #[arg(long, default_value_t = 1)]
+    replicas: u32,
+    /// Highest price per replica in ugpu.
+    #[arg(long, default_value_t = 1_000_000)]
+    max_price: Amount,
+    /// Blocks bids are taken.
+    #[arg(long, default_value_t = 10)]
+    bid_window: u64,
+    /// Blocks from clearing to the commit deadline.
+    #[arg(long, default_value_t = 30)]
+    exec_deadline: u64,
+    /// Re-open the bid window once when too few bids arrive (default: refund).
+    #[arg(long)]
+    reopen_once: bool,
+    /// Machine class: any, gpu or cpu.
+    #[arg(long, default_value = "any", value_parser = parse_class)]
+    class: ClassRequirement,
+    /// Exact GPU model.
+    #[arg(long)]
+    gpu_model: Option<String>,
+    /// Least memory per GPU in MiB.
+    #[arg(long, default_value_t = 0)]
+    min_vram_mib: u64,
+    /// Least number of GPUs.
+    #[arg(long, default_value_t = 0)]
+    min_gpu_count: u32,
+    /// Least CUDA version, NVML-style (12040 = 12.4).
+    #[arg(long, default_value_t = 0)]
+    min_cuda_version: u32,
+    /// Exact region.
+    #[arg(long)]
+    region: Option<String>,
+}
+
+fn parse_class(text: &str) -> Result<ClassRequirement, String> {
+    match text {
+        "any" => Ok(ClassRequirement::Any),
+        "gpu" => Ok(ClassRequirement::Gpu),
+        "cpu" => Ok(ClassRequirement::Cpu),
+        other => Err(format!("unknown class {other:?}: use any, gpu or cpu")),
+    }
+}
+
+impl OrderTerms {
+    fn order(&self, job: JobSpec) -> MsgPostOrder {
+        MsgPostOrder {
+            job,
+            requirements: Requirements {
+                class: self.class,
+                gpu_model: self.gpu_model.clone(),
+                min_vram_mib: self.min_vram_mib,
+                min_gpu_count: self.min_gpu_count,
+                min_cuda_version: self.min_cuda_version,
+                region: self.region.clone(),
+            },
+            replicas: self.replicas,
+            max_price_per_replica: self.max_price,
+            bid_window_blocks: self.bid_window,
+            exec_deadline_blocks: self.exec_deadline,
+            on_too_few_bids: if self.reopen_once {
+                TooFewBids::ReopenOnce
+            } else {
+                TooFewBids::Refund
+            },
+        }
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &PathBuf, what: &str) -> Result<T> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("parsing the {what} in {}", path.display()))
+}
+
 fn hex32(text: &str, what: &str) -> Result<[u8; 32]> {
     let bytes = hex::decode(text.trim()).with_context(|| format!("{what} must be hex"))?;
     bytes
@@ -85,11 +170,17 @@ pub(crate) fn auction_msg<'a>(
 ) -> Result<(&'a str, Msg)> {
     let msg = |m| Msg::Auction(m);
     Ok(match cmd {
-        AuctionTx::PostOrder { from, order } => {
-            let bytes =
-                std::fs::read(order).with_context(|| format!("reading {}", order.display()))?;
-            let body: MsgPostOrder = serde_json::from_slice(&bytes)
-                .with_context(|| format!("parsing the order in {}", order.display()))?;
+        AuctionTx::PostOrder {
+            from,
+            order,
+            job,
+            terms,
+        } => {
+            let body: MsgPostOrder = match (order, job) {
+                (Some(order), _) => read_json(order, "order")?,
+                (None, Some(job)) => terms.order(read_json(job, "job spec")?),
+                (None, None) => anyhow::bail!("give --order or --job"),
+            };
             (from, msg(AuctionMsg::PostOrder(body)))
         }
         AuctionTx::Cancel { from, order_id } => (

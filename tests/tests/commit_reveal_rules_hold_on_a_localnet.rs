@@ -1,0 +1,253 @@
+//! Commit-reveal rules on a real localnet, through the CLI: on a 3-replica order one provider
+//! commits and reveals honestly, one commits something else and then reveals the honest
+//! provider's hash (a copied reveal: rejected), and one does nothing until its deadline
+//! (a late commit: rejected). The copier and the idle provider are slashed for missing their
+//! deadlines, the client is refunded their replicas plus its share of the slashes, the honest
+//! provider is paid, and `query auction watch` reports every transition until the order is
+//! settled — balances checked to the unit.
+
+use std::collections::BTreeMap;
+
+use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
+use gpuchain_tests::{event_attr, tx_fee, NodeCli, TestNet};
+use serde_json::Value;
+
+const GPU: u128 = 1_000_000;
+const BOND: u128 = 1_000 * GPU;
+const MISSED_SLASH_PPM: u32 = 50_000;
+const CLIENT_SHARE_PPM: u32 = 500_000;
+const TAKE_RATE_PPM: u128 = 100_000;
+const FEE_PPM: u128 = 20_000;
+
+fn order() -> MsgPostOrder {
+    let blob = BlobRef {
+        blake3: [7; 32],
+        size: 1_000,
+        urls: vec!["http://127.0.0.1:9/blob/x".into()],
+    };
+    MsgPostOrder {
+        job: JobSpec::Inference(InferenceSpec {
+            arch: ModelArch::DigitsMlp,
+            weights: BlobRef {
+                size: 40_000,
+                ..blob.clone()
+            },
+            tokenizer: None,
+            input: blob,
+            batch_size: 64,
+            llama: None,
+            generation: None,
+            tolerance: None,
+        }),
+        requirements: Requirements {
+            class: ClassRequirement::Cpu,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: None,
+        },
+        replicas: 3,
+        max_price_per_replica: GPU,
+        bid_window_blocks: 15,
+        exec_deadline_blocks: 12,
+        on_too_few_bids: TooFewBids::Refund,
+    }
+}
+
+fn code(outcome: &Value) -> (String, u64) {
+    (
+        outcome["codespace"].as_str().unwrap_or_default().to_string(),
+        outcome["code"].as_u64().unwrap_or_default(),
+    )
+}
+
+/// An amount printed as a JSON number or string.
+fn amount(v: &Value) -> u128 {
+    v.as_u64()
+        .map(u128::from)
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or(u128::MAX)
+}
+
+fn lease_of<'a>(leases: &'a [Value], provider: &str) -> &'a Value {
+    leases
+        .iter()
+        .find(|l| l["provider"] == provider)
+        .unwrap_or_else(|| panic!("no lease for {provider}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
+    let accounts = [
+        ("client", 10_000 * GPU),
+        ("honest", 2_000 * GPU),
+        ("copier", 2_000 * GPU),
+        ("idle", 2_000 * GPU),
+    ];
+    let net = TestNet::start_with(1, &accounts, |spec| {
+        let p = &mut spec.genesis.auction.params;
+        p.reveal_window_blocks = 6;
+        p.challenge_window_blocks = 3;
+        p.audit_min_ppm = 0;
+        p.audit_max_ppm = 0;
+        let s = &mut spec.genesis.slashing.params;
+        s.missed_deadline_slash_ppm = MISSED_SLASH_PPM;
+        s.client_share_ppm = CLIENT_SHARE_PPM;
+    })
+    .await?;
+    let cli = NodeCli::new(&net, 0)?;
+    let chain = net.client(0)?;
+    let dir = tempfile::tempdir()?;
+    let attrs = dir.path().join("attrs.json");
+    std::fs::write(
+        &attrs,
+        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
+            "compute_capability": 0, "driver_version": "none", "cuda_version": 0, "region": "local",
+            "endpoint_url": "http://127.0.0.1:9"})
+        .to_string(),
+    )?;
+    let mut fees: BTreeMap<&str, u128> = BTreeMap::new();
+    let mut paid = |who: &'static str, outcome: &Value| -> anyhow::Result<()> {
+        *fees.entry(who).or_default() += tx_fee(outcome)?;
+        Ok(())
+    };
+    for p in ["honest", "copier", "idle"] {
+        let bond = BOND.to_string();
+        let attrs = attrs.to_str().unwrap_or_default();
+        paid(p, &cli.tx(&["provider", "register", p, "--attrs", attrs, "--bond", &bond])?)?;
+    }
+    let order_file = dir.path().join("order.json");
+    std::fs::write(&order_file, serde_json::to_vec(&order())?)?;
+    let order_path = order_file.to_str().unwrap_or_default();
+    let posted = cli.tx(&["auction", "post-order", "client", "--order", order_path])?;
+    paid("client", &posted)?;
+    let order_id = event_attr(&posted, "auction.order_posted", "order_id").unwrap_or_default();
+
+    // `watch` runs beside the whole scenario and must end by itself when the order settles.
+    let watch_args = [
+        "query", "auction", "watch", &order_id, "--node", cli.node(), "--output", "json",
+    ]
+    .map(str::to_string);
+    let watch = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = watch_args.iter().map(String::as_str).collect();
+        gpuchain_tests::cli(&args)
+    });
+
+    for p in ["honest", "copier", "idle"] {
+        paid(p, &cli.tx(&["auction", "bid", p, &order_id, "900000"])?)?;
+    }
+    let mut leases = Vec::new();
+    for _ in 0..100 {
+        leases = cli.query(&["auction", "leases"])?.as_array().cloned().unwrap_or_default();
+        if leases.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    assert_eq!(leases.len(), 3, "three leases after clearing");
+    let id_of = |name: &str| -> anyhow::Result<String> {
+        Ok(lease_of(&leases, &net.net.account(name)?.to_string())["id"].to_string())
+    };
+    let (honest, copier, idle) = (id_of("honest")?, id_of("copier")?, id_of("idle")?);
+    let deadline = lease_of(&leases, &net.net.account("idle")?.to_string())["deadline_height"]
+        .as_u64()
+        .unwrap_or_default();
+
+    let right = hex::encode(blake3::hash(b"the digits output").as_bytes());
+    let other = hex::encode(blake3::hash(b"something else").as_bytes());
+    let (salt_h, salt_c) = (hex::encode([1u8; 32]), hex::encode([2u8; 32]));
+    let commit = |who, lease: &str, hash: &str, salt: &str| {
+        cli.tx(&["auction", "commit", who, lease, "--result-hash", hash, "--salt", salt])
+    };
+    paid("honest", &commit("honest", &honest, &right, &salt_h)?)?;
+    paid("copier", &commit("copier", &copier, &other, &salt_c)?)?;
+
+    chain
+        .wait_for_height(deadline + 1, std::time::Duration::from_secs(120))
+        .await?;
+    let late = cli.tx_outcome(&[
+        "auction", "commit", "idle", &idle, "--result-hash", &right, "--salt", &salt_h,
+    ])?;
+    assert_eq!(code(&late), ("auction".into(), 23), "a late commit fails: {late}");
+
+    let reveal = |who, lease: &str, hash: &str, salt: &str| {
+        cli.tx_outcome(&["auction", "reveal", who, lease, "--result-hash", hash, "--salt", salt])
+    };
+    let revealed = reveal("honest", &honest, &right, &salt_h)?;
+    assert_eq!(code(&revealed).1, 0, "the honest reveal lands: {revealed}");
+    paid("honest", &revealed)?;
+    let copied = reveal("copier", &copier, &right, &salt_c)?;
+    assert_eq!(code(&copied), ("auction".into(), 26), "a copied reveal fails: {copied}");
+
+    let watched = watch.await??;
+    assert!(
+        watched.status.success(),
+        "watch ends when the order settles: {}",
+        String::from_utf8_lossy(&watched.stderr)
+    );
+    let transitions: Vec<Value> = String::from_utf8_lossy(&watched.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let lease_states = |lease: &str| -> Vec<String> {
+        transitions
+            .iter()
+            .filter(|t| t["event"] == "lease" && t["lease_id"].to_string() == lease)
+            .map(|t| t["state"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(lease_states(&honest).last().map(String::as_str), Some("paid"));
+    assert_eq!(lease_states(&copier).last().map(String::as_str), Some("missed"));
+    assert_eq!(lease_states(&idle).last().map(String::as_str), Some("missed"));
+    assert_eq!(
+        transitions.iter().filter(|t| t["event"] == "bid").count(),
+        3,
+        "watch saw the three bids: {transitions:?}"
+    );
+    assert_eq!(
+        transitions.last().map(|t| t["state"].clone()),
+        Some("settled".into())
+    );
+
+    // Slashes: missed_deadline_slash_ppm of each missed provider's bond, half to the client.
+    let slash = BOND * u128::from(MISSED_SLASH_PPM) / 1_000_000;
+    let to_client = slash * u128::from(CLIENT_SHARE_PPM) / 1_000_000;
+    let providers = cli.query(&["staking", "providers"])?;
+    let bonded = |name: &str| -> anyhow::Result<u128> {
+        let address = net.net.account(name)?.to_string();
+        let p = providers
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["operator"] == address.as_str()))
+            .cloned()
+            .unwrap_or_default();
+        Ok(amount(&p["bonded"]))
+    };
+    assert_eq!(bonded("copier")?, BOND - slash);
+    assert_eq!(bonded("idle")?, BOND - slash);
+    assert_eq!(bonded("honest")?, BOND);
+
+    // Only k providers bid, so the clearing price is the order's max price.
+    let price = GPU;
+    let balance = |name: &str| {
+        let chain = &chain;
+        let address = net.net.account(name);
+        async move { chain.balance(&address?).await }
+    };
+    assert_eq!(
+        balance("honest").await?,
+        2_000 * GPU - BOND - fees["honest"] + price - price * TAKE_RATE_PPM / 1_000_000,
+        "the honest provider is paid the clearing price minus the take rate"
+    );
+    for p in ["copier", "idle"] {
+        assert_eq!(balance(p).await?, 2_000 * GPU - BOND - fees[p], "{p} is paid nothing");
+    }
+    let verification_fee = 3 * GPU * FEE_PPM / 1_000_000;
+    assert_eq!(
+        balance("client").await?,
+        10_000 * GPU - fees["client"] - price - verification_fee + 2 * to_client,
+        "the client paid one replica and the fee, and got its share of both slashes"
+    );
+    Ok(())
+}
