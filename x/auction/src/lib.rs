@@ -41,7 +41,7 @@ pub use msgs::{
     MsgWithdrawRewards,
 };
 pub use params::{AuctionParams, MAX_REPLICAS};
-pub use verify::{apply_verdict, commitment, Verdict};
+pub use verify::{apply_verdict, commitment, hold_lease, Verdict};
 pub use view::{AuctionRead, AuctionWrite};
 
 use borsh::{BorshDeserialize, BorshSerialize};

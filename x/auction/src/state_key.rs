@@ -117,6 +117,17 @@ pub fn lease_timers_prefix() -> &'static str {
     "auction/lease_timers/"
 }
 
+/// Index of the leases waiting for a verdict (`AuditPending` or `Disputed`), for the
+/// verification module's assignment: borsh `()`.
+pub fn verdict_pending(lease_id: u64) -> String {
+    format!("auction/verdict_pending/{lease_id:020}")
+}
+
+/// Prefix of the verdict-pending index.
+pub fn verdict_pending_prefix() -> &'static str {
+    "auction/verdict_pending/"
+}
+
 /// A validator's accrued, unwithdrawn rewards: borsh `u128`.
 pub fn reward(validator: &Address) -> String {
     format!("auction/rewards/{}", validator.to_hex())

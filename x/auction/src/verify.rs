@@ -66,8 +66,14 @@ pub fn audit_drawn(ctx: &BlockCtx, lease: &Lease, probability: Ppm) -> bool {
 }
 
 fn set_state(state: &mut impl StateWrite, lease: &mut Lease, new: LeaseState) {
+    let was_pending = lease.state.is_verdict_pending();
     lease.state = new;
     state.put_lease(lease);
+    if new.is_verdict_pending() {
+        state.enqueue(state_key::verdict_pending(lease.id));
+    } else if was_pending {
+        state.delete(state_key::verdict_pending(lease.id));
+    }
     state.emit(
         LeaseStateEvent {
             lease_id: lease.id,
@@ -254,6 +260,32 @@ pub fn apply_verdict(
             finish(state, ctx, &mut lease, LeaseState::Faulted, prover.as_ref())
         }
     }
+}
+
+/// Holds a lease for the verification module until at least `until_height`: an accepted
+/// lease is not paid before then, a lease waiting for a verdict does not fall back before
+/// then. Used while a verdict, an appeal or a challenge about the lease is being settled, so
+/// that the settlement can still reach it. Never shortens a timer.
+pub fn hold_lease(
+    state: &mut impl StateWrite,
+    lease_id: u64,
+    until_height: u64,
+) -> Result<(), AuctionError> {
+    let mut lease = state
+        .lease(lease_id)
+        .ok_or(AuctionError::UnknownLease(lease_id))?;
+    let timer = match lease.state {
+        LeaseState::Accepted => &mut lease.payout_height,
+        LeaseState::AuditPending | LeaseState::Disputed => &mut lease.verdict_deadline_height,
+        _ => return Err(AuctionError::VerdictNotPending(lease_id)),
+    };
+    if timer.is_some_and(|at| at >= until_height) {
+        return Ok(());
+    }
+    *timer = Some(until_height);
+    state.enqueue(state_key::lease_timer(until_height, lease_id));
+    state.put_lease(&lease);
+    Ok(())
 }
 
 #[cfg(test)]

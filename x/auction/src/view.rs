@@ -92,6 +92,13 @@ pub trait AuctionRead: StateRead {
             .collect()
     }
 
+    /// Leases waiting for a verdict (`AuditPending` or `Disputed`), by id.
+    fn verdict_pending_leases(&self) -> Vec<Lease> {
+        ids(self.prefix::<()>(state_key::verdict_pending_prefix()))
+            .filter_map(|id| self.lease(id))
+            .collect()
+    }
+
     /// A validator's accrued, unwithdrawn rewards.
     fn reward(&self, validator: &Address) -> Amount {
         self.get(&state_key::reward(validator)).unwrap_or(0)

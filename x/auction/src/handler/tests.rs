@@ -937,3 +937,67 @@ fn many_orders_clear_in_one_block_with_the_right_winners() {
         assert_eq!(prices, vec![1_000, 1_010, 1_020]);
     }
 }
+
+#[test]
+fn the_verdict_pending_index_follows_the_lease_and_a_hold_delays_its_timers() {
+    let always = AuctionParams {
+        audit_min_ppm: 1_000_000,
+        audit_max_ppm: 1_000_000,
+        ..test_params()
+    };
+    let mut chain = Chain::new(always);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    chain.end_block(5);
+    let pending: Vec<u64> = chain
+        .state
+        .verdict_pending_leases()
+        .iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(pending, vec![lease]);
+    // The verdict window (6) would accept it at 11; a hold to 14 delays the fallback.
+    let mut fork = Overlay::new(&chain.state);
+    crate::hold_lease(&mut fork, lease, 14).unwrap();
+    crate::hold_lease(&mut fork, lease, 9).unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().verdict_deadline_height,
+        Some(14),
+        "a hold never shortens a timer"
+    );
+    for h in 6..=13 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    chain.end_block(14);
+    let l = chain.state.lease(lease).unwrap();
+    assert_eq!(l.state, LeaseState::Accepted, "the fallback, at the hold");
+    assert!(chain.state.verdict_pending_leases().is_empty());
+    // An accepted lease's payout (14 + 4) is held too; a paid one cannot be held.
+    let mut fork = Overlay::new(&chain.state);
+    crate::hold_lease(&mut fork, lease, 25).unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    for h in 15..=24 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+    chain.end_block(25);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+    let mut fork = Overlay::new(&chain.state);
+    assert_eq!(
+        crate::hold_lease(&mut fork, lease, 30),
+        Err(AuctionError::VerdictNotPending(lease))
+    );
+    assert!(fork.writes().is_empty());
+}
