@@ -1,0 +1,109 @@
+//! End of block, in this order: pay out matured verifier unbondings, expire unrevealed
+//! challenges, fire case timers (missed verdict deadlines are slashed and reassigned once;
+//! closed appeal windows apply the first verdict), then open a case for every lease the
+//! auction holds for a verdict that has none. Runs right after `gpuchain_auction::end_block`.
+//! Queues are keyed by height, so a skipped height is caught up.
+
+use gpuchain_auction::AuctionRead;
+use gpuchain_types::{BlockCtx, StateWrite};
+
+use crate::assign::assign;
+use crate::settle::{release, settle, slash_verifier, Offence};
+use crate::{
+    state_key, Case, CaseOutcome, CaseStage, ChallengeExpiredEvent, VerifyError, VerifyRead,
+    VerifyWrite,
+};
+
+/// Runs the verify end-block work for `ctx.height`. An error is a broken invariant.
+pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), VerifyError> {
+    state.release_matured_verifier_unbondings(ctx.height)?;
+    for (key, id) in state.verify_queue_due(state_key::challenge_expiry_prefix(), ctx.height) {
+        state.delete(key);
+        if let Some(challenge) = state.challenge(id) {
+            state.delete_challenge(&challenge);
+            if let Some(mut v) = state.verifier(&challenge.verifier) {
+                v.open_challenges = v.open_challenges.saturating_sub(1);
+                state.put_verifier(&v);
+            }
+            state.emit(
+                ChallengeExpiredEvent {
+                    challenge_id: id,
+                    verifier: challenge.verifier,
+                }
+                .into(),
+            );
+        }
+    }
+    for (key, lease_id) in state.verify_queue_due(state_key::case_timers_prefix(), ctx.height) {
+        state.delete(key);
+        let Some(mut case) = state.case(lease_id) else {
+            continue;
+        };
+        match case.stage {
+            CaseStage::AwaitingVerdict if case.deadline_height <= ctx.height => {
+                missed(state, ctx, &mut case)?;
+            }
+            CaseStage::AppealWindow
+                if case.appeal_end_height.is_some_and(|e| e <= ctx.height) =>
+            {
+                let first = case.verdicts.first().map(|v| v.verdict);
+                settle(state, ctx, &mut case, first)?;
+            }
+            // A stale timer: the case moved on since it was set.
+            _ => {}
+        }
+    }
+    for lease in state.verdict_pending_leases() {
+        if state.case(lease.id).is_some() {
+            continue;
+        }
+        let mut case = Case {
+            lease_id: lease.id,
+            order_id: lease.order_id,
+            provider: lease.provider,
+            client: lease.client,
+            round: 0,
+            stage: CaseStage::AwaitingVerdict,
+            assignee: None,
+            deadline_height: 0,
+            reassigned: false,
+            verdicts: Vec::new(),
+            appeal_end_height: None,
+            appellant: None,
+            deposit: 0,
+            served: Vec::new(),
+            challenge_id: None,
+            outcome: CaseOutcome::Open,
+        };
+        // Without an eligible verifier nothing is stored: the lease is retried next block
+        // and the auction's fallback applies at its verdict deadline.
+        if assign(state, ctx, &mut case)? {
+            state.put_case(&case);
+        }
+    }
+    Ok(())
+}
+
+/// The assignee missed its deadline: slash, then reassign the round once; a round that
+/// cannot be reassigned fails (see the crate docs).
+fn missed(state: &mut impl StateWrite, ctx: &BlockCtx, case: &mut Case) -> Result<(), VerifyError> {
+    if let Some(assignee) = case.assignee.take() {
+        release(state, &assignee);
+        slash_verifier(state, ctx, &assignee, Offence::Missed, case.lease_id)?;
+    }
+    if !case.reassigned {
+        case.reassigned = true;
+        if assign(state, ctx, case)? {
+            state.put_case(case);
+            return Ok(());
+        }
+    }
+    match case.round {
+        0 => settle(state, ctx, case, None),
+        1 => {
+            let first = case.verdicts.first().map(|v| v.verdict);
+            settle(state, ctx, case, first)
+        }
+        _ => settle(state, ctx, case, None),
+    }
+}

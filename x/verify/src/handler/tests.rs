@@ -1,0 +1,3 @@
+//! Verification end to end on an in-memory chain; invariants after every block.
+
+use crate::test_utils::*;

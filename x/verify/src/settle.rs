@@ -1,0 +1,188 @@
+//! Ending a case: slashing verifiers, paying audit fees, returning or forfeiting the
+//! appeal deposit, and applying the standing verdict to the lease through the auction.
+
+use gpuchain_auction::{
+    apply_verdict, module_account::verification_pool, AuctionRead, LeaseState, Verdict,
+};
+use gpuchain_bank::{BankRead, BankWrite};
+use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateWrite};
+
+use crate::{
+    module_account, AuditFeePaidEvent, Case, CaseOutcome, CaseSettledEvent, CaseStage,
+    VerdictKind, VerifierSlashedEvent, VerifyError, VerifyRead, VerifyWrite,
+};
+
+/// Moves `amount` unless it is zero (the bank refuses zero transfers).
+pub(crate) fn move_funds(
+    state: &mut impl StateWrite,
+    from: &Address,
+    to: &Address,
+    amount: Amount,
+) -> Result<(), VerifyError> {
+    if amount > 0 {
+        state.transfer(from, to, amount)?;
+    }
+    Ok(())
+}
+
+/// Why a verifier is slashed.
+#[derive(Clone, Copy)]
+pub(crate) enum Offence {
+    /// No verdict by the deadline.
+    Missed,
+    /// A verdict that did not stand; `Some(appellant)` gets the harmed share.
+    Wrong(Option<Address>),
+}
+
+/// Takes the offence's ppm of `verifier`'s bond (the harmed share to the appellant, the
+/// rest to the verification pool), jails it and counts the offence.
+pub(crate) fn slash_verifier(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    verifier: &Address,
+    offence: Offence,
+    lease_id: u64,
+) -> Result<(), VerifyError> {
+    let params = state.verify_params();
+    let mut record = state
+        .verifier(verifier)
+        .ok_or(VerifyError::NotAVerifier(*verifier))?;
+    let (ppm, harmed, reason): (Ppm, Option<Address>, &'static str) = match offence {
+        Offence::Missed => (params.verifier_miss_slash_ppm, None, "missed_deadline"),
+        Offence::Wrong(harmed) => (params.verifier_wrong_slash_ppm, harmed, "wrong_verdict"),
+    };
+    let amount = mul_ppm(record.bonded, ppm).ok_or(VerifyError::Overflow)?;
+    let to_harmed = match harmed {
+        Some(_) => mul_ppm(amount, params.wrong_slash_harmed_share_ppm)
+            .ok_or(VerifyError::Overflow)?,
+        None => 0,
+    };
+    let to_pool = amount.checked_sub(to_harmed).ok_or(VerifyError::Overflow)?;
+    let until = ctx
+        .height
+        .checked_add(params.verifier_jail_blocks)
+        .ok_or(VerifyError::Overflow)?;
+    record.bonded = record
+        .bonded
+        .checked_sub(amount)
+        .ok_or(VerifyError::Overflow)?;
+    record.jailed_until = record.jailed_until.max(until);
+    match offence {
+        Offence::Missed => record.misses = record.misses.saturating_add(1),
+        Offence::Wrong(_) => record.overturned = record.overturned.saturating_add(1),
+    }
+    let bonded = module_account::verify_bonded();
+    if let Some(h) = harmed {
+        move_funds(state, &bonded, &h, to_harmed)?;
+    }
+    move_funds(state, &bonded, &verification_pool(), to_pool)?;
+    state.put_verifier(&record);
+    state.emit(
+        VerifierSlashedEvent {
+            verifier: *verifier,
+            lease_id,
+            reason,
+            amount,
+            jailed_until: record.jailed_until,
+        }
+        .into(),
+    );
+    Ok(())
+}
+
+/// Lowers a verifier's open-case count (its part in a case is over).
+pub(crate) fn release(state: &mut impl StateWrite, verifier: &Address) {
+    if let Some(mut record) = state.verifier(verifier) {
+        record.open_cases = record.open_cases.saturating_sub(1);
+        state.put_verifier(&record);
+    }
+}
+
+/// Ends `case` with `standing` (None: no verdict; the auction's fallback applies) and stores
+/// it. See the crate docs for the rule.
+pub(crate) fn settle(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    case: &mut Case,
+    standing: Option<VerdictKind>,
+) -> Result<(), VerifyError> {
+    let params = state.verify_params();
+    let first = case.verdicts.first().map(|v| v.verdict);
+    let overturned = standing.is_some() && first.is_some() && standing != first;
+    let price = state.lease(case.lease_id).map(|l| l.price).unwrap_or(0);
+    let fee = mul_ppm(price, params.audit_fee_ppm).ok_or(VerifyError::Overflow)?;
+    for (i, posted) in case.verdicts.clone().iter().enumerate() {
+        release(state, &posted.verifier);
+        let Some(s) = standing else { continue };
+        if posted.verdict == s {
+            let pay = fee.min(state.balance(&verification_pool()));
+            move_funds(state, &verification_pool(), &posted.verifier, pay)?;
+            if pay > 0 {
+                state.emit(
+                    AuditFeePaidEvent {
+                        lease_id: case.lease_id,
+                        verifier: posted.verifier,
+                        amount: pay,
+                    }
+                    .into(),
+                );
+            }
+        } else {
+            let harmed = if i == 0 && overturned {
+                case.appellant
+            } else {
+                None
+            };
+            slash_verifier(
+                state,
+                ctx,
+                &posted.verifier,
+                Offence::Wrong(harmed),
+                case.lease_id,
+            )?;
+        }
+    }
+    if let Some(appellant) = case.appellant {
+        let forfeit = standing.is_some() && !overturned && case.verdicts.len() >= 2;
+        let to = if forfeit {
+            verification_pool()
+        } else {
+            appellant
+        };
+        move_funds(state, &module_account::verify_appeals(), &to, case.deposit)?;
+    }
+    if let Some(s) = standing {
+        let lease_open = state.lease(case.lease_id).is_some_and(|l| {
+            l.state.is_verdict_pending() || l.state == LeaseState::Accepted
+        });
+        if lease_open {
+            let verdict = match s {
+                VerdictKind::Honest => Verdict::Honest,
+                VerdictKind::Faulty => Verdict::Faulty {
+                    prover: case
+                        .verdicts
+                        .iter()
+                        .find(|v| v.verdict == s)
+                        .map(|v| v.verifier),
+                },
+            };
+            apply_verdict(state, ctx, case.lease_id, verdict)?;
+        }
+    }
+    case.stage = CaseStage::Closed;
+    case.assignee = None;
+    case.outcome = match standing {
+        Some(s) => CaseOutcome::Settled(s),
+        None => CaseOutcome::NoVerdict,
+    };
+    state.put_case(case);
+    state.emit(
+        CaseSettledEvent {
+            lease_id: case.lease_id,
+            verdict: standing.map_or("none", |s| s.name()),
+            overturned,
+        }
+        .into(),
+    );
+    Ok(())
+}
