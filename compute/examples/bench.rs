@@ -36,6 +36,7 @@ fn base_spec() -> TrainingSpec {
         warmup_rounds: 0,
         seed: 5,
         tolerance: None,
+        coordinator_url: None,
     }
 }
 

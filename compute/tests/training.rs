@@ -25,6 +25,7 @@ fn spec(topk_ppm: u32, error_feedback: bool) -> TrainingSpec {
         warmup_rounds: 0,
         seed: 5,
         tolerance: None,
+        coordinator_url: None,
     }
 }
 

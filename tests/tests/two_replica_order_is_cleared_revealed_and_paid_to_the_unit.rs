@@ -8,37 +8,20 @@ use std::time::Duration;
 
 use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{cli, TestNet};
+use gpuchain_tests::{event_attr, run_json, tx_fee, TestNet};
 
 const GPU: u128 = 1_000_000;
 
 fn run(args: &[&str]) -> anyhow::Result<serde_json::Value> {
-    let out = cli(args)?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(serde_json::from_slice(&out.stdout)?)
+    run_json(args)
 }
 
-/// The fee a transaction paid, from its `tx` event.
 fn fee(outcome: &serde_json::Value) -> u128 {
-    attr(outcome, "tx", "fee").parse().unwrap()
+    tx_fee(outcome).unwrap()
 }
 
 fn attr(outcome: &serde_json::Value, kind: &str, key: &str) -> String {
-    for event in outcome["events"].as_array().unwrap() {
-        if event[0] == kind {
-            for pair in event[1].as_array().unwrap() {
-                if pair[0] == key {
-                    return pair[1].as_str().unwrap().to_string();
-                }
-            }
-        }
-    }
-    panic!("no {kind}.{key} in {outcome}")
+    event_attr(outcome, kind, key).unwrap_or_else(|| panic!("no {kind}.{key} in {outcome}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

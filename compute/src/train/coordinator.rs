@@ -80,6 +80,11 @@ impl Coordinator {
         }
     }
 
+    /// Workers per round (k).
+    pub fn workers(&self) -> u32 {
+        self.workers
+    }
+
     /// The next round to run.
     pub fn round(&self) -> u32 {
         self.round

@@ -12,6 +12,7 @@ pub mod compress;
 pub mod coordinator;
 pub mod grad;
 pub mod merkle;
+pub mod remote;
 pub mod worker;
 
 mod job;

@@ -83,4 +83,10 @@ pub struct TrainingSpec {
     /// Overrides the default training tolerance.
     #[serde(default)]
     pub tolerance: Option<Tolerance>,
+    /// The client's training coordinator (`http://host:port`). With it, each of the order's
+    /// k leases is one worker (worker index = the lease's rank by id among the order's
+    /// leases) and the workers exchange rounds with the coordinator over HTTP; without it a
+    /// provider runs every worker itself.
+    #[serde(default)]
+    pub coordinator_url: Option<String>,
 }

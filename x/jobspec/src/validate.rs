@@ -214,6 +214,15 @@ fn validate_training(s: &TrainingSpec) -> Result<()> {
     range("momentum_ppm", s.momentum_ppm.into(), 0, (PPM - 1).into())?;
     range("topk_ppm", s.topk_ppm.into(), 1, PPM.into())?;
     range("warmup_rounds", s.warmup_rounds.into(), 0, s.rounds.into())?;
+    if let Some(url) = &s.coordinator_url {
+        let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+        if !scheme_ok || url.len() > MAX_URL_LEN_BYTES {
+            return Err(SpecError::BadUrl {
+                role: "coordinator",
+                url: url.clone(),
+            });
+        }
+    }
     Ok(())
 }
 

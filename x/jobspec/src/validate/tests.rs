@@ -40,6 +40,7 @@ fn training() -> TrainingSpec {
         warmup_rounds: 0,
         seed: 9,
         tolerance: None,
+        coordinator_url: None,
     }
 }
 

@@ -1,0 +1,140 @@
+//! `gpuchain-train`: the client's side of a networked training job.
+//!
+//! `gpuchain-train coordinate --spec training.json --listen 127.0.0.1:7100 --store DIR`
+//! serves the round protocol of `gpuchain_compute::train::remote` for the order's k leased
+//! providers, prints each round's loss, test accuracy and bytes sent against dense, and
+//! when the last round closes prints the transcript root (the hash the providers commit on
+//! chain) and keeps serving the transcript, checkpoints and final weights for verifiers
+//! until stopped.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use gpuchain_compute::blob::{BlobFetcher, BlobStore};
+use gpuchain_compute::digits::Digits;
+use gpuchain_compute::train::initial_weights;
+use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService};
+use gpuchain_jobspec::{JobSpec, TrainingSpec};
+
+#[derive(Parser)]
+#[command(name = "gpuchain-train", version, about = "Client side of networked training jobs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the coordinator for a training spec (a `TrainingSpec` or a whole `JobSpec` JSON).
+    Coordinate {
+        /// Spec file.
+        #[arg(long)]
+        spec: PathBuf,
+        /// Address to serve on.
+        #[arg(long, default_value = "127.0.0.1:7100")]
+        listen: SocketAddr,
+        /// Blob store for the dataset, weights, updates and checkpoints.
+        #[arg(long)]
+        store: PathBuf,
+        /// Print each round as a JSON line instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Exit once training is done instead of serving the transcript until stopped.
+        #[arg(long)]
+        exit_when_done: bool,
+    },
+}
+
+fn read_spec(path: &PathBuf) -> Result<TrainingSpec> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if let Ok(JobSpec::Training(spec)) = serde_json::from_slice::<JobSpec>(&bytes) {
+        return Ok(spec);
+    }
+    serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
+}
+
+async fn coordinate(
+    spec: TrainingSpec,
+    listen: SocketAddr,
+    store: PathBuf,
+    json: bool,
+    exit_when_done: bool,
+) -> Result<()> {
+    JobSpec::Training(spec.clone()).validate()?;
+    let store = BlobStore::open(store)?;
+    let fetcher = BlobFetcher::new(store.clone())?;
+    fetcher.fetch(&spec.dataset, &|_| {}).await?;
+    if let gpuchain_jobspec::WeightsInit::Blob(b) = &spec.init {
+        fetcher.fetch(b, &|_| {}).await?;
+    }
+    let data = Digits::parse_gz(&store.get(&spec.dataset)?)?;
+    let init = initial_weights(&spec, &store)?;
+    let service = CoordinatorService::new(&spec, &data, &init, store)?;
+    let (bound, server) = serve_coordinator(service.clone(), listen).await?;
+    eprintln!(
+        "coordinator for {} workers × {} rounds on http://{bound}",
+        spec.workers, spec.rounds
+    );
+    let mut printed = 0;
+    loop {
+        let transcript = service.transcript();
+        for p in transcript.progress.iter().skip(printed) {
+            if json {
+                println!("{}", serde_json::to_string(p)?);
+            } else {
+                println!(
+                    "round {:>3}: loss {:.4}  test accuracy {:.2}%  sent {} B vs {} B dense ({:.0}×)",
+                    p.round,
+                    p.mean_loss,
+                    p.test_accuracy * 100.0,
+                    p.bytes_sent,
+                    p.dense_bytes,
+                    p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
+                );
+            }
+        }
+        printed = transcript.progress.len();
+        let status = service.status();
+        if let Some(root) = status.transcript_root.as_ref().filter(|_| status.done()) {
+            if json {
+                println!("{}", serde_json::json!({ "transcript_root": root }));
+            } else {
+                println!("training done; transcript root {root}");
+            }
+            if exit_when_done {
+                server.abort();
+                return Ok(());
+            }
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = tokio::signal::ctrl_c() => { server.abort(); return Ok(()); }
+        }
+    }
+    tokio::signal::ctrl_c().await?;
+    server.abort();
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Coordinate {
+            spec,
+            listen,
+            store,
+            json,
+            exit_when_done,
+        } => coordinate(read_spec(&spec)?, listen, store, json, exit_when_done).await,
+    }
+}

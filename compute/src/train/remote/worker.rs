@@ -1,0 +1,199 @@
+//! One worker of a networked training job, as a leased provider runs it.
+
+use std::time::{Duration, Instant};
+
+use gpuchain_jobspec::TrainingSpec;
+
+use super::protocol::{RoundStatus, Submission, Transcript};
+use crate::blob::BlobFetcher;
+use crate::digits::Digits;
+use crate::params::Params;
+use crate::train::coordinator::weights_hash;
+use crate::train::worker::RoundOutput;
+use crate::train::{merkle_root, BurnGrad, CanonicalGrad, RoundRecord, Worker};
+use crate::{Backend, Error, Result};
+
+/// What a worker ends with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteWorkerResult {
+    /// The transcript root, checked against the records and the final weights.
+    pub transcript_root: [u8; 32],
+    /// The final weights (safetensors).
+    pub final_weights: Vec<u8>,
+    /// Rounds this worker ran.
+    pub rounds_run: u32,
+}
+
+fn training(msg: impl Into<String>) -> Error {
+    Error::Training(msg.into())
+}
+
+async fn get_json<T: serde::de::DeserializeOwned>(http: &reqwest::Client, url: &str) -> Result<T> {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| training(format!("GET {url}: {e}")))?;
+    if !response.status().is_success() {
+        return Err(training(format!("GET {url}: {}", response.status())));
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| training(format!("GET {url}: {e}")))?;
+    serde_json::from_slice(&body).map_err(|e| training(format!("GET {url}: {e}")))
+}
+
+fn run_round_on(
+    backend: Backend,
+    worker: &mut Worker,
+    spec: &TrainingSpec,
+    round: u32,
+    weights: &Params,
+) -> Result<RoundOutput> {
+    match backend {
+        Backend::Canonical => worker.run_round(spec, round, weights, &CanonicalGrad),
+        other => crate::with_burn_backend!(other, |B, device| {
+            let grad = BurnGrad::<burn::backend::Autodiff<B>>::new(device);
+            worker.run_round(spec, round, weights, &grad)
+        }),
+    }
+}
+
+/// Runs worker `index` of `spec` against the coordinator at `base_url` until every round
+/// is done or `timeout` passes. `data` is the full dataset; the worker trains on its shard
+/// of the training split, the same shard a single-process run gives it. Before returning
+/// it checks that the transcript records each of its updates and that the root recomputes.
+pub async fn run_remote_worker(
+    base_url: &str,
+    spec: &TrainingSpec,
+    index: u32,
+    data: &Digits,
+    backend: Backend,
+    fetcher: &BlobFetcher,
+    timeout: Duration,
+) -> Result<RemoteWorkerResult> {
+    let base = base_url.trim_end_matches('/');
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| training(format!("http client: {e}")))?;
+    let k = spec.workers as usize;
+    let (train, _) = data.split();
+    let init = crate::models::mlp::init_params(0);
+    let mut worker = Some(Worker::new(index, init.numel(), train.shard(index as usize, k)));
+    let mut sent: Vec<[u8; 32]> = Vec::new();
+    let started = Instant::now();
+    loop {
+        if started.elapsed() > timeout {
+            return Err(training(format!(
+                "worker {index}: training did not finish within {timeout:?}"
+            )));
+        }
+        let status: RoundStatus = get_json(&http, &format!("{base}/train/status")).await?;
+        if status.workers != spec.workers || status.rounds != spec.rounds {
+            return Err(training(format!(
+                "the coordinator runs {} workers × {} rounds; the spec says {} × {}",
+                status.workers, status.rounds, spec.workers, spec.rounds
+            )));
+        }
+        if status.done() {
+            return finish(&http, base, index, &sent, status, fetcher).await;
+        }
+        let next = sent.len() as u32;
+        if status.round != next || status.submitted.contains(&index) {
+            if status.round > next {
+                return Err(training(format!(
+                    "worker {index} has run {next} rounds but the coordinator is at round {}",
+                    status.round
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let weights = fetch_weights(base, &status, fetcher).await?;
+        let mut w = worker.take().ok_or_else(|| training("worker state lost"))?;
+        let checkpoint = w.checkpoint();
+        let job = spec.clone();
+        let round = status.round;
+        let (w, out) = tokio::task::spawn_blocking(move || {
+            let out = run_round_on(backend, &mut w, &job, round, &weights);
+            (w, out)
+        })
+        .await
+        .map_err(|e| training(format!("round task: {e}")))?;
+        worker = Some(w);
+        let out = out?;
+        let submission = Submission {
+            worker: index,
+            round,
+            update: out.bytes.clone(),
+            checkpoint,
+            mean_loss_bits: out.mean_loss.to_bits(),
+        };
+        let body = borsh::to_vec(&submission).map_err(|e| training(e.to_string()))?;
+        let response = http
+            .post(format!("{base}/train/submit"))
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| training(format!("submitting round {round}: {e}")))?;
+        if !response.status().is_success() {
+            let code = response.status();
+            let text = response.text().await.unwrap_or_default();
+            return Err(training(format!("round {round} refused: {code}: {text}")));
+        }
+        sent.push(*blake3::hash(&out.bytes).as_bytes());
+    }
+}
+
+async fn fetch_weights(base: &str, status: &RoundStatus, fetcher: &BlobFetcher) -> Result<Params> {
+    let mut blob = status.weights.clone();
+    blob.urls = vec![format!("{base}/blob/{}", hex::encode(blob.blake3))];
+    let path = fetcher.fetch(&blob, &|_| {}).await?;
+    Params::from_safetensors(&tokio::fs::read(path).await?)
+}
+
+async fn finish(
+    http: &reqwest::Client,
+    base: &str,
+    index: u32,
+    sent: &[[u8; 32]],
+    status: RoundStatus,
+    fetcher: &BlobFetcher,
+) -> Result<RemoteWorkerResult> {
+    let transcript: Transcript = get_json(http, &format!("{base}/train/transcript")).await?;
+    let records: Vec<RoundRecord> = transcript
+        .records
+        .iter()
+        .map(|r| r.to_record())
+        .collect::<Option<_>>()
+        .ok_or_else(|| training("malformed transcript"))?;
+    if records.len() != sent.len() {
+        return Err(training(format!(
+            "the transcript has {} rounds; worker {index} ran {}",
+            records.len(),
+            sent.len()
+        )));
+    }
+    for (record, mine) in records.iter().zip(sent) {
+        if record.update_hashes.get(index as usize) != Some(mine) {
+            return Err(training(format!(
+                "round {} of the transcript does not hold worker {index}'s update",
+                record.round
+            )));
+        }
+    }
+    let weights = fetch_weights(base, &status, fetcher).await?;
+    let mut leaves: Vec<[u8; 32]> = records.iter().map(RoundRecord::leaf).collect();
+    leaves.push(weights_hash(&weights));
+    let root = merkle_root(&leaves);
+    if status.transcript_root.as_deref() != Some(hex::encode(root).as_str()) {
+        return Err(training("the coordinator's transcript root does not recompute"));
+    }
+    Ok(RemoteWorkerResult {
+        transcript_root: root,
+        final_weights: weights.to_safetensors()?,
+        rounds_run: sent.len() as u32,
+    })
+}
