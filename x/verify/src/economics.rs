@@ -98,7 +98,11 @@ pub fn expected_gain(kind: CheatKind, s: &Setting) -> i128 {
     let lone = lone_detection_ppm(s.score, &s.auction, &s.verify);
     // A provider that is caught also loses the payment and the slash; the saving stays.
     let provider = |q: Ppm, saved: Amount, f: FaultKind| {
-        expectation(q, saved, s.price.saturating_add(slash(f)).saturating_sub(saved))
+        expectation(
+            q,
+            saved,
+            s.price.saturating_add(slash(f)).saturating_sub(saved),
+        )
     };
     match kind {
         CheatKind::LoneWrongResult => provider(lone, s.cost, FaultKind::WrongResult),
@@ -167,7 +171,10 @@ mod tests {
             ..defaults()
         };
         for kind in ALL_KINDS {
-            assert!(expected_gain(kind, &fresh) <= expected_gain(kind, &s), "{kind:?}");
+            assert!(
+                expected_gain(kind, &fresh) <= expected_gain(kind, &s),
+                "{kind:?}"
+            );
         }
         // Saving the whole price does not change the sign either.
         let all_saved = Setting {
@@ -185,15 +192,19 @@ mod tests {
         // 2% audits at the best reputation, 3% ringers: caught 4.94% of the time.
         assert_eq!(lone_detection_ppm(PPM_ONE, &s.auction, &s.verify), 49_400);
         assert_eq!(lone_detection_ppm(500_000, &s.auction, &s.verify), 185_200);
-        let bound = lone_break_even_price(PPM_ONE, 1_000_000_000, &s.auction, &s.slashing, &s.verify);
-        // 300 GPU slash × 0.0494 / 0.9506 ≈ 15.59 GPU per job at the minimum bond.
-        assert_eq!(bound / 10_000, 1_558);
+        let bound =
+            lone_break_even_price(PPM_ONE, 1_000_000_000, &s.auction, &s.slashing, &s.verify);
+        // 300 GPU slash × 0.0494 / 0.9506 = 15.59 GPU per job at the minimum bond.
+        assert_eq!(bound / 10_000, 1_559);
         let above = Setting {
             price: bound + 1_000,
             cost: bound + 1_000,
             ..defaults()
         };
-        assert!(expected_gain(CheatKind::LoneWrongResult, &above) > 0, "the bound is tight");
+        assert!(
+            expected_gain(CheatKind::LoneWrongResult, &above) > 0,
+            "the bound is tight"
+        );
     }
 
     #[test]

@@ -43,9 +43,7 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             CaseStage::AwaitingVerdict if case.deadline_height <= ctx.height => {
                 missed(state, ctx, &mut case)?;
             }
-            CaseStage::AppealWindow
-                if case.appeal_end_height.is_some_and(|e| e <= ctx.height) =>
-            {
+            CaseStage::AppealWindow if case.appeal_end_height.is_some_and(|e| e <= ctx.height) => {
                 let first = case.verdicts.first().map(|v| v.verdict);
                 settle(state, ctx, &mut case, first)?;
             }

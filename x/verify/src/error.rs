@@ -110,7 +110,9 @@ pub enum VerifyError {
     #[error("{0} did not commit this challenge")]
     NotChallengeOwner(Address),
     /// The reveal does not open the commitment with the order's client as poster.
-    #[error("blake3(domain, order client, expected_output_hash, salt) does not match the commitment")]
+    #[error(
+        "blake3(domain, order client, expected_output_hash, salt) does not match the commitment"
+    )]
     ChallengeMismatch,
     /// The commitment does not predate the order.
     #[error("challenge committed at height {committed}, not before the order posted at {posted}")]

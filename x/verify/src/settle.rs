@@ -8,8 +8,8 @@ use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateWrite};
 
 use crate::{
-    module_account, AuditFeePaidEvent, Case, CaseOutcome, CaseSettledEvent, CaseStage,
-    VerdictKind, VerifierSlashedEvent, VerifyError, VerifyRead, VerifyWrite,
+    module_account, AuditFeePaidEvent, Case, CaseOutcome, CaseSettledEvent, CaseStage, VerdictKind,
+    VerifierSlashedEvent, VerifyError, VerifyRead, VerifyWrite,
 };
 
 /// Moves `amount` unless it is zero (the bank refuses zero transfers).
@@ -53,8 +53,9 @@ pub(crate) fn slash_verifier(
     };
     let amount = mul_ppm(record.bonded, ppm).ok_or(VerifyError::Overflow)?;
     let to_harmed = match harmed {
-        Some(_) => mul_ppm(amount, params.wrong_slash_harmed_share_ppm)
-            .ok_or(VerifyError::Overflow)?,
+        Some(_) => {
+            mul_ppm(amount, params.wrong_slash_harmed_share_ppm).ok_or(VerifyError::Overflow)?
+        }
         None => 0,
     };
     let to_pool = amount.checked_sub(to_harmed).ok_or(VerifyError::Overflow)?;
@@ -152,9 +153,9 @@ pub(crate) fn settle(
         move_funds(state, &module_account::verify_appeals(), &to, case.deposit)?;
     }
     if let Some(s) = standing {
-        let lease_open = state.lease(case.lease_id).is_some_and(|l| {
-            l.state.is_verdict_pending() || l.state == LeaseState::Accepted
-        });
+        let lease_open = state
+            .lease(case.lease_id)
+            .is_some_and(|l| l.state.is_verdict_pending() || l.state == LeaseState::Accepted);
         if lease_open {
             let verdict = match s {
                 VerdictKind::Honest => Verdict::Honest,

@@ -4,8 +4,8 @@
 //! end-block runs the auction then verify; invariants after every block.
 
 use gpuchain_auction::{
-    commitment, AuctionGenesis, AuctionMsg, AuctionParams, AuctionRead, ClassRequirement,
-    MsgBid, MsgCommitResult, MsgPostOrder, MsgRevealResult, Requirements, TooFewBids,
+    commitment, AuctionGenesis, AuctionMsg, AuctionParams, AuctionRead, ClassRequirement, MsgBid,
+    MsgCommitResult, MsgPostOrder, MsgRevealResult, Requirements, TooFewBids,
 };
 use gpuchain_bank::{BankGenesis, BankParams, BankRead};
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
@@ -140,7 +140,10 @@ impl Chain {
         balances.push((addr(NEWCOMER), 500 * GPU));
         balances.push((addr(VALIDATOR), 1_000 * GPU));
         // Seed the verification pool so fees and reimbursements can be paid.
-        balances.push((gpuchain_auction::module_account::verification_pool(), 50 * GPU));
+        balances.push((
+            gpuchain_auction::module_account::verification_pool(),
+            50 * GPU,
+        ));
         BankGenesis {
             params: BankParams::default(),
             balances,
@@ -209,7 +212,12 @@ impl Chain {
 
     /// Runs a verify message; keeps its writes only on success and checks that a failure
     /// wrote nothing and emitted nothing.
-    pub(crate) fn exec(&mut self, height: u64, signer: u8, msg: VerifyMsg) -> Result<(), VerifyError> {
+    pub(crate) fn exec(
+        &mut self,
+        height: u64,
+        signer: u8,
+        msg: VerifyMsg,
+    ) -> Result<(), VerifyError> {
         let params = self.state.verify_params();
         let mut fork = Overlay::new(&self.state);
         let result = handler::check_stateless(&msg, &params)
@@ -228,8 +236,7 @@ impl Chain {
     /// Runs an auction message that must succeed.
     pub(crate) fn auction(&mut self, height: u64, signer: u8, msg: AuctionMsg) {
         let mut fork = Overlay::new(&self.state);
-        gpuchain_auction::handler::execute(&mut fork, &ctx(height), &addr(signer), &msg)
-            .unwrap();
+        gpuchain_auction::handler::execute(&mut fork, &ctx(height), &addr(signer), &msg).unwrap();
         let (writes, events) = fork.into_parts();
         self.state.apply(writes);
         self.events.extend(events);
@@ -259,7 +266,11 @@ impl Chain {
         let balances: u128 = s.all_balances().into_iter().map(|(_, a)| a).sum();
         assert_eq!(balances, s.supply(), "h{height}: balances == supply");
         let burned: u128 = s.slash_records().iter().map(|r| r.outcome.burned).sum();
-        assert_eq!(self.initial_supply - s.supply(), burned, "h{height}: only slashes burn");
+        assert_eq!(
+            self.initial_supply - s.supply(),
+            burned,
+            "h{height}: only slashes burn"
+        );
         if let Err(e) = gpuchain_auction::escrow::check_invariants(s) {
             panic!("h{height}: {e}");
         }
@@ -285,7 +296,14 @@ impl Chain {
         self.end_block(h);
         for (i, p) in bidders.iter().enumerate() {
             let price = GPU / 2 + u128::try_from(i).unwrap() * 1_000;
-            self.auction(h + 1, *p, AuctionMsg::Bid(MsgBid { order_id: id, price }));
+            self.auction(
+                h + 1,
+                *p,
+                AuctionMsg::Bid(MsgBid {
+                    order_id: id,
+                    price,
+                }),
+            );
         }
         self.run_to(h + 1, h + 3);
         id
@@ -296,17 +314,25 @@ impl Chain {
         let leases = self.state.leases_of_order(order_id);
         for (lease, r) in leases.iter().zip(results) {
             let p = lease.provider;
-            self.auction_as(h, p, AuctionMsg::CommitResult(MsgCommitResult {
-                lease_id: lease.id,
-                commitment: commitment(r, &p, &[9; 32]),
-            }));
+            self.auction_as(
+                h,
+                p,
+                AuctionMsg::CommitResult(MsgCommitResult {
+                    lease_id: lease.id,
+                    commitment: commitment(r, &p, &[9; 32]),
+                }),
+            );
         }
         for (lease, r) in leases.iter().zip(results) {
-            self.auction_as(h, lease.provider, AuctionMsg::RevealResult(MsgRevealResult {
-                lease_id: lease.id,
-                result_hash: *r,
-                salt: [9; 32],
-            }));
+            self.auction_as(
+                h,
+                lease.provider,
+                AuctionMsg::RevealResult(MsgRevealResult {
+                    lease_id: lease.id,
+                    result_hash: *r,
+                    salt: [9; 32],
+                }),
+            );
         }
     }
 

@@ -237,7 +237,9 @@ pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
     ] {
         let held = state.balance(&account);
         if held != expected {
-            return Err(format!("{name} holds {held} ugpu, expected {expected} ugpu"));
+            return Err(format!(
+                "{name} holds {held} ugpu, expected {expected} ugpu"
+            ));
         }
     }
     Ok(())

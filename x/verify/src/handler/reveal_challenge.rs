@@ -8,8 +8,8 @@ use gpuchain_types::{Address, BlockCtx, StateWrite};
 
 use crate::settle::{move_funds, release};
 use crate::{
-    challenge_commitment, Case, CaseOutcome, CaseStage, ChallengeRevealedEvent,
-    MsgRevealChallenge, PostedVerdict, VerdictKind, VerifyError, VerifyRead, VerifyWrite,
+    challenge_commitment, Case, CaseOutcome, CaseStage, ChallengeRevealedEvent, MsgRevealChallenge,
+    PostedVerdict, VerdictKind, VerifyError, VerifyRead, VerifyWrite,
 };
 
 /// What a reveal does to one lease of the ringer order.

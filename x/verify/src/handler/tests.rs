@@ -1,3 +1,688 @@
-//! Verification end to end on an in-memory chain; invariants after every block.
+//! Verification end to end on an in-memory chain; supply, escrow and module-account
+//! invariants after every block (`Chain::check`).
+
+use gpuchain_auction::{module_account::verification_pool, AuctionParams, AuctionRead, LeaseState};
+use gpuchain_reputation::ReputationRead;
+use gpuchain_slashing::SlashingRead;
+use gpuchain_types::{MemState, ModuleError};
 
 use crate::test_utils::*;
+use crate::{
+    challenge_commitment, module_account, CaseOutcome, CaseStage, MsgAppeal, MsgBondVerifier,
+    MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge, MsgSubmitVerdict,
+    MsgUnbondVerifier, VerdictKind, VerifyError, VerifyMsg, VerifyRead,
+};
+
+fn verdict(lease_id: u64, v: VerdictKind) -> VerifyMsg {
+    VerifyMsg::SubmitVerdict(MsgSubmitVerdict {
+        lease_id,
+        output_hash: [4; 32],
+        verdict: v,
+    })
+}
+
+fn seed(a: &gpuchain_types::Address) -> u8 {
+    a.0[0]
+}
+
+/// A k = 1 order from client 1 won by provider 10, delivered at 5, sampled for audit and
+/// assigned in the end-block of 5. Returns (lease id, assigned verifier seed).
+fn audited(chain: &mut Chain) -> (u64, u8) {
+    let order = chain.cleared_order(1, 1, &[10]);
+    chain.deliver(5, order, &[[5; 32]]);
+    chain.end_block(5);
+    let lease = chain.state.leases_of_order(order)[0].clone();
+    assert_eq!(lease.state, LeaseState::AuditPending);
+    let case = chain.state.case(lease.id).unwrap();
+    (lease.id, seed(&case.assignee.unwrap()))
+}
+
+#[test]
+fn verifiers_register_bond_and_unbond_through_the_queue() {
+    let mut chain = Chain::new();
+    let n = NEWCOMER;
+    let reg = |bond| VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
+    assert_eq!(chain.exec(1, n, reg(0)), Err(VerifyError::ZeroAmount));
+    assert_eq!(
+        chain.exec(1, n, reg(GPU)),
+        Err(VerifyError::BelowMinStake {
+            bond: GPU,
+            min: 100 * GPU
+        })
+    );
+    assert!(matches!(
+        chain.exec(1, n, reg(600 * GPU)),
+        Err(VerifyError::InsufficientFunds { .. })
+    ));
+    assert_eq!(
+        chain.exec(1, 30, reg(100 * GPU)),
+        Err(VerifyError::VerifierExists(addr(30)))
+    );
+    chain.exec(1, n, reg(100 * GPU)).unwrap();
+    assert_eq!(chain.balance(&addr(n)), 400 * GPU);
+    assert!(chain
+        .state
+        .verifier(&addr(n))
+        .unwrap()
+        .is_eligible(100 * GPU, 1));
+
+    let bond = |amount| VerifyMsg::BondVerifier(MsgBondVerifier { amount });
+    let unbond = |amount| VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount });
+    assert_eq!(chain.exec(2, n, bond(0)), Err(VerifyError::ZeroAmount));
+    assert_eq!(
+        chain.exec(2, 1, bond(GPU)),
+        Err(VerifyError::NotAVerifier(addr(1)))
+    );
+    assert!(matches!(
+        chain.exec(2, n, bond(1_000 * GPU)),
+        Err(VerifyError::InsufficientFunds { .. })
+    ));
+    chain.exec(2, n, bond(50 * GPU)).unwrap();
+    assert_eq!(chain.state.verifier(&addr(n)).unwrap().bonded, 150 * GPU);
+    assert_eq!(chain.exec(2, n, unbond(0)), Err(VerifyError::ZeroAmount));
+    assert_eq!(
+        chain.exec(2, 1, unbond(GPU)),
+        Err(VerifyError::NotAVerifier(addr(1)))
+    );
+    assert_eq!(
+        chain.exec(2, n, unbond(151 * GPU)),
+        Err(VerifyError::InsufficientBond {
+            bonded: 150 * GPU,
+            requested: 151 * GPU
+        })
+    );
+    chain.exec(2, n, unbond(60 * GPU)).unwrap();
+    let v = chain.state.verifier(&addr(n)).unwrap();
+    assert_eq!(v.bonded, 90 * GPU);
+    assert!(!v.is_eligible(100 * GPU, 2), "below the minimum: not drawn");
+    assert_eq!(chain.balance(&module_account::verify_unbonding()), 60 * GPU);
+    chain.run_to(2, 11);
+    assert_eq!(chain.balance(&addr(n)), 350 * GPU, "not before height 12");
+    chain.end_block(12);
+    assert_eq!(chain.balance(&addr(n)), 410 * GPU);
+    assert_eq!(chain.balance(&module_account::verify_unbonding()), 0);
+    assert_eq!(chain.events_of("verify.unbonding_completed").len(), 1);
+}
+
+#[test]
+fn a_sampled_lease_is_assigned_in_the_same_block_deterministically() {
+    let mut a = Chain::new();
+    let mut b = Chain::new();
+    let (lease, assignee) = audited(&mut a);
+    let (lease_b, assignee_b) = audited(&mut b);
+    assert_eq!(
+        (lease, assignee),
+        (lease_b, assignee_b),
+        "same blocks, same draw"
+    );
+    assert_eq!(a.state, b.state, "replicas agree on every byte");
+    assert!(VERIFIERS.contains(&assignee));
+    let case = a.state.case(lease).unwrap();
+    assert_eq!(case.deadline_height, 10, "assigned at 5, deadline 5 blocks");
+    assert_eq!(case.stage, CaseStage::AwaitingVerdict);
+    let event = a.events_of("verify.assigned")[0].clone();
+    assert_eq!(event.get("lease_id"), Some(lease.to_string().as_str()));
+    assert_eq!(
+        event.get("verifier"),
+        Some(addr(assignee).to_string().as_str())
+    );
+    assert_eq!(event.get("deadline"), Some("10"));
+    assert_eq!(a.state.verifier(&addr(assignee)).unwrap().open_cases, 1);
+    // Another block hash draws among the same candidates by another seed; over many leases
+    // every verifier is drawn and never the provider or the client.
+    let mut case = case;
+    case.served.clear();
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..300u64 {
+        case.lease_id = i;
+        let drawn = crate::assign::draw(&a.state, &ctx(5 + i), &case).unwrap();
+        assert!(drawn != case.provider && drawn != case.client);
+        seen.insert(seed(&drawn));
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), VERIFIERS.to_vec());
+    case.served = VERIFIERS.iter().map(|&v| addr(v)).collect();
+    assert_eq!(crate::assign::draw(&a.state, &ctx(5), &case), None);
+}
+
+#[test]
+fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
+    let mut chain = Chain::new();
+    let (lease, v) = audited(&mut chain);
+    let other = VERIFIERS.iter().copied().find(|x| *x != v).unwrap();
+    let fee_before = chain.balance(&addr(v));
+    assert_eq!(
+        chain.exec(6, other, verdict(lease, VerdictKind::Honest)),
+        Err(VerifyError::NotAssigned {
+            lease_id: lease,
+            signer: addr(other)
+        })
+    );
+    assert_eq!(
+        chain.exec(6, v, verdict(99, VerdictKind::Honest)),
+        Err(VerifyError::NoCase(99))
+    );
+    assert_eq!(
+        chain.exec(11, v, verdict(lease, VerdictKind::Honest)),
+        Err(VerifyError::VerdictTooLate {
+            deadline: 10,
+            height: 11
+        })
+    );
+    chain
+        .exec(6, v, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    assert_eq!(
+        chain.exec(6, v, verdict(lease, VerdictKind::Honest)),
+        Err(VerifyError::NotAwaitingVerdict(lease))
+    );
+    chain.run_to(6, 8);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    chain.end_block(9);
+    let l = chain.state.lease(lease).unwrap();
+    assert_eq!(
+        l.state,
+        LeaseState::Accepted,
+        "applied when the window closed"
+    );
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
+    assert_eq!(
+        chain.balance(&addr(v)),
+        fee_before + GPU,
+        "audit fee = the price"
+    );
+    assert_eq!(chain.state.verifier(&addr(v)).unwrap().open_cases, 0);
+    let provider_before = chain.balance(&addr(10));
+    chain.run_to(10, 13);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+    assert!(chain.balance(&addr(10)) > provider_before);
+    assert!(chain.state.reputation(&addr(10)).challenges_passed >= 1);
+}
+
+#[test]
+fn a_faulty_verdict_slashes_the_provider_refunds_the_client_and_rewards_the_verifier() {
+    let mut chain = Chain::new();
+    let (lease, v) = audited(&mut chain);
+    let (client, verifier) = (chain.balance(&addr(1)), chain.balance(&addr(v)));
+    let score = chain.state.score(&addr(10), 6);
+    chain
+        .exec(6, v, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    chain.run_to(6, 9);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Faulted);
+    let slash = &chain.state.slash_records_of(&addr(10))[0];
+    assert_eq!(slash.outcome.slashed, 300 * GPU);
+    assert_eq!(slash.prover, Some(addr(v)));
+    assert_eq!(
+        chain.balance(&addr(1)),
+        client + GPU + slash.outcome.to_client
+    );
+    assert_eq!(
+        chain.balance(&addr(v)),
+        verifier + slash.outcome.to_prover + GPU,
+        "prover share and audit fee"
+    );
+    assert!(chain.state.score(&addr(10), 9) < score);
+}
+
+#[test]
+fn a_missed_deadline_slashes_the_verifier_and_reassigns_once_then_the_fallback_applies() {
+    let mut chain = Chain::new();
+    let (lease, first) = audited(&mut chain);
+    let pool = chain.balance(&verification_pool());
+    chain.run_to(6, 10);
+    let v = chain.state.verifier(&addr(first)).unwrap();
+    assert_eq!(v.bonded, 196 * GPU, "2% of 200 GPU");
+    assert_eq!((v.misses, v.open_cases, v.jailed_until), (1, 0, 30));
+    assert_eq!(chain.balance(&verification_pool()), pool + 4 * GPU);
+    let case = chain.state.case(lease).unwrap();
+    let second = seed(&case.assignee.unwrap());
+    assert_ne!(second, first, "reassigned to another verifier");
+    assert!(case.reassigned);
+    assert_eq!(case.deadline_height, 15);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().verdict_deadline_height,
+        Some(16)
+    );
+    assert_eq!(
+        chain.exec(11, first, verdict(lease, VerdictKind::Honest)),
+        Err(VerifyError::NotAssigned {
+            lease_id: lease,
+            signer: addr(first)
+        })
+    );
+    chain.run_to(11, 15);
+    assert_eq!(chain.state.verifier(&addr(second)).unwrap().misses, 1);
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(
+        (case.stage, case.outcome),
+        (CaseStage::Closed, CaseOutcome::NoVerdict)
+    );
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    chain.end_block(16);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted,
+        "the auction's audit fallback"
+    );
+    assert_eq!(chain.events_of("verify.verifier_slashed").len(), 2);
+}
+
+#[test]
+fn an_appeal_overturned_by_two_verifiers_slashes_the_first_and_returns_the_deposit() {
+    let mut chain = Chain::new();
+    let (lease, a) = audited(&mut chain);
+    chain
+        .exec(6, a, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    let appeal = VerifyMsg::Appeal(MsgAppeal { lease_id: lease });
+    assert_eq!(
+        chain.exec(7, 1, appeal.clone()),
+        Err(VerifyError::NotAppellant(addr(1)))
+    );
+    assert_eq!(
+        chain.exec(7, 10, VerifyMsg::Appeal(MsgAppeal { lease_id: 77 })),
+        Err(VerifyError::NoCase(77))
+    );
+    assert_eq!(
+        chain.exec(10, 10, appeal.clone()),
+        Err(VerifyError::AppealWindowClosed { end: 9 })
+    );
+    let provider = chain.balance(&addr(10));
+    chain.exec(7, 10, appeal.clone()).unwrap();
+    assert_eq!(
+        chain.exec(7, 10, appeal.clone()),
+        Err(VerifyError::NotAppealable(lease))
+    );
+    assert_eq!(chain.balance(&addr(10)), provider - 10 * GPU);
+    let case = chain.state.case(lease).unwrap();
+    let b = seed(&case.assignee.unwrap());
+    assert_ne!(b, a);
+    assert_eq!((case.round, case.deadline_height), (1, 12));
+    chain
+        .exec(8, b, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    let case = chain.state.case(lease).unwrap();
+    let c = seed(&case.assignee.unwrap());
+    assert!(c != a && c != b, "the tie-breaker is the third verifier");
+    assert_eq!(case.round, 2);
+    let (fee_b, fee_c) = (chain.balance(&addr(b)), chain.balance(&addr(c)));
+    chain
+        .exec(9, c, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.end_block(9);
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
+    let first = chain.state.verifier(&addr(a)).unwrap();
+    assert_eq!(
+        (first.bonded, first.overturned),
+        (140 * GPU, 1),
+        "30% of 200 GPU"
+    );
+    // Deposit back plus half of the 60 GPU slash.
+    assert_eq!(chain.balance(&addr(10)), provider + 30 * GPU);
+    assert_eq!(chain.balance(&addr(b)), fee_b + GPU);
+    assert_eq!(chain.balance(&addr(c)), fee_c + GPU);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+    assert!(
+        chain.state.slash_records_of(&addr(10)).is_empty(),
+        "never slashed"
+    );
+    assert_eq!(chain.balance(&module_account::verify_appeals()), 0);
+    let settled = chain.events_of("verify.settled")[0].clone();
+    assert_eq!(settled.get("overturned"), Some("true"));
+}
+
+#[test]
+fn an_appeal_the_second_verifier_confirms_forfeits_the_deposit() {
+    let mut chain = Chain::new();
+    let (lease, a) = audited(&mut chain);
+    chain
+        .exec(6, a, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    let appeal = VerifyMsg::Appeal(MsgAppeal { lease_id: lease });
+    assert_eq!(
+        chain.exec(7, 10, appeal.clone()),
+        Err(VerifyError::NotAppellant(addr(10)))
+    );
+    let pool = chain.balance(&verification_pool());
+    chain.exec(7, 1, appeal).unwrap();
+    let b = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    chain
+        .exec(8, b, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.end_block(8);
+    assert_eq!(
+        chain.state.case(lease).unwrap().outcome,
+        CaseOutcome::Settled(VerdictKind::Honest)
+    );
+    // The pool got the 10 GPU deposit and paid two 1 GPU fees.
+    assert_eq!(
+        chain.balance(&verification_pool()),
+        pool + 10 * GPU - 2 * GPU
+    );
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+}
+
+#[test]
+fn an_appeal_without_any_other_verifier_is_refused() {
+    let mut chain = Chain::with(auction_params(), verify_params(), &[30]);
+    let (lease, a) = audited(&mut chain);
+    assert_eq!(a, 30);
+    chain
+        .exec(6, a, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    assert_eq!(
+        chain.exec(7, 10, VerifyMsg::Appeal(MsgAppeal { lease_id: lease })),
+        Err(VerifyError::NoVerifierAvailable(lease))
+    );
+    let poor = crate::VerifyParams {
+        appeal_deposit: 10_000 * GPU,
+        ..verify_params()
+    };
+    let mut chain = Chain::with(auction_params(), poor, &VERIFIERS);
+    let (lease, a) = audited(&mut chain);
+    chain
+        .exec(6, a, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    assert!(matches!(
+        chain.exec(7, 10, VerifyMsg::Appeal(MsgAppeal { lease_id: lease })),
+        Err(VerifyError::InsufficientFunds { .. })
+    ));
+}
+
+#[test]
+fn without_verifiers_the_auction_fallback_applies() {
+    let mut chain = Chain::with(auction_params(), verify_params(), &[]);
+    let order = chain.cleared_order(1, 1, &[10]);
+    chain.deliver(5, order, &[[5; 32]]);
+    chain.run_to(5, 10);
+    let lease = chain.state.leases_of_order(order)[0].id;
+    assert!(chain.state.case(lease).is_none());
+    chain.end_block(11);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+}
+
+#[test]
+fn disputed_replicas_each_get_a_verifier_that_is_not_a_replica() {
+    let mut chain = Chain::new();
+    let order = chain.cleared_order(1, 1, &[10, 11]);
+    chain.deliver(5, order, &[[1; 32], [2; 32]]);
+    chain.end_block(5);
+    for lease in chain.state.leases_of_order(order) {
+        assert_eq!(lease.state, LeaseState::Disputed);
+        let case = chain.state.case(lease.id).unwrap();
+        let v = case.assignee.unwrap();
+        assert!(v != addr(10) && v != addr(11) && v != addr(1));
+    }
+}
+
+/// A ringer: verifier 30 commits at 1 for poster client 2, which posts a k = 1 order at 2,
+/// won by provider 10, which returns `result` at 6. Audits are off, so the lease is accepted.
+fn ringer(result: [u8; 32]) -> (Chain, u64, u64) {
+    let no_audits = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..auction_params()
+    };
+    let mut chain = Chain::with(no_audits, verify_params(), &VERIFIERS);
+    let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
+    chain
+        .exec(
+            1,
+            30,
+            VerifyMsg::CommitChallenge(MsgCommitChallenge { commitment: c }),
+        )
+        .unwrap();
+    chain.end_block(1);
+    let order = chain.cleared_order(2, 2, &[10]);
+    chain.deliver(6, order, &[result]);
+    (chain, 0, order)
+}
+
+fn reveal(challenge_id: u64, order_id: u64, salt: u8) -> VerifyMsg {
+    VerifyMsg::RevealChallenge(MsgRevealChallenge {
+        challenge_id,
+        order_id,
+        expected_output_hash: [5; 32],
+        salt: [salt; 32],
+    })
+}
+
+#[test]
+fn a_ringer_answered_correctly_is_a_passed_challenge_reimbursed_by_the_pool() {
+    let (mut chain, id, order) = ringer([5; 32]);
+    let lease = chain.state.leases_of_order(order)[0].id;
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+    assert_eq!(
+        chain.exec(7, 30, reveal(9, order, 8)),
+        Err(VerifyError::UnknownChallenge(9))
+    );
+    assert_eq!(
+        chain.exec(7, 31, reveal(id, order, 8)),
+        Err(VerifyError::NotChallengeOwner(addr(31)))
+    );
+    assert_eq!(
+        chain.exec(7, 30, reveal(id, 99, 8)),
+        Err(VerifyError::UnknownOrder(99))
+    );
+    assert_eq!(
+        chain.exec(7, 30, reveal(id, order, 7)),
+        Err(VerifyError::ChallengeMismatch)
+    );
+    let verifier = chain.balance(&addr(30));
+    chain.exec(7, 30, reveal(id, order, 8)).unwrap();
+    assert_eq!(chain.state.reputation(&addr(10)).challenges_passed, 1);
+    // k × clearing price + 2% verification fee.
+    assert_eq!(chain.balance(&addr(30)), verifier + GPU + 20_000);
+    assert!(chain.state.challenge(id).is_none());
+    assert_eq!(chain.state.verifier(&addr(30)).unwrap().open_challenges, 0);
+    let e = chain.events_of("verify.challenge_revealed")[0].clone();
+    assert_eq!((e.get("passed"), e.get("failed")), (Some("1"), Some("0")));
+    // The order cannot be used again.
+    let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
+    chain
+        .exec(
+            8,
+            30,
+            VerifyMsg::CommitChallenge(MsgCommitChallenge { commitment: c }),
+        )
+        .unwrap();
+    assert_eq!(
+        chain.exec(8, 30, reveal(1, order, 8)),
+        Err(VerifyError::OrderAlreadyChallenged(order))
+    );
+    chain.run_to(7, 12);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+}
+
+#[test]
+fn a_ringer_answered_wrongly_is_the_verifiers_faulty_verdict_and_slashes_after_the_window() {
+    let (mut chain, id, order) = ringer([6; 32]);
+    let lease = chain.state.leases_of_order(order)[0].id;
+    chain.exec(7, 30, reveal(id, order, 8)).unwrap();
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.stage, CaseStage::AppealWindow);
+    assert_eq!(case.challenge_id, Some(id));
+    assert_eq!(case.verdicts[0].verdict, VerdictKind::Faulty);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().payout_height,
+        Some(11),
+        "payout held past the appeal window"
+    );
+    chain.run_to(7, 10);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Faulted);
+    let slash = &chain.state.slash_records_of(&addr(10))[0];
+    assert_eq!(slash.prover, Some(addr(30)));
+    assert_eq!(chain.state.verifier(&addr(30)).unwrap().open_cases, 0);
+}
+
+#[test]
+fn ringer_reveals_that_prove_nothing_are_refused() {
+    // Not judged yet: the provider has not revealed.
+    let no_audits = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..auction_params()
+    };
+    let mut chain = Chain::with(no_audits, verify_params(), &VERIFIERS);
+    let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
+    let commit = VerifyMsg::CommitChallenge(MsgCommitChallenge { commitment: c });
+    chain.exec(1, 30, commit.clone()).unwrap();
+    chain.exec(1, 30, commit.clone()).unwrap();
+    assert_eq!(
+        chain.exec(1, 30, commit.clone()),
+        Err(VerifyError::TooManyChallenges(2))
+    );
+    assert_eq!(
+        chain.exec(1, NEWCOMER, commit.clone()),
+        Err(VerifyError::NotAVerifier(addr(NEWCOMER)))
+    );
+    let order = chain.cleared_order(1, 2, &[10]);
+    assert_eq!(
+        chain.exec(5, 30, reveal(0, order, 8)),
+        Err(VerifyError::ChallengeNotBeforeOrder {
+            committed: 1,
+            posted: 1
+        })
+    );
+    let order2 = chain.cleared_order(5, 2, &[11]);
+    assert_eq!(
+        chain.exec(9, 30, reveal(0, order2, 8)),
+        Err(VerifyError::OrderNotJudged(order2))
+    );
+    // Expiry frees the slot.
+    chain.run_to(9, 51);
+    assert_eq!(chain.state.verifier(&addr(30)).unwrap().open_challenges, 0);
+    assert_eq!(chain.events_of("verify.challenge_expired").len(), 2);
+}
+
+#[test]
+fn a_jailed_verifier_cannot_commit_challenges_or_be_drawn() {
+    let mut chain = Chain::new();
+    let (lease, first) = audited(&mut chain);
+    chain.run_to(6, 10);
+    let c = VerifyMsg::CommitChallenge(MsgCommitChallenge {
+        commitment: [0; 32],
+    });
+    assert_eq!(
+        chain.exec(11, first, c),
+        Err(VerifyError::VerifierJailed {
+            verifier: addr(first),
+            until: 30
+        })
+    );
+    assert!(!chain
+        .state
+        .eligible_verifiers(11)
+        .iter()
+        .any(|v| v.operator == addr(first)));
+    let _ = lease;
+}
+
+#[test]
+fn unbonding_below_the_minimum_waits_for_open_cases() {
+    let mut chain = Chain::new();
+    let (_lease, v) = audited(&mut chain);
+    assert_eq!(
+        chain.exec(
+            6,
+            v,
+            VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: 150 * GPU })
+        ),
+        Err(VerifyError::UnbondWithOpenCases {
+            remaining: 50 * GPU,
+            min: 100 * GPU,
+            open_cases: 1
+        })
+    );
+    chain
+        .exec(
+            6,
+            v,
+            VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: 100 * GPU }),
+        )
+        .unwrap();
+}
+
+#[test]
+fn error_codes_are_distinct_and_in_the_verify_range() {
+    let a = addr(1);
+    let all = [
+        VerifyError::ZeroAmount,
+        VerifyError::InsufficientFunds {
+            address: a,
+            available: 0,
+            required: 1,
+        },
+        VerifyError::BelowMinStake { bond: 0, min: 1 },
+        VerifyError::VerifierExists(a),
+        VerifyError::NotAVerifier(a),
+        VerifyError::InsufficientBond {
+            bonded: 0,
+            requested: 1,
+        },
+        VerifyError::UnbondWithOpenCases {
+            remaining: 0,
+            min: 1,
+            open_cases: 1,
+        },
+        VerifyError::NoCase(0),
+        VerifyError::NotAssigned {
+            lease_id: 0,
+            signer: a,
+        },
+        VerifyError::VerdictTooLate {
+            deadline: 0,
+            height: 1,
+        },
+        VerifyError::NotAwaitingVerdict(0),
+        VerifyError::NotAppealable(0),
+        VerifyError::AppealWindowClosed { end: 0 },
+        VerifyError::NotAppellant(a),
+        VerifyError::NoVerifierAvailable(0),
+        VerifyError::VerifierJailed {
+            verifier: a,
+            until: 1,
+        },
+        VerifyError::TooManyChallenges(1),
+        VerifyError::UnknownChallenge(0),
+        VerifyError::NotChallengeOwner(a),
+        VerifyError::ChallengeMismatch,
+        VerifyError::ChallengeNotBeforeOrder {
+            committed: 1,
+            posted: 1,
+        },
+        VerifyError::UnknownOrder(0),
+        VerifyError::OrderNotJudged(0),
+        VerifyError::OrderAlreadyChallenged(0),
+        VerifyError::Overflow,
+        VerifyError::InvalidParams(String::new()),
+        VerifyError::Bank(gpuchain_bank::BankError::ZeroAmount),
+        VerifyError::Auction(gpuchain_auction::AuctionError::Overflow),
+        VerifyError::Reputation(gpuchain_reputation::ReputationError::Overflow),
+    ];
+    let mut codes: Vec<u32> = all.iter().map(|e| e.code()).collect();
+    assert_eq!(codes, (101..=129).collect::<Vec<u32>>());
+    codes.dedup();
+    assert!(all.iter().all(|e| e.codespace() == "verify"));
+    let _ = MemState::new();
+}
