@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use gpuchain_auction::{
-    AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgRevealResult,
-    MsgWithdrawRewards, Requirements, TooFewBids,
+    AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder,
+    MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards, Requirements, TooFewBids,
 };
 use gpuchain_jobspec::JobSpec;
 use gpuchain_tx::Msg;
@@ -69,6 +69,14 @@ pub(crate) enum AuctionTx {
         /// The salt used in the commitment.
         #[arg(long)]
         salt: String,
+    },
+    /// Hand a lease back before its commit deadline (the provider cannot honour it): the
+    /// client is refunded now and the smaller abandoned-lease slash applies.
+    Release {
+        /// Provider key.
+        from: String,
+        /// Lease id.
+        lease_id: u64,
     },
     /// Withdraw accrued validator rewards.
     WithdrawRewards {
@@ -228,6 +236,12 @@ pub(crate) fn auction_msg<'a>(
                 lease_id: *lease_id,
                 result_hash: hex32(result_hash, "--result-hash")?,
                 salt: hex32(salt, "--salt")?,
+            })),
+        ),
+        AuctionTx::Release { from, lease_id } => (
+            from,
+            msg(AuctionMsg::ReleaseLease(MsgReleaseLease {
+                lease_id: *lease_id,
             })),
         ),
         AuctionTx::WithdrawRewards { from } => (

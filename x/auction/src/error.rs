@@ -50,6 +50,14 @@ pub enum AuctionError {
         /// `max_text_len`.
         max: u32,
     },
+    /// A lease can be handed back only up to its commit deadline; after it, it is missed.
+    #[error("lease can be released up to height {deadline}; it is {height}")]
+    ReleaseTooLate {
+        /// The lease's commit deadline.
+        deadline: u64,
+        /// Current height.
+        height: u64,
+    },
     /// The signer cannot pay.
     #[error("insufficient funds: {address} has {available} ugpu, needs {required} ugpu")]
     InsufficientFunds {
@@ -208,6 +216,7 @@ impl ModuleError for AuctionError {
             AuctionError::Staking(_) => 31,
             AuctionError::Slashing(_) => 32,
             AuctionError::Reputation(_) => 33,
+            AuctionError::ReleaseTooLate { .. } => 34,
         }
     }
 }

@@ -37,8 +37,8 @@ pub use error::AuctionError;
 pub use events::*;
 pub use genesis::AuctionGenesis;
 pub use msgs::{
-    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgRevealResult,
-    MsgWithdrawRewards,
+    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgReleaseLease,
+    MsgRevealResult, MsgWithdrawRewards,
 };
 pub use params::{AuctionParams, MAX_REPLICAS};
 pub use verify::{apply_verdict, commitment, hold_lease, Verdict};
@@ -235,6 +235,9 @@ pub enum LeaseState {
     Missed,
     /// Variant 9: no verdict came in time; client refunded, nobody slashed (final).
     Refunded,
+    /// Variant 10: handed back by its provider before the deadline; client refunded,
+    /// provider slashed the abandoned-lease share (final).
+    Released,
 }
 
 impl LeaseState {
@@ -242,7 +245,11 @@ impl LeaseState {
     pub fn is_final(&self) -> bool {
         matches!(
             self,
-            LeaseState::Paid | LeaseState::Faulted | LeaseState::Missed | LeaseState::Refunded
+            LeaseState::Paid
+                | LeaseState::Faulted
+                | LeaseState::Missed
+                | LeaseState::Refunded
+                | LeaseState::Released
         )
     }
 
@@ -264,6 +271,7 @@ impl LeaseState {
             LeaseState::Faulted => "faulted",
             LeaseState::Missed => "missed",
             LeaseState::Refunded => "refunded",
+            LeaseState::Released => "released",
         }
     }
 }

@@ -63,6 +63,15 @@ pub struct MsgRevealResult {
     pub salt: [u8; 32],
 }
 
+/// Hands a lease back before its commit deadline: the provider cannot honour it. The client
+/// is refunded the replica at once and the provider is slashed the (smaller) abandoned-lease
+/// share instead of waiting out the deadline for the missed-deadline slash.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgReleaseLease {
+    /// Lease.
+    pub lease_id: u64,
+}
+
 /// Withdraws the signer's accrued validator rewards.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct MsgWithdrawRewards {}
@@ -85,6 +94,8 @@ pub enum AuctionMsg {
     RevealResult(MsgRevealResult),
     /// Variant 5.
     WithdrawRewards(MsgWithdrawRewards),
+    /// Variant 6.
+    ReleaseLease(MsgReleaseLease),
 }
 
 impl AuctionMsg {
@@ -97,6 +108,7 @@ impl AuctionMsg {
             AuctionMsg::CommitResult(_) => "auction.commit_result",
             AuctionMsg::RevealResult(_) => "auction.reveal_result",
             AuctionMsg::WithdrawRewards(_) => "auction.withdraw_rewards",
+            AuctionMsg::ReleaseLease(_) => "auction.release_lease",
         }
     }
 }

@@ -214,6 +214,18 @@ pub(crate) fn finish(
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault)?;
         }
+        LeaseState::Released => {
+            refund(state, &mut order, lease.price, "released")?;
+            slash_provider(
+                state,
+                ctx,
+                &lease.provider,
+                FaultKind::AbandonedLease,
+                &order.client,
+                None,
+            )?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
+        }
         _ => refund(state, &mut order, lease.price, "unresolved")?,
     }
     state.decrement_open_leases(&lease.provider)?;

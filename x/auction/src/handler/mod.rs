@@ -6,6 +6,7 @@ mod bid;
 mod cancel_order;
 mod commit_result;
 mod post_order;
+mod release_lease;
 mod reveal_result;
 mod withdraw_rewards;
 
@@ -36,6 +37,7 @@ pub fn execute(
         AuctionMsg::CommitResult(m) => commit_result::execute(state, ctx, signer, m),
         AuctionMsg::RevealResult(m) => reveal_result::execute(state, ctx, signer, m),
         AuctionMsg::WithdrawRewards(_) => withdraw_rewards::execute(state, signer),
+        AuctionMsg::ReleaseLease(m) => release_lease::execute(state, ctx, signer, m),
     }
 }
 

@@ -11,8 +11,8 @@ use gpuchain_types::{MemState, ModuleError, Overlay};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, commitment, module_account, AuctionError, AuctionMsg, AuctionParams,
-    AuctionRead, LeaseState, MsgBid, MsgCancelOrder, MsgCommitResult, MsgRevealResult,
-    MsgWithdrawRewards, OrderState, TooFewBids, Verdict,
+    AuctionRead, LeaseState, MsgBid, MsgCancelOrder, MsgCommitResult, MsgReleaseLease,
+    MsgRevealResult, MsgWithdrawRewards, OrderState, TooFewBids, Verdict,
 };
 
 const MAX: u128 = 1_000_000;
@@ -324,6 +324,70 @@ fn a_missed_deadline_slashes_and_refunds_the_replica() {
 }
 
 #[test]
+fn a_released_lease_refunds_at_once_and_slashes_less_than_a_miss() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(
+        &mut chain,
+        2,
+        &[(10, 600_000), (11, 700_000), (12, 900_000)],
+    );
+    let client_after_clearing = chain.balance(1);
+    let (l10, l11) = (lease_of(&chain, id, 10), lease_of(&chain, id, 11));
+    let release = |lease_id| AuctionMsg::ReleaseLease(MsgReleaseLease { lease_id });
+
+    // Only the lease's provider may hand it back, and only while it is open or committed.
+    let before = chain.state.clone();
+    assert_eq!(
+        chain.exec(5, 10, release(l11)).unwrap_err(),
+        AuctionError::NotLeaseProvider(addr(10))
+    );
+    assert_eq!(chain.state, before, "a refused release changes nothing");
+
+    chain.exec(5, 11, release(l11)).unwrap();
+    let lease = chain.state.lease(l11).unwrap();
+    assert_eq!(lease.state, LeaseState::Released);
+    let slash = chain.state.slash_records_of(&addr(11));
+    assert_eq!(slash.len(), 1);
+    assert_eq!(slash[0].outcome.slashed, 20 * GPU, "2% of a 1,000 GPU bond, not 5%");
+    assert_eq!(
+        chain.balance(1),
+        client_after_clearing + 900_000 + slash[0].outcome.to_client,
+        "the replica is refunded at once"
+    );
+    assert_eq!(chain.state.open_leases(&addr(11)), 0);
+    assert!(matches!(
+        chain.exec(6, 11, release(l11)).unwrap_err(),
+        AuctionError::WrongLeaseState { .. }
+    ));
+
+    // The remaining replica no longer waits for the released one to reveal.
+    chain.exec(6, 10, commit_msg(10, l10, [3; 32])).unwrap();
+    chain.exec(7, 10, reveal_msg(10, l10, [3; 32])).unwrap();
+    for h in 7..=30 {
+        chain.end_block(h);
+    }
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
+    assert_eq!(chain.state.balance(&module_account::escrow()), 0);
+
+    // After the commit deadline a lease is missed, not released.
+    let id = post(&mut chain, 31, 1, 1);
+    chain.end_block(31);
+    bid(&mut chain, 32, 12, id, 500_000);
+    for h in 32..=34 {
+        chain.end_block(h);
+    }
+    let l12 = lease_of(&chain, id, 12);
+    let deadline = chain.state.lease(l12).unwrap().deadline_height;
+    assert_eq!(
+        chain.exec(deadline + 1, 12, release(l12)).unwrap_err(),
+        AuctionError::ReleaseTooLate {
+            deadline,
+            height: deadline + 1
+        }
+    );
+}
+
+#[test]
 fn cancel_before_clearing_refunds_everything() {
     let mut chain = Chain::new(test_params());
     let before = chain.balance(1);
@@ -599,6 +663,10 @@ fn error_codes_are_unique() {
         AuctionError::NoRewards(a),
         AuctionError::VerdictNotPending(0),
         AuctionError::InvalidParams(String::new()),
+        AuctionError::ReleaseTooLate {
+            deadline: 0,
+            height: 0,
+        },
     ];
     let mut codes: Vec<u32> = all.iter().map(|e| e.code()).collect();
     codes.sort_unstable();
