@@ -2,6 +2,7 @@
 //! tests: key files, transaction building and signing, CometBFT RPC (through cosmrs's
 //! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash.
 
+pub mod follow;
 pub mod keys;
 mod proof;
 mod rpc;
