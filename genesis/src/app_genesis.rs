@@ -4,6 +4,7 @@ use gpuchain_reputation::ReputationGenesis;
 use gpuchain_slashing::SlashingGenesis;
 use gpuchain_staking::StakingGenesis;
 use gpuchain_tx::TxParams;
+use gpuchain_verify::VerifyGenesis;
 use serde::{Deserialize, Serialize};
 
 /// The application's genesis state, carried as `app_state` in CometBFT's genesis.json.
@@ -27,6 +28,9 @@ pub struct AppGenesis {
     /// Market parameters (no orders exist at genesis).
     #[serde(default)]
     pub auction: AuctionGenesis,
+    /// Verifiers and verification parameters.
+    #[serde(default)]
+    pub verify: VerifyGenesis,
 }
 
 impl AppGenesis {

@@ -244,6 +244,7 @@ fn end_block(
     }
     gpuchain_slashing::handle_commit_info(&mut fork, ctx, input.votes)?;
     gpuchain_auction::end_block(&mut fork, ctx)?;
+    gpuchain_verify::end_block(&mut fork, ctx)?;
     let updates = gpuchain_staking::end_block(&mut fork, ctx)?;
     fork.put(state_key::height().to_string(), &ctx.height);
     let (w, events) = fork.into_parts();

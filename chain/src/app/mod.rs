@@ -124,6 +124,10 @@ impl App {
             .auction
             .apply(&mut fork)
             .map_err(|e| anyhow::anyhow!("auction genesis: {e}"))?;
+        genesis
+            .verify
+            .apply(&mut fork)
+            .map_err(|e| anyhow::anyhow!("verify genesis: {e}"))?;
         let (writes, _) = fork.into_parts();
         let root = node.store.genesis_root(&writes)?;
         node.genesis = Some(writes);

@@ -4,6 +4,7 @@ use gpuchain_auction::AuctionRead;
 use gpuchain_bank::BankRead;
 use gpuchain_staking::StakingRead;
 use gpuchain_tx::Msg;
+use gpuchain_verify::VerifyRead;
 use gpuchain_types::{Address, AppError, BlockCtx, StateWrite};
 
 /// Runs one message on a fork of state; the caller discards the fork on error.
@@ -29,6 +30,10 @@ pub(crate) fn execute(
         Msg::Auction(m) => {
             gpuchain_auction::handler::check_stateless(m, &state.auction_params())?;
             gpuchain_auction::handler::execute(state, ctx, signer, m)?;
+        }
+        Msg::Verify(m) => {
+            gpuchain_verify::handler::check_stateless(m, &state.verify_params())?;
+            gpuchain_verify::handler::execute(state, ctx, signer, m)?;
         }
     }
     Ok(())

@@ -12,6 +12,7 @@ mod testnet;
 mod tx;
 mod tx_auction;
 mod tx_staking;
+mod verify;
 mod watch;
 
 use std::path::PathBuf;

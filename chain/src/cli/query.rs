@@ -21,6 +21,9 @@ pub(crate) enum QueryCmd {
     /// Orders, bids, leases and reputation.
     #[command(subcommand)]
     Auction(super::query_auction::AuctionQuery),
+    /// Verifiers, verification cases and challenges.
+    #[command(subcommand)]
+    Verify(super::verify::VerifyQuery),
     /// An account's next nonce.
     Account {
         /// Address (gpu1…).
@@ -86,6 +89,7 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
         QueryCmd::Staking(c) => super::query_staking::staking(&client, c, out).await?,
         QueryCmd::Slashing(c) => super::query_staking::slashing(&client, c, out).await?,
         QueryCmd::Auction(c) => super::query_auction::run(&client, c, out).await?,
+        QueryCmd::Verify(c) => super::verify::query(&client, c, out).await?,
         QueryCmd::Account { address } => {
             let nonce = client.nonce(address).await?;
             let value = json!({"address": address, "nonce": nonce});

@@ -27,6 +27,9 @@ pub(crate) enum TxCmd {
     /// The compute market: orders, bids, commit and reveal.
     #[command(subcommand)]
     Auction(super::tx_auction::AuctionTx),
+    /// Verifiers: bonds, verdicts, appeals and challenges.
+    #[command(subcommand)]
+    Verify(super::verify::VerifyTx),
 }
 
 #[derive(clap::Subcommand)]
@@ -151,6 +154,10 @@ pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode
             let store = keystore(cli)?;
             let (from, msg) =
                 super::tx_auction::auction_msg(c, |name| Ok(store.show(name)?.address))?;
+            (from, msg, "")
+        }
+        TxCmd::Verify(c) => {
+            let (from, msg) = super::verify::verify_msg(c)?;
             (from, msg, "")
         }
     };

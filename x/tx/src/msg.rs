@@ -3,6 +3,7 @@ use gpuchain_auction::AuctionMsg;
 use gpuchain_bank::BankMsg;
 use gpuchain_slashing::SlashingMsg;
 use gpuchain_staking::StakingMsg;
+use gpuchain_verify::VerifyMsg;
 use serde::{Deserialize, Serialize};
 
 /// Every message a transaction can carry, by module. The borsh variant index is part of the
@@ -18,6 +19,8 @@ pub enum Msg {
     Slashing(SlashingMsg),
     /// Variant 3: x/auction (orders, bids, commit-reveal, rewards).
     Auction(AuctionMsg),
+    /// Variant 4: x/verify (verifiers, verdicts, appeals, challenges).
+    Verify(VerifyMsg),
 }
 
 impl Msg {
@@ -29,6 +32,7 @@ impl Msg {
             Msg::Staking(m) => m.name(),
             Msg::Slashing(m) => m.name(),
             Msg::Auction(m) => m.name(),
+            Msg::Verify(m) => m.name(),
         }
     }
 }
