@@ -60,7 +60,7 @@ impl Default for AuctionParams {
             reveal_window_blocks: 20,
             challenge_window_blocks: 20,
             verdict_window_blocks: 100,
-            audit_min_ppm: 20_000,
+            audit_min_ppm: 60_000,
             audit_max_ppm: 300_000,
             validators_share_ppm: 500_000,
             community_share_ppm: 200_000,

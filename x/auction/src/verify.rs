@@ -327,7 +327,7 @@ mod tests {
         let params = AuctionParams::default();
         assert_eq!(audit_probability(0, &params), params.audit_max_ppm);
         assert_eq!(audit_probability(PPM_ONE, &params), params.audit_min_ppm);
-        assert_eq!(audit_probability(500_000, &params), 160_000);
+        assert_eq!(audit_probability(500_000, &params), 180_000);
         assert_eq!(audit_probability(u32::MAX, &params), params.audit_min_ppm);
     }
 

@@ -189,13 +189,13 @@ mod tests {
     #[test]
     fn the_lone_job_bound_is_documented_and_large_enough() {
         let s = defaults();
-        // 2% audits at the best reputation, 3% ringers: caught 4.94% of the time.
-        assert_eq!(lone_detection_ppm(PPM_ONE, &s.auction, &s.verify), 49_400);
-        assert_eq!(lone_detection_ppm(500_000, &s.auction, &s.verify), 185_200);
+        // 6% audits at the best reputation, 3% ringers: caught 8.82% of the time.
+        assert_eq!(lone_detection_ppm(PPM_ONE, &s.auction, &s.verify), 88_200);
+        assert_eq!(lone_detection_ppm(500_000, &s.auction, &s.verify), 204_600);
         let bound =
             lone_break_even_price(PPM_ONE, 1_000_000_000, &s.auction, &s.slashing, &s.verify);
-        // 300 GPU slash × 0.0494 / 0.9506 = 15.59 GPU per job at the minimum bond.
-        assert_eq!(bound / 10_000, 1_559);
+        // 300 GPU slash × 0.0882 / 0.9118 = 29.02 GPU per job at the minimum bond.
+        assert_eq!(bound / 10_000, 2_901);
         let above = Setting {
             price: bound + 1_000,
             cost: bound + 1_000,
