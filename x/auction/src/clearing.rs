@@ -11,7 +11,7 @@
 //! winners (with reputation weighting a winner may have asked more than the next bid; no
 //! winner is paid below its own ask). Bidding one's true cost is then the best strategy.
 
-use gpuchain_reputation::ReputationRead;
+use gpuchain_reputation::{decay, ReputationRead};
 use gpuchain_staking::StakingRead;
 use gpuchain_types::{Address, Amount, BlockCtx, Ppm, StateRead, PPM_ONE};
 
@@ -97,21 +97,29 @@ pub fn clear(
 
 /// The order's bids that may still win at `ctx.height`: the provider is eligible (bonded,
 /// not jailed) and its hardware meets the requirements; with their decayed scores.
+/// Parameters are read once and each provider record once (clearing touches every bid).
 pub fn eligible_bids(
     state: &impl StateRead,
     ctx: &BlockCtx,
     order: &Order,
 ) -> Vec<(Address, Amount, Ppm)> {
+    let min_stake = state.staking_params().min_provider_stake;
+    let half_life = state.reputation_params().half_life_blocks;
     state
         .bids(order.id)
         .into_iter()
         .filter(|b: &Bid| b.price <= order.max_price_per_replica)
-        .filter(|b| state.is_eligible_provider(&b.provider, ctx.height))
         .filter(|b| {
-            state
-                .provider(&b.provider)
-                .is_some_and(|p| order.requirements.matches(&p.attrs))
+            state.provider(&b.provider).is_some_and(|p| {
+                p.bonded >= min_stake
+                    && !p.is_jailed(ctx.height)
+                    && order.requirements.matches(&p.attrs)
+            })
         })
-        .map(|b| (b.provider, b.price, state.score(&b.provider, ctx.height)))
+        .map(|b| {
+            let r = state.reputation(&b.provider);
+            let blocks = ctx.height.saturating_sub(r.updated_height);
+            (b.provider, b.price, decay(r.score_ppm, blocks, half_life))
+        })
         .collect()
 }

@@ -27,8 +27,10 @@ mod params;
 #[cfg(test)]
 mod simulation;
 pub mod state_key;
-#[cfg(test)]
-mod test_utils;
+/// An in-memory chain for tests and benchmarks (feature `test-utils`).
+#[cfg(any(test, feature = "test-utils"))]
+#[doc(hidden)]
+pub mod test_utils;
 pub mod verify;
 mod view;
 

@@ -16,19 +16,19 @@ use crate::{
     ClassRequirement, MsgPostOrder, Requirements, TooFewBids,
 };
 
-pub(crate) const GPU: u128 = 1_000_000;
+pub const GPU: u128 = 1_000_000;
 /// Clients are accounts 1..=3.
-pub(crate) const CLIENTS: [u8; 3] = [1, 2, 3];
+pub const CLIENTS: [u8; 3] = [1, 2, 3];
 /// GPU providers 10..=13; provider 14 is CPU-only.
-pub(crate) const PROVIDERS: [u8; 5] = [10, 11, 12, 13, 14];
+pub const PROVIDERS: [u8; 5] = [10, 11, 12, 13, 14];
 /// The validator operator.
-pub(crate) const VALIDATOR: u8 = 20;
+pub const VALIDATOR: u8 = 20;
 
-pub(crate) fn addr(seed: u8) -> Address {
+pub fn addr(seed: u8) -> Address {
     Address([seed; 20])
 }
 
-pub(crate) fn ctx(height: u64) -> BlockCtx {
+pub fn ctx(height: u64) -> BlockCtx {
     BlockCtx {
         height,
         chain_id: "test".into(),
@@ -36,7 +36,7 @@ pub(crate) fn ctx(height: u64) -> BlockCtx {
     }
 }
 
-pub(crate) fn attrs(class: ProviderClass) -> ProviderAttrs {
+pub fn attrs(class: ProviderClass) -> ProviderAttrs {
     let gpu = class == ProviderClass::Gpu;
     ProviderAttrs {
         class,
@@ -55,7 +55,7 @@ pub(crate) fn attrs(class: ProviderClass) -> ProviderAttrs {
     }
 }
 
-pub(crate) fn job() -> JobSpec {
+pub fn job() -> JobSpec {
     let blob = |size| BlobRef {
         blake3: [7; 32],
         size,
@@ -74,7 +74,7 @@ pub(crate) fn job() -> JobSpec {
 }
 
 /// A GPU order: k replicas at `max` ugpu, bid window 3, execution deadline 5.
-pub(crate) fn order_msg(k: u32, max: u128) -> MsgPostOrder {
+pub fn order_msg(k: u32, max: u128) -> MsgPostOrder {
     MsgPostOrder {
         job: job(),
         requirements: Requirements {
@@ -93,7 +93,7 @@ pub(crate) fn order_msg(k: u32, max: u128) -> MsgPostOrder {
     }
 }
 
-pub(crate) fn test_params() -> AuctionParams {
+pub fn test_params() -> AuctionParams {
     AuctionParams {
         reveal_window_blocks: 3,
         challenge_window_blocks: 4,
@@ -102,27 +102,27 @@ pub(crate) fn test_params() -> AuctionParams {
     }
 }
 
-pub(crate) struct Chain {
-    pub(crate) state: MemState,
-    pub(crate) initial_supply: u128,
+pub struct Chain {
+    pub state: MemState,
+    pub initial_supply: u128,
     /// Every event kept so far, in order.
-    pub(crate) events: Vec<Event>,
+    pub events: Vec<Event>,
 }
 
 impl Chain {
-    pub(crate) fn new(params: AuctionParams) -> Chain {
+    pub fn new(params: AuctionParams) -> Chain {
         Chain::with_extra_providers(params, 0)
     }
 
     /// The address of the `i`-th extra GPU provider of [`Chain::with_extra_providers`].
-    pub(crate) fn extra_provider(i: u32) -> Address {
+    pub fn extra_provider(i: u32) -> Address {
         let mut bytes = [0xAA; 20];
         bytes[..4].copy_from_slice(&i.to_be_bytes());
         Address(bytes)
     }
 
     /// The fixture plus `extra` more GPU providers (100 GPU bond, 100 GPU spare each).
-    pub(crate) fn with_extra_providers(params: AuctionParams, extra: u32) -> Chain {
+    pub fn with_extra_providers(params: AuctionParams, extra: u32) -> Chain {
         let mut state = MemState::new();
         let mut fork = Overlay::new(&state);
         let mut balances: Vec<(Address, u128)> =
@@ -197,7 +197,7 @@ impl Chain {
     }
 
     /// Runs a message; keeps its writes only on success and checks a failure wrote nothing.
-    pub(crate) fn exec(
+    pub fn exec(
         &mut self,
         height: u64,
         signer: u8,
@@ -218,7 +218,7 @@ impl Chain {
     }
 
     /// Runs the auction end-block at `height` and checks the invariants.
-    pub(crate) fn end_block(&mut self, height: u64) {
+    pub fn end_block(&mut self, height: u64) {
         let mut fork = Overlay::new(&self.state);
         end_block(&mut fork, &ctx(height)).unwrap();
         let (writes, events) = fork.into_parts();
@@ -227,7 +227,7 @@ impl Chain {
         self.check(height);
     }
 
-    pub(crate) fn check(&self, height: u64) {
+    pub fn check(&self, height: u64) {
         let s = &self.state;
         let balances: u128 = s.all_balances().into_iter().map(|(_, a)| a).sum();
         assert_eq!(balances, s.supply(), "h{height}: balances == supply");
@@ -242,7 +242,7 @@ impl Chain {
         }
     }
 
-    pub(crate) fn balance(&self, seed: u8) -> u128 {
+    pub fn balance(&self, seed: u8) -> u128 {
         self.state.balance(&addr(seed))
     }
 }
