@@ -1,22 +1,36 @@
 //! `gpuchain-provider`: the agent a GPU owner runs.
 //!
-//! For now it has two commands that work without a chain: `probe` describes the machine's
-//! hardware (GPUs through NVML; a machine without NVML is described as CPU-only), and
-//! `run-job` runs any job spec locally — fetching its blobs, verifying their hashes and
-//! writing the result — so jobs can be tried before anything is posted on chain.
+//! `probe` describes the machine (GPUs through NVML; without NVML it is CPU-only), `run-job`
+//! runs a job spec locally, `init` writes a configuration file, `register`/`bond`/`unbond`/
+//! `withdraw` manage the provider's registration and stake with signed transactions, `run`
+//! is the daemon (follow blocks, bid, execute, commit, reveal, get paid; Prometheus
+//! metrics; durable local state) and `status` shows what it is doing.
 
+mod agent;
+mod attrs;
+mod chain;
 mod cli;
+mod config;
+mod dishonest;
+mod eligibility;
+mod metrics;
+mod pricing;
+mod state;
+mod store;
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = cli::Cli::parse();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        cli::LogFormat::Json => builder.json().init(),
+        cli::LogFormat::Text => builder.init(),
+    }
     match args.command.run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

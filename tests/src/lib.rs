@@ -4,7 +4,9 @@
 mod cli_json;
 mod net;
 mod ports;
+mod provider;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
 pub use net::{cli, gpuchaind_path, TestNet};
 pub use ports::free_port_block;
+pub use provider::{provider_cli, provider_path, AgentSpec, BlobHost, ProviderAgent};

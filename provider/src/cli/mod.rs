@@ -1,7 +1,13 @@
 //! Command-line interface: one file per subcommand.
 
+mod init;
 mod probe;
+mod run;
 mod run_job;
+mod stake;
+mod status;
+
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -9,8 +15,20 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "gpuchain-provider", version, about)]
 pub(crate) struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value = "text", env = "GPUCHAIN_LOG_FORMAT")]
+    pub(crate) log_format: LogFormat,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// Log format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Output format of commands that report something.
@@ -22,6 +40,14 @@ pub(crate) enum Output {
     Json,
 }
 
+/// `--config` shared by the chain-facing commands.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConfigArg {
+    /// Agent configuration file (written by `init`).
+    #[arg(long, env = "GPUCHAIN_PROVIDER_CONFIG", default_value = "provider.toml")]
+    pub(crate) config: PathBuf,
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -29,6 +55,20 @@ pub(crate) enum Command {
     Probe(probe::ProbeArgs),
     /// Run a job spec (JSON) locally, without a chain.
     RunJob(run_job::RunJobArgs),
+    /// Write a configuration file (key, endpoint, pricing, capacity).
+    Init(init::InitArgs),
+    /// Register this machine as a provider (probed hardware + bond), or update its attributes.
+    Register(stake::RegisterArgs),
+    /// Bond more stake.
+    Bond(stake::AmountArgs),
+    /// Start unbonding stake (returned after the unbonding period).
+    Unbond(stake::AmountArgs),
+    /// Leave the market and withdraw the whole bond (after the unbonding period).
+    Withdraw(stake::WithdrawArgs),
+    /// Run the agent: bid, execute, commit, reveal, get paid.
+    Run(run::RunArgs),
+    /// Show the agent's bids, leases, counters and on-chain account.
+    Status(status::StatusArgs),
 }
 
 impl Command {
@@ -36,6 +76,24 @@ impl Command {
         match self {
             Command::Probe(a) => probe::run(a),
             Command::RunJob(a) => run_job::run(a),
+            Command::Init(a) => init::run(a),
+            other => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async move {
+                    match other {
+                        Command::Register(a) => stake::register(a).await,
+                        Command::Bond(a) => stake::bond(a).await,
+                        Command::Unbond(a) => stake::unbond(a).await,
+                        Command::Withdraw(a) => stake::withdraw(a).await,
+                        Command::Run(a) => run::run(a).await,
+                        Command::Status(a) => status::run(a).await,
+                        Command::Probe(_) | Command::RunJob(_) | Command::Init(_) => Ok(()),
+                    }
+                })
+            }
         }
     }
 }

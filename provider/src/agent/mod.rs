@@ -1,0 +1,118 @@
+//! The provider daemon (`gpuchain-provider run`): follows the chain block by block, bids on
+//! orders it can serve, runs the jobs it wins, commits and reveals their results, and
+//! records payments — with its state in a durable file so a restart resumes where it was.
+//!
+//! One task owns the state and sends every transaction (so nonces never race); jobs run in
+//! their own tasks and report back over a channel.
+
+mod bidding;
+mod execute;
+mod leases;
+mod startup;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::Result;
+use gpuchain_client::follow::FollowedBlock;
+use gpuchain_compute::blob::BlobFetcher;
+use gpuchain_compute::Backend;
+use gpuchain_staking::ProviderAttrs;
+use tokio::sync::mpsc;
+
+use crate::chain::Chain;
+use crate::config::Config;
+use crate::dishonest::Dishonest;
+use crate::metrics::Shared;
+use crate::state::State;
+use crate::store::JsonFile;
+
+pub(crate) use startup::run;
+
+/// Test and operator options of `run`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunOptions {
+    /// Cheat this way (test only).
+    pub(crate) dishonest: Option<Dishonest>,
+    /// Sleep this long before executing each job (test only: makes "mid-job" observable).
+    pub(crate) exec_delay: Duration,
+}
+
+/// A job task's report: lease id and result.
+type Done = (u64, Result<execute::Produced, String>);
+
+/// The running agent.
+pub(crate) struct Agent {
+    config: Config,
+    chain: Chain,
+    file: JsonFile,
+    state: State,
+    attrs: ProviderAttrs,
+    fetcher: BlobFetcher,
+    backend: Backend,
+    options: RunOptions,
+    /// Leases whose job task is in flight.
+    running: BTreeSet<u64>,
+    done_tx: mpsc::Sender<Done>,
+    gauges: Shared,
+    height: u64,
+}
+
+impl Agent {
+    /// Persists the state; a failure to persist is fatal (the agent would forget bids).
+    fn save(&mut self) -> Result<()> {
+        self.file.save(&self.state)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Copies counters and gauges to the metrics endpoint.
+    fn publish(&self) {
+        if let Ok(mut g) = self.gauges.lock() {
+            g.counters = self.state.counters.clone();
+            g.height = self.height;
+            g.reserved_slots = self.state.slots_used();
+            g.capacity_slots = self.config.capacity.max_concurrent_jobs;
+            g.active_leases = u32::try_from(self.state.active_leases().count()).unwrap_or(0);
+        }
+    }
+
+    /// Handles one committed block: auction outcomes and payments from its events, new
+    /// orders, then every active lease and pending bid.
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+        self.height = block.height;
+        let me = self.chain.address.to_string();
+        let mut posted = Vec::new();
+        let mut closed = Vec::new();
+        for e in block.events() {
+            let mine = e.attr("provider") == Some(me.as_str());
+            match e.kind.as_str() {
+                "auction.order_posted" => posted.extend(e.attr_u64("order_id")),
+                "auction.order_cleared" | "auction.order_closed" => {
+                    closed.extend(e.attr_u64("order_id"))
+                }
+                "auction.lease_created" if mine => {
+                    if let Some(id) = e.attr_u64("lease_id") {
+                        self.won(id).await?;
+                    }
+                }
+                "escrow.paid" if mine => {
+                    if let (Some(id), Some(amount)) = (e.attr_u64("lease_id"), e.attr("amount")) {
+                        self.paid(id, amount.parse().unwrap_or(0), block.height);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for order_id in closed {
+            self.auction_over(order_id);
+        }
+        for order_id in posted {
+            self.consider(order_id).await?;
+        }
+        self.check_pending_bids().await?;
+        self.drive_leases().await?;
+        self.state.last_height = block.height;
+        self.save()
+    }
+}

@@ -1,0 +1,138 @@
+//! Starting and stopping the daemon: load state, check the registration, reconcile with the
+//! chain (bids sent just before a crash, leases won while stopped), start the blob and
+//! metrics servers, follow blocks from where the state left off, and stop cleanly on
+//! SIGTERM or Ctrl-C.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use gpuchain_client::follow::{follow, FollowConfig};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::Backend;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+use super::{Agent, RunOptions};
+use crate::chain::Chain;
+use crate::config::Config;
+use crate::state::{BidStatus, State};
+use crate::store::JsonFile;
+
+/// Runs the daemon until a signal.
+pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
+    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
+    let file = JsonFile::new(config.state_path());
+    let mut state: State = file.load()?;
+    let me = chain.address.to_string();
+    if !state.provider.is_empty() && state.provider != me {
+        bail!(
+            "{} belongs to provider {}, not {me}; use another data_dir",
+            file.path().display(),
+            state.provider
+        );
+    }
+    state.provider = me.clone();
+    let provider = chain
+        .provider()
+        .await?
+        .with_context(|| format!("{me} is not a registered provider: run `gpuchain-provider register` first"))?;
+    let backend = Backend::parse(&config.provider.backend)?;
+    let store = BlobStore::open(config.blob_dir())?;
+    let fetcher = BlobFetcher::new(store.clone())?;
+    let (blob_addr, _server) = serve(BlobServer::new(store), config.provider.listen)
+        .await
+        .with_context(|| format!("starting the blob server on {}", config.provider.listen))?;
+    let gauges = Arc::default();
+    let metrics_addr = crate::metrics::serve(config.provider.metrics_listen, Arc::clone(&gauges))
+        .await
+        .with_context(|| format!("starting /metrics on {}", config.provider.metrics_listen))?;
+    if let Some(cheat) = options.dishonest {
+        tracing::warn!(?cheat, "DISHONEST TEST MODE: this agent cheats on purpose");
+    }
+    tracing::info!(provider = %me, class = ?provider.attrs.class, backend = %backend.name(),
+        blobs = %blob_addr, metrics = %metrics_addr, endpoint = %provider.attrs.endpoint_url,
+        "provider agent starting");
+    let (done_tx, mut done_rx) = mpsc::channel(16);
+    let mut agent = Agent {
+        attrs: provider.attrs,
+        chain,
+        file,
+        state,
+        fetcher,
+        backend,
+        options,
+        running: BTreeSet::new(),
+        done_tx,
+        gauges,
+        height: 0,
+        config,
+    };
+    let latest = agent.chain.client.latest_height().await?;
+    agent.height = latest;
+    let from = agent.reconcile(latest).await?;
+    let mut follow_config = FollowConfig::new(&agent.config.chain.node, from);
+    follow_config.websocket_url = agent.config.websocket_url();
+    let mut blocks = follow(agent.chain.client.clone(), follow_config)?;
+    let mut term = signal(SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => { tracing::info!("Ctrl-C: stopping"); break; }
+            _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
+            Some(done) = done_rx.recv() => agent.on_produced(done).await?,
+            block = blocks.recv() => match block {
+                Some(b) => agent.on_block(b).await?,
+                None => bail!("the block follower stopped"),
+            },
+        }
+    }
+    agent.save()?;
+    let running = agent.running.len();
+    tracing::info!(running, "state saved; jobs in flight resume on the next start");
+    Ok(())
+}
+
+impl Agent {
+    /// Brings the state in line with the chain after a (re)start; returns the first height
+    /// to follow.
+    async fn reconcile(&mut self, latest: u64) -> Result<u64> {
+        let submitting: Vec<u64> = self
+            .state
+            .bids
+            .values()
+            .filter(|b| b.status == BidStatus::Submitting)
+            .map(|b| b.order_id)
+            .collect();
+        for order_id in submitting {
+            let on_chain = self.chain.my_bid(order_id).await?;
+            if let Some(b) = self.state.bids.get_mut(&order_id) {
+                if let Some(bid) = on_chain {
+                    b.status = BidStatus::Placed;
+                    b.bid_height = bid.height;
+                    self.state.counters.bids += 1;
+                    tracing::info!(order_id, "bid sent before the restart is on chain");
+                } else {
+                    b.status = BidStatus::Failed;
+                    tracing::warn!(order_id, "bid sent before the restart is not on chain; not sending it again");
+                }
+            }
+        }
+        self.adopt_my_leases().await?;
+        let from = if self.state.last_height == 0 {
+            // First start: take the open orders now, then follow new blocks.
+            for order in self.chain.open_orders().await? {
+                self.consider(order.id).await?;
+            }
+            latest + 1
+        } else {
+            tracing::info!(from = self.state.last_height + 1, latest, "catching up missed blocks");
+            self.state.last_height + 1
+        };
+        let resumable = self.state.active_leases().count();
+        if resumable > 0 {
+            tracing::info!(leases = resumable, "active leases to resume");
+        }
+        self.save()?;
+        Ok(from)
+    }
+}

@@ -1,0 +1,36 @@
+//! `gpuchain-provider run`: the daemon.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::ConfigArg;
+use crate::agent::{self, RunOptions};
+use crate::config::Config;
+use crate::dishonest::Dishonest;
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Test only: cheat in this way (see docs/provider.md).
+    #[arg(long, hide = true, value_enum)]
+    dishonest: Option<Dishonest>,
+    /// Test only: wait this many milliseconds before executing each job.
+    #[arg(long, hide = true, default_value_t = 0)]
+    exec_delay_ms: u64,
+}
+
+pub(super) async fn run(a: RunArgs) -> Result<()> {
+    let config = Config::load(&a.config.config)?;
+    agent::run(
+        config,
+        RunOptions {
+            dishonest: a.dishonest,
+            exec_delay: Duration::from_millis(a.exec_delay_ms),
+        },
+    )
+    .await
+}

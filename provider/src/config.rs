@@ -1,0 +1,232 @@
+//! The agent's configuration file (TOML): chain endpoint, key, serving endpoint, capacity,
+//! pricing. `gpuchain-provider init` writes one with defaults; see docs/provider.md.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use gpuchain_jobspec::ModelArch;
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// Chain connection.
+    pub(crate) chain: ChainConfig,
+    /// Signing key.
+    pub(crate) key: KeyConfig,
+    /// Serving and local state.
+    pub(crate) provider: ProviderConfig,
+    /// What the agent takes on.
+    pub(crate) capacity: CapacityConfig,
+    /// How it prices bids.
+    pub(crate) pricing: PricingConfig,
+}
+
+/// `[chain]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChainConfig {
+    /// CometBFT RPC, e.g. `http://127.0.0.1:26657`.
+    pub(crate) node: String,
+    /// Websocket URL; derived from `node` when absent.
+    #[serde(default)]
+    pub(crate) websocket: Option<String>,
+}
+
+/// `[key]`: a gpuchaind key file `<home>/keys/<name>.json`; an encrypted key reads its
+/// passphrase from `GPUCHAIN_PASSPHRASE`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KeyConfig {
+    /// gpuchaind home holding `keys/`.
+    pub(crate) home: PathBuf,
+    /// Key name.
+    pub(crate) name: String,
+}
+
+/// `[provider]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProviderConfig {
+    /// Local state (`state.json`) and the blob store (`blobs/`).
+    pub(crate) data_dir: PathBuf,
+    /// Public URL of the blob server, registered on chain.
+    pub(crate) endpoint_url: String,
+    /// Where the blob server listens.
+    pub(crate) listen: SocketAddr,
+    /// Prometheus `/metrics` listen address (keep it on 127.0.0.1).
+    pub(crate) metrics_listen: SocketAddr,
+    /// Region label registered on chain.
+    pub(crate) region: String,
+    /// Bond for `register`, ugpu (TOML integers are 64-bit).
+    pub(crate) bond: u64,
+    /// Backend: auto, cpu, canonical, cuda[:N].
+    #[serde(default = "default_backend")]
+    pub(crate) backend: String,
+    /// Fetch and verify an order's blobs before bidding (skips orders with bad blobs).
+    #[serde(default = "yes")]
+    pub(crate) prefetch_before_bid: bool,
+    /// Least NVIDIA driver major version for GPU jobs.
+    #[serde(default = "default_min_driver")]
+    pub(crate) min_driver_major: u32,
+    /// Least CUDA version for GPU jobs, NVML-style (12040 = 12.4).
+    #[serde(default = "default_min_cuda")]
+    pub(crate) min_cuda_version: u32,
+}
+
+/// `[capacity]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CapacityConfig {
+    /// Jobs held at once: running leases plus bids waiting for their auction.
+    pub(crate) max_concurrent_jobs: u32,
+    /// Architectures this agent runs.
+    pub(crate) archs: Vec<ModelArch>,
+    /// Largest job memory estimate taken on, MiB (0: what the device has).
+    #[serde(default)]
+    pub(crate) max_job_memory_mib: u64,
+    /// Blocks kept in hand before a lease's commit deadline: an order whose execution
+    /// window is shorter is skipped.
+    #[serde(default = "default_min_exec_blocks")]
+    pub(crate) min_exec_deadline_blocks: u64,
+}
+
+/// `[pricing]`: price = ceil(rate × units × estimated seconds × (1 + margin)), units = GPU
+/// count (1 on CPU). A script, when set, gets the order as JSON on stdin and prints a price
+/// (or nothing to pass); it never goes below the strategy's floor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PricingConfig {
+    /// ugpu per GPU-second by class: a GPU model name as NVML reports it, `cpu`, or
+    /// `default`.
+    pub(crate) per_gpu_second: BTreeMap<String, u64>,
+    /// Least margin over cost, ppm.
+    #[serde(default)]
+    pub(crate) min_margin_ppm: u32,
+    /// Lowest bid, ugpu.
+    #[serde(default = "one")]
+    pub(crate) min_price: u64,
+    /// Akash-style pricing script.
+    #[serde(default)]
+    pub(crate) script: Option<PathBuf>,
+}
+
+fn default_backend() -> String {
+    "auto".into()
+}
+fn yes() -> bool {
+    true
+}
+fn one() -> u64 {
+    1
+}
+fn default_min_driver() -> u32 {
+    525
+}
+fn default_min_cuda() -> u32 {
+    12000
+}
+fn default_min_exec_blocks() -> u64 {
+    5
+}
+
+impl Config {
+    /// Reads and checks a config file.
+    pub(crate) fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
+        anyhow::ensure!(
+            config.capacity.max_concurrent_jobs > 0,
+            "capacity.max_concurrent_jobs must be at least 1"
+        );
+        anyhow::ensure!(
+            !config.pricing.per_gpu_second.is_empty(),
+            "pricing.per_gpu_second needs at least one class (e.g. cpu = 1000)"
+        );
+        Ok(config)
+    }
+
+    /// Writes the file (refuses to overwrite unless `force`).
+    pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
+        anyhow::ensure!(
+            force || !path.exists(),
+            "{} exists; pass --force to overwrite",
+            path.display()
+        );
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, toml::to_string_pretty(self)?)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The websocket URL to follow.
+    pub(crate) fn websocket_url(&self) -> String {
+        self.chain
+            .websocket
+            .clone()
+            .unwrap_or_else(|| gpuchain_client::follow::websocket_url(&self.chain.node))
+    }
+
+    /// `state.json`.
+    pub(crate) fn state_path(&self) -> PathBuf {
+        self.provider.data_dir.join("state.json")
+    }
+
+    /// The blob store directory.
+    pub(crate) fn blob_dir(&self) -> PathBuf {
+        self.provider.data_dir.join("blobs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const SAMPLE: &str = r#"
+[chain]
+node = "http://127.0.0.1:26657"
+
+[key]
+home = "/tmp/h"
+name = "p1"
+
+[provider]
+data_dir = "/tmp/p1"
+endpoint_url = "http://127.0.0.1:7070"
+listen = "127.0.0.1:7070"
+metrics_listen = "127.0.0.1:9464"
+region = "local"
+bond = 1000000000
+
+[capacity]
+max_concurrent_jobs = 2
+archs = ["digits_mlp", "digits_cnn"]
+
+[pricing]
+per_gpu_second = { cpu = 1000, default = 50000 }
+min_margin_ppm = 100000
+"#;
+
+    #[test]
+    fn a_sample_config_parses_with_defaults_and_round_trips() {
+        let c: Config = toml::from_str(SAMPLE).unwrap();
+        assert_eq!(c.provider.backend, "auto");
+        assert!(c.provider.prefetch_before_bid);
+        assert_eq!(c.capacity.archs, [ModelArch::DigitsMlp, ModelArch::DigitsCnn]);
+        assert_eq!(c.websocket_url(), "ws://127.0.0.1:26657/websocket");
+        let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
+        assert_eq!(again.pricing.per_gpu_second, c.pricing.per_gpu_second);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let bad = SAMPLE.replace("region = \"local\"", "region = \"local\"\ncolour = 1");
+        assert!(toml::from_str::<Config>(&bad).is_err());
+    }
+}

@@ -1,0 +1,228 @@
+//! Driving `gpuchain-provider` agents from end-to-end tests: the binary beside `gpuchaind`,
+//! a config file per agent, spawn / kill -9 / SIGTERM, `status --output json`, and a tiny
+//! HTTP blob host for the client's inputs (it can serve wrong bytes on purpose).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+
+use crate::gpuchaind_path;
+
+/// `gpuchain-provider` beside `gpuchaind` (or `GPUCHAIN_PROVIDER_BIN`).
+pub fn provider_path() -> PathBuf {
+    if let Ok(p) = std::env::var("GPUCHAIN_PROVIDER_BIN") {
+        return PathBuf::from(p);
+    }
+    gpuchaind_path().with_file_name("gpuchain-provider")
+}
+
+/// Runs the provider CLI.
+pub fn provider_cli(args: &[&str]) -> Result<Output> {
+    Command::new(provider_path())
+        .args(args)
+        .output()
+        .with_context(|| format!("running {} (cargo build --workspace)", provider_path().display()))
+}
+
+/// Settings of one agent's config file.
+pub struct AgentSpec {
+    /// Node RPC URL.
+    pub node: String,
+    /// gpuchaind home with `keys/`.
+    pub keys_home: PathBuf,
+    /// Key name.
+    pub key: String,
+    /// Directory for its config, state, blobs and log.
+    pub dir: PathBuf,
+    /// Blob server port (127.0.0.1).
+    pub blob_port: u16,
+    /// Metrics port (127.0.0.1).
+    pub metrics_port: u16,
+    /// ugpu per CPU-second.
+    pub cpu_price: u128,
+    /// Concurrent jobs.
+    pub max_jobs: u32,
+    /// Architectures it runs (snake_case names).
+    pub archs: Vec<String>,
+    /// Bond at registration.
+    pub bond: u128,
+}
+
+impl AgentSpec {
+    /// Writes `<dir>/provider.toml` and returns its path.
+    pub fn write_config(&self) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.dir)?;
+        let archs: Vec<String> = self.archs.iter().map(|a| format!("{a:?}")).collect();
+        let text = format!(
+            r#"[chain]
+node = "{node}"
+
+[key]
+home = "{home}"
+name = "{key}"
+
+[provider]
+data_dir = "{data}"
+endpoint_url = "http://127.0.0.1:{blob}"
+listen = "127.0.0.1:{blob}"
+metrics_listen = "127.0.0.1:{metrics}"
+region = "local"
+bond = {bond}
+backend = "auto"
+
+[capacity]
+max_concurrent_jobs = {jobs}
+archs = [{archs}]
+
+[pricing]
+per_gpu_second = {{ cpu = {price}, default = {price} }}
+min_margin_ppm = 100000
+"#,
+            node = self.node,
+            home = self.keys_home.display(),
+            key = self.key,
+            data = self.dir.join("data").display(),
+            blob = self.blob_port,
+            metrics = self.metrics_port,
+            bond = self.bond,
+            jobs = self.max_jobs,
+            archs = archs.join(", "),
+            price = self.cpu_price,
+        );
+        let path = self.dir.join("provider.toml");
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+}
+
+/// A running agent process; killed on drop.
+pub struct ProviderAgent {
+    child: Option<Child>,
+    /// Its config file.
+    pub config: PathBuf,
+    /// Its log file (JSON lines, appended across restarts).
+    pub log: PathBuf,
+}
+
+impl ProviderAgent {
+    /// Starts `gpuchain-provider run --config <config> --log-format json <extra>`.
+    pub fn spawn(config: &Path, extra: &[&str]) -> Result<ProviderAgent> {
+        let log = config.with_file_name("agent.log");
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+        let child = Command::new(provider_path())
+            .args(["run", "--config"])
+            .arg(config)
+            .args(["--log-format", "json"])
+            .args(extra)
+            .stdout(Stdio::from(out.try_clone()?))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .context("starting gpuchain-provider (cargo build --workspace)")?;
+        Ok(ProviderAgent {
+            child: Some(child),
+            config: config.to_path_buf(),
+            log,
+        })
+    }
+
+    /// kill -9.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then waits for the exit; returns whether it exited successfully.
+    pub fn terminate(&mut self) -> Result<bool> {
+        let Some(mut c) = self.child.take() else {
+            return Ok(false);
+        };
+        Command::new("kill").arg("-TERM").arg(c.id().to_string()).status()?;
+        Ok(c.wait()?.success())
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// `status --output json`.
+    pub fn status(&self) -> Result<serde_json::Value> {
+        let out = provider_cli(&["status", "--config", &self.config.to_string_lossy(), "--output", "json"])?;
+        anyhow::ensure!(out.status.success(), "status failed: {}", String::from_utf8_lossy(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    /// The log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ProviderAgent {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A tiny HTTP server for `GET /blob/<name>` on 127.0.0.1.
+pub struct BlobHost {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    blobs: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+}
+
+impl BlobHost {
+    /// Starts serving on a free port (a thread per connection; lives as long as the test).
+    pub fn start() -> Result<BlobHost> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let blobs: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
+        let served = Arc::clone(&blobs);
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let served = Arc::clone(&served);
+                std::thread::spawn(move || {
+                    let mut conn = conn;
+                    let mut buf = [0u8; 2048];
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let name = req
+                        .split_whitespace()
+                        .nth(1)
+                        .and_then(|p| p.strip_prefix("/blob/"))
+                        .unwrap_or("")
+                        .to_string();
+                    let body = served.lock().ok().and_then(|m| m.get(&name).cloned());
+                    let (status, body) = match body {
+                        Some(b) => ("200 OK", b),
+                        None => ("404 Not Found", Vec::new()),
+                    };
+                    let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let _ = conn.write_all(head.as_bytes());
+                    let _ = conn.write_all(&body);
+                });
+            }
+        });
+        Ok(BlobHost { url, blobs })
+    }
+
+    /// Serves `bytes` at `/blob/<name>` and returns the URL.
+    pub fn put(&self, name: &str, bytes: Vec<u8>) -> String {
+        if let Ok(mut m) = self.blobs.lock() {
+            m.insert(name.to_string(), bytes);
+        }
+        format!("{}/blob/{name}", self.url)
+    }
+}
