@@ -10,7 +10,7 @@ use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{free_port_block, provider_cli, AgentSpec, BlobHost, ProviderAgent, TestNet};
 use gpuchain_tx::Msg;
-use tendermint_rpc::query::{EventType, Query};
+use tendermint_rpc::query::Query;
 use tendermint_rpc::{Client, Order};
 
 const GPU: u128 = 1_000_000;
@@ -50,7 +50,7 @@ async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) ->
 async fn txs_of(chain: &gpuchain_client::ChainClient, address: &str, action: &str) -> anyhow::Result<(usize, u128)> {
     let all = chain
         .rpc()
-        .tx_search(Query::from(EventType::Tx).and_eq("tx.signer", address), false, 1, 100, Order::Ascending)
+        .tx_search(Query::eq("message.sender", address), false, 1, 100, Order::Ascending)
         .await?;
     let mut fees = 0u128;
     let mut count = 0;
