@@ -19,7 +19,9 @@ pub(crate) fn cuda_version_number(text: &str) -> u32 {
     let mut parts = text.split('.');
     let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
     let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    major.saturating_mul(1000).saturating_add(minor.saturating_mul(10))
+    major
+        .saturating_mul(1000)
+        .saturating_add(minor.saturating_mul(10))
 }
 
 /// `"9.0"` → 90.
@@ -55,7 +57,10 @@ pub(crate) fn gpu_refusal(report: &HardwareReport, policy: DriverPolicy) -> Opti
             policy.min_driver_major
         ));
     }
-    let cuda = report.cuda_version.as_deref().map_or(0, cuda_version_number);
+    let cuda = report
+        .cuda_version
+        .as_deref()
+        .map_or(0, cuda_version_number);
     if cuda < policy.min_cuda_version {
         return Some(format!(
             "CUDA {cuda} is older than the minimum {}",
@@ -84,7 +89,10 @@ pub(crate) fn provider_attrs(
             gpu_count: u32::try_from(report.gpus.len()).unwrap_or(u32::MAX),
             compute_capability: compute_capability_number(&first.compute_capability),
             driver_version,
-            cuda_version: report.cuda_version.as_deref().map_or(0, cuda_version_number),
+            cuda_version: report
+                .cuda_version
+                .as_deref()
+                .map_or(0, cuda_version_number),
             region: region.to_string(),
             endpoint_url: endpoint_url.to_string(),
         },
@@ -154,13 +162,19 @@ mod tests {
     fn old_drivers_are_refused_for_gpu_jobs() {
         let old = report(1, "470.1", "11.4");
         assert!(gpu_refusal(&old, POLICY).is_some());
-        assert_eq!(provider_attrs(&old, POLICY, "r", "http://x").class, ProviderClass::Cpu);
+        assert_eq!(
+            provider_attrs(&old, POLICY, "r", "http://x").class,
+            ProviderClass::Cpu
+        );
         let new = report(2, "550.54.15", "12.4");
         let refusal = gpu_refusal(&new, POLICY);
         if cfg!(feature = "cuda") {
             assert_eq!(refusal, None);
             let a = provider_attrs(&new, POLICY, "r", "http://x");
-            assert_eq!((a.gpu_count, a.compute_capability, a.cuda_version), (2, 90, 12040));
+            assert_eq!(
+                (a.gpu_count, a.compute_capability, a.cuda_version),
+                (2, 90, 12040)
+            );
         } else {
             assert!(refusal.unwrap().contains("no CUDA backend"));
         }

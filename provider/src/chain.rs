@@ -37,7 +37,9 @@ impl Chain {
 
     /// Signs and submits one message; waits for its block.
     pub(crate) async fn submit(&self, msg: Msg) -> Result<TxOutcome> {
-        self.client.submit(&self.key, vec![msg], "gpuchain-provider").await
+        self.client
+            .submit(&self.key, vec![msg], "gpuchain-provider")
+            .await
     }
 
     /// Submits an auction message.

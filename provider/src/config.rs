@@ -218,7 +218,10 @@ min_margin_ppm = 100000
         let c: Config = toml::from_str(SAMPLE).unwrap();
         assert_eq!(c.provider.backend, "auto");
         assert!(c.provider.prefetch_before_bid);
-        assert_eq!(c.capacity.archs, [ModelArch::DigitsMlp, ModelArch::DigitsCnn]);
+        assert_eq!(
+            c.capacity.archs,
+            [ModelArch::DigitsMlp, ModelArch::DigitsCnn]
+        );
         assert_eq!(c.websocket_url(), "ws://127.0.0.1:26657/websocket");
         let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
         assert_eq!(again.pricing.per_gpu_second, c.pricing.per_gpu_second);

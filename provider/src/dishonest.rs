@@ -125,7 +125,9 @@ fn alter_safetensors(bytes: &mut [u8], zero_one: bool) -> Result<(), CheatError>
         tensors
     };
     for (_, start, end) in chosen {
-        let region = data.get_mut(start..end).ok_or_else(|| bad("offsets past the end"))?;
+        let region = data
+            .get_mut(start..end)
+            .ok_or_else(|| bad("offsets past the end"))?;
         for chunk in region.chunks_exact_mut(4) {
             let v = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             let w = if zero_one { 0.0 } else { v * 1.05 };

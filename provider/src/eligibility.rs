@@ -37,7 +37,10 @@ pub(crate) fn check(order: &Order, me: &Ability<'_>) -> Result<(), String> {
         ));
     }
     if let JobSpec::Training(_) = order.job {
-        return Err("training jobs need the client's round coordinator protocol, which does not exist yet".into());
+        return Err(
+            "training jobs need the client's round coordinator protocol, which does not exist yet"
+                .into(),
+        );
     }
     let arch = match &order.job {
         JobSpec::Inference(s) => s.arch,
@@ -69,7 +72,9 @@ pub(crate) fn check(order: &Order, me: &Ability<'_>) -> Result<(), String> {
         mib => mib.saturating_mul(1 << 20),
     };
     if cap > 0 && needed > cap {
-        return Err(format!("job needs about {needed} bytes of memory; {cap} available"));
+        return Err(format!(
+            "job needs about {needed} bytes of memory; {cap} available"
+        ));
     }
     if order.exec_deadline_blocks < me.capacity.min_exec_deadline_blocks {
         return Err(format!(
@@ -174,8 +179,18 @@ mod tests {
         let ok = order(ModelArch::DigitsMlp, ClassRequirement::Cpu);
         assert_eq!(check_with(&ok, 0, 10), Ok(()));
         let cases = [
-            (order(ModelArch::DigitsCnn, ClassRequirement::Cpu), 0, 10, "not one this agent runs"),
-            (order(ModelArch::DigitsMlp, ClassRequirement::Gpu), 0, 10, "beyond this machine"),
+            (
+                order(ModelArch::DigitsCnn, ClassRequirement::Cpu),
+                0,
+                10,
+                "not one this agent runs",
+            ),
+            (
+                order(ModelArch::DigitsMlp, ClassRequirement::Gpu),
+                0,
+                10,
+                "beyond this machine",
+            ),
             (ok.clone(), 1, 10, "no free capacity"),
             (ok.clone(), 0, 24, "bid window ended"),
         ];

@@ -58,35 +58,126 @@ pub(crate) async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<S
 }
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+    );
 }
 
 /// The exposition text.
 pub(crate) fn render(g: &Gauges) -> String {
     let c = &g.counters;
     let mut out = String::new();
-    metric(&mut out, "gpuchain_provider_bids_total", "counter", "Bids placed on chain.", c.bids);
-    metric(&mut out, "gpuchain_provider_bids_failed_total", "counter", "Bid transactions that failed.", c.bids_failed);
-    metric(&mut out, "gpuchain_provider_orders_skipped_total", "counter", "Orders not bid on (ineligible, priced out, bad blobs).", c.orders_skipped);
-    metric(&mut out, "gpuchain_provider_wins_total", "counter", "Auctions won (leases).", c.wins);
-    metric(&mut out, "gpuchain_provider_losses_total", "counter", "Auctions lost.", c.losses);
-    metric(&mut out, "gpuchain_provider_jobs_completed_total", "counter", "Jobs executed and committed.", c.jobs_completed);
-    metric(&mut out, "gpuchain_provider_jobs_failed_total", "counter", "Jobs that could not be run.", c.jobs_failed);
-    metric(&mut out, "gpuchain_provider_earnings_ugpu_total", "counter", "Payments received, ugpu.", c.earnings);
-    metric(&mut out, "gpuchain_provider_chain_height", "gauge", "Last block processed.", g.height);
-    metric(&mut out, "gpuchain_provider_reserved_slots", "gauge", "Capacity slots held by pending bids and running jobs.", g.reserved_slots);
-    metric(&mut out, "gpuchain_provider_capacity_slots", "gauge", "Capacity slots configured.", g.capacity_slots);
-    metric(&mut out, "gpuchain_provider_active_leases", "gauge", "Leases not yet final.", g.active_leases);
+    metric(
+        &mut out,
+        "gpuchain_provider_bids_total",
+        "counter",
+        "Bids placed on chain.",
+        c.bids,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_bids_failed_total",
+        "counter",
+        "Bid transactions that failed.",
+        c.bids_failed,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_orders_skipped_total",
+        "counter",
+        "Orders not bid on (ineligible, priced out, bad blobs).",
+        c.orders_skipped,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_wins_total",
+        "counter",
+        "Auctions won (leases).",
+        c.wins,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_losses_total",
+        "counter",
+        "Auctions lost.",
+        c.losses,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_jobs_completed_total",
+        "counter",
+        "Jobs executed and committed.",
+        c.jobs_completed,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_jobs_failed_total",
+        "counter",
+        "Jobs that could not be run.",
+        c.jobs_failed,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_earnings_ugpu_total",
+        "counter",
+        "Payments received, ugpu.",
+        c.earnings,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_chain_height",
+        "gauge",
+        "Last block processed.",
+        g.height,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_reserved_slots",
+        "gauge",
+        "Capacity slots held by pending bids and running jobs.",
+        g.reserved_slots,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_capacity_slots",
+        "gauge",
+        "Capacity slots configured.",
+        g.capacity_slots,
+    );
+    metric(
+        &mut out,
+        "gpuchain_provider_active_leases",
+        "gauge",
+        "Leases not yet final.",
+        g.active_leases,
+    );
     let report = gpuchain_compute::hardware::probe();
     let _ = writeln!(out, "# HELP gpuchain_provider_gpu_utilization_percent GPU utilisation from NVML.\n# TYPE gpuchain_provider_gpu_utilization_percent gauge");
     for gpu in &report.gpus {
         if let Some(u) = gpu.utilization_percent {
-            let _ = writeln!(out, "gpuchain_provider_gpu_utilization_percent{{gpu=\"{}\"}} {u}", gpu.index);
+            let _ = writeln!(
+                out,
+                "gpuchain_provider_gpu_utilization_percent{{gpu=\"{}\"}} {u}",
+                gpu.index
+            );
         }
     }
     if let Some((cpu, rss)) = process_usage() {
-        metric(&mut out, "process_cpu_seconds_total", "counter", "CPU time of the agent.", format!("{cpu:.2}"));
-        metric(&mut out, "process_resident_memory_bytes", "gauge", "Resident memory of the agent.", rss);
+        metric(
+            &mut out,
+            "process_cpu_seconds_total",
+            "counter",
+            "CPU time of the agent.",
+            format!("{cpu:.2}"),
+        );
+        metric(
+            &mut out,
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the agent.",
+            rss,
+        );
     }
     out
 }
@@ -122,7 +213,9 @@ mod tests {
         }
         let addr = serve("127.0.0.1:0".parse().unwrap(), shared).await.unwrap();
         let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-        sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
         let mut text = String::new();
         sock.read_to_string(&mut text).await.unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");

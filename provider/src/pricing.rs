@@ -210,9 +210,15 @@ mod tests {
         let o = order(1_000_000);
         // digits MLP, 1 KB input: 2 s estimated.
         assert_eq!(estimate_seconds(&o.job), 2);
-        assert_eq!(quote(&config(None), "cpu", 0, &o).unwrap(), Quote::Bid(220_000));
+        assert_eq!(
+            quote(&config(None), "cpu", 0, &o).unwrap(),
+            Quote::Bid(220_000)
+        );
         let q = quote(&config(None), "NVIDIA H200", 1, &o).unwrap();
-        assert!(matches!(q, Quote::Pass(ref r) if r.contains("above the order's max")), "{q:?}");
+        assert!(
+            matches!(q, Quote::Pass(ref r) if r.contains("above the order's max")),
+            "{q:?}"
+        );
         let mut c = config(None);
         c.per_gpu_second.remove("default");
         assert!(quote(&c, "NVIDIA H200", 1, &o).is_err());
@@ -229,12 +235,24 @@ mod tests {
             p
         };
         let o = order(1_000_000);
-        let high = write("high.sh", "grep -q '\"estimated_seconds\":2' && echo 500000");
-        assert_eq!(quote(&config(Some(high)), "cpu", 0, &o).unwrap(), Quote::Bid(500_000));
+        let high = write(
+            "high.sh",
+            "grep -q '\"estimated_seconds\":2' && echo 500000",
+        );
+        assert_eq!(
+            quote(&config(Some(high)), "cpu", 0, &o).unwrap(),
+            Quote::Bid(500_000)
+        );
         let low = write("low.sh", "cat >/dev/null; echo 5");
-        assert_eq!(quote(&config(Some(low)), "cpu", 0, &o).unwrap(), Quote::Bid(220_000));
+        assert_eq!(
+            quote(&config(Some(low)), "cpu", 0, &o).unwrap(),
+            Quote::Bid(220_000)
+        );
         let pass = write("pass.sh", "cat >/dev/null; exit 1");
-        assert!(matches!(quote(&config(Some(pass)), "cpu", 0, &o).unwrap(), Quote::Pass(_)));
+        assert!(matches!(
+            quote(&config(Some(pass)), "cpu", 0, &o).unwrap(),
+            Quote::Pass(_)
+        ));
         let junk = write("junk.sh", "cat >/dev/null; echo cheap");
         assert!(quote(&config(Some(junk)), "cpu", 0, &o).is_err());
     }

@@ -113,19 +113,35 @@ fn init_writes_a_config_and_register_dry_run_offers_a_cpu_machine_as_cpu() {
     let out = bin().args(args(&[])).output().unwrap();
     assert!(!out.status.success(), "a missing key needs --create-key");
     let out = bin().args(args(&["--create-key"])).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("gpu1"));
     let out = bin().args(args(&[])).output().unwrap();
     assert!(!out.status.success(), "no overwrite without --force");
     let out = bin()
-        .args(["register", "--dry-run", "--config", config.to_str().unwrap()])
+        .args([
+            "register",
+            "--dry-run",
+            "--config",
+            config.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let attrs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(attrs["endpoint_url"], "http://127.0.0.1:7070");
     if gpuchain_compute::hardware::nvml_gpu_count() == 0 || !cfg!(feature = "cuda") {
-        assert_eq!(attrs["class"], "cpu", "no NVIDIA driver (or no CUDA build): CPU class");
+        assert_eq!(
+            attrs["class"], "cpu",
+            "no NVIDIA driver (or no CUDA build): CPU class"
+        );
         assert_eq!(attrs["gpu_count"], 0);
     }
 }

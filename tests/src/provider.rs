@@ -26,7 +26,12 @@ pub fn provider_cli(args: &[&str]) -> Result<Output> {
     Command::new(provider_path())
         .args(args)
         .output()
-        .with_context(|| format!("running {} (cargo build --workspace)", provider_path().display()))
+        .with_context(|| {
+            format!(
+                "running {} (cargo build --workspace)",
+                provider_path().display()
+            )
+        })
 }
 
 /// Settings of one agent's config file.
@@ -113,7 +118,10 @@ impl ProviderAgent {
     /// Starts `gpuchain-provider run --config <config> --log-format json <extra>`.
     pub fn spawn(config: &Path, extra: &[&str]) -> Result<ProviderAgent> {
         let log = config.with_file_name("agent.log");
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)?;
         let child = Command::new(provider_path())
             .args(["run", "--config"])
             .arg(config)
@@ -143,13 +151,18 @@ impl ProviderAgent {
         let Some(mut c) = self.child.take() else {
             return Ok(false);
         };
-        Command::new("kill").arg("-TERM").arg(c.id().to_string()).status()?;
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status()?;
         Ok(c.wait()?.success())
     }
 
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
-        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// Process id.
@@ -159,8 +172,18 @@ impl ProviderAgent {
 
     /// `status --output json`.
     pub fn status(&self) -> Result<serde_json::Value> {
-        let out = provider_cli(&["status", "--config", &self.config.to_string_lossy(), "--output", "json"])?;
-        anyhow::ensure!(out.status.success(), "status failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = provider_cli(&[
+            "status",
+            "--config",
+            &self.config.to_string_lossy(),
+            "--output",
+            "json",
+        ])?;
+        anyhow::ensure!(
+            out.status.success(),
+            "status failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         Ok(serde_json::from_slice(&out.stdout)?)
     }
 
@@ -209,7 +232,10 @@ impl BlobHost {
                         Some(b) => ("200 OK", b),
                         None => ("404 Not Found", Vec::new()),
                     };
-                    let head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
                     let _ = conn.write_all(head.as_bytes());
                     let _ = conn.write_all(&body);
                 });

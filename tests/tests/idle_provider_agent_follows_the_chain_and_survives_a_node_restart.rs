@@ -12,7 +12,10 @@ const GPU: u128 = 1_000_000;
 fn cpu_ticks_and_rss(pid: u32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
-    let f: Vec<u64> = after.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
     let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss_kb = status
@@ -25,7 +28,11 @@ fn cpu_ticks_and_rss(pid: u32) -> (u64, u64) {
 }
 
 async fn agent_height(agent: &ProviderAgent) -> u64 {
-    agent.status().ok().and_then(|s| s["last_height"].as_u64()).unwrap_or(0)
+    agent
+        .status()
+        .ok()
+        .and_then(|s| s["last_height"].as_u64())
+        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,12 +55,19 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
     };
     let config = spec.write_config()?;
     let out = provider_cli(&["register", "--config", config.to_str().unwrap()])?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let agent = ProviderAgent::spawn(&config, &[])?;
     let pid = agent.pid().unwrap_or(0);
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    let idle_secs: u64 = std::env::var("GPUCHAIN_IDLE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let idle_secs: u64 = std::env::var("GPUCHAIN_IDLE_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let (t0, _) = cpu_ticks_and_rss(pid);
     let h0 = chain.latest_height().await?;
     let start = Instant::now();
@@ -68,7 +82,10 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
         cpu_share * 100.0,
         rss as f64 / (1u64 << 20) as f64
     );
-    assert!(agent_height(&agent).await + 3 >= h1, "the agent keeps up with the chain");
+    assert!(
+        agent_height(&agent).await + 3 >= h1,
+        "the agent keeps up with the chain"
+    );
     assert!(cpu_share < 0.5, "an idle agent uses little CPU");
 
     // Drop the websocket: kill CometBFT, restart it; the agent reconnects and catches up.
@@ -76,10 +93,15 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
     tokio::time::sleep(Duration::from_secs(2)).await;
     net.start_comet(0)?;
     let target = chain.latest_height().await.unwrap_or(h1) + 5;
-    chain.wait_for_height(target, Duration::from_secs(60)).await?;
+    chain
+        .wait_for_height(target, Duration::from_secs(60))
+        .await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while agent_height(&agent).await < target {
-        assert!(Instant::now() < deadline, "agent did not catch up after the node restart");
+        assert!(
+            Instant::now() < deadline,
+            "agent did not catch up after the node restart"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let log = agent.log_text();

@@ -47,16 +47,31 @@ async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) ->
 
 /// Transactions signed by `address` whose message is `action`, and the sum of the fees
 /// of all its transactions.
-async fn txs_of(chain: &gpuchain_client::ChainClient, address: &str, action: &str) -> anyhow::Result<(usize, u128)> {
+async fn txs_of(
+    chain: &gpuchain_client::ChainClient,
+    address: &str,
+    action: &str,
+) -> anyhow::Result<(usize, u128)> {
     let all = chain
         .rpc()
-        .tx_search(Query::eq("message.sender", address), false, 1, 100, Order::Ascending)
+        .tx_search(
+            Query::eq("message.sender", address),
+            false,
+            1,
+            100,
+            Order::Ascending,
+        )
         .await?;
     let mut fees = 0u128;
     let mut count = 0;
     for tx in &all.txs {
         for e in &tx.tx_result.events {
-            let attr = |k: &str| e.attributes.iter().find(|a| a.key_str().ok() == Some(k)).and_then(|a| a.value_str().ok().map(str::to_string));
+            let attr = |k: &str| {
+                e.attributes
+                    .iter()
+                    .find(|a| a.key_str().ok() == Some(k))
+                    .and_then(|a| a.value_str().ok().map(str::to_string))
+            };
             if e.kind == "tx" {
                 fees += attr("fee").unwrap_or_default().parse::<u128>().unwrap_or(0);
             }
@@ -97,12 +112,25 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
     };
     let config = spec.write_config()?;
     let out = provider_cli(&["register", "--config", config.to_str().unwrap()])?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut agent = ProviderAgent::spawn(&config, &["--exec-delay-ms", "6000"])?;
-    wait_for("agent start", 60, || agent.log_text().contains("provider agent starting").then_some(())).await;
+    wait_for("agent start", 60, || {
+        agent
+            .log_text()
+            .contains("provider agent starting")
+            .then_some(())
+    })
+    .await;
 
     let host = BlobHost::start()?;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let weights = std::fs::read(root.join("data/models/digits-mlp.safetensors"))?;
     let input = digits_input(16);
     let order = MsgPostOrder {
@@ -138,7 +166,10 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
 
     // Mid-job: the lease is won and the job started, not finished.
     wait_for("the job to be in flight", 120, || {
-        agent.log_text().contains("test delay before execution").then_some(())
+        agent
+            .log_text()
+            .contains("test delay before execution")
+            .then_some(())
     })
     .await;
     let s = agent.status()?;
@@ -152,7 +183,10 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
     })
     .await;
     let lease = &status["leases"][0];
-    assert!(lease["attempts"].as_u64().unwrap() >= 2, "the job was resumed: {lease}");
+    assert!(
+        lease["attempts"].as_u64().unwrap() >= 2,
+        "the job was resumed: {lease}"
+    );
     assert!(agent.log_text().contains("resuming job after a restart"));
 
     let p1 = net.net.account("p1")?;

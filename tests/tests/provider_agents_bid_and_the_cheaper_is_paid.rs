@@ -37,7 +37,12 @@ fn blob(bytes: &[u8], url: String) -> BlobRef {
     }
 }
 
-fn order(arch: ModelArch, weights: BlobRef, input: BlobRef, class: ClassRequirement) -> MsgPostOrder {
+fn order(
+    arch: ModelArch,
+    weights: BlobRef,
+    input: BlobRef,
+    class: ClassRequirement,
+) -> MsgPostOrder {
     MsgPostOrder {
         job: JobSpec::Inference(InferenceSpec {
             arch,
@@ -66,7 +71,10 @@ fn order(arch: ModelArch, weights: BlobRef, input: BlobRef, class: ClassRequirem
 }
 
 fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
@@ -82,7 +90,11 @@ async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
-    let accounts = [("client", 10_000 * GPU), ("p1", 2_000 * GPU), ("p2", 2_000 * GPU)];
+    let accounts = [
+        ("client", 10_000 * GPU),
+        ("p1", 2_000 * GPU),
+        ("p2", 2_000 * GPU),
+    ];
     let net = TestNet::start_with(1, &accounts, |spec| {
         let p = &mut spec.genesis.auction.params;
         p.reveal_window_blocks = 5;
@@ -97,7 +109,10 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let ports = free_port_block(4);
     let mut agents = Vec::new();
-    for (i, (name, price)) in [("p1", 100_000u128), ("p2", 200_000)].into_iter().enumerate() {
+    for (i, (name, price)) in [("p1", 100_000u128), ("p2", 200_000)]
+        .into_iter()
+        .enumerate()
+    {
         let spec = AgentSpec {
             node: node.clone(),
             keys_home: net.keys_home(),
@@ -111,17 +126,33 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
             bond: 1_000 * GPU,
         };
         let config = spec.write_config()?;
-        let out = provider_cli(&["register", "--config", config.to_str().unwrap(), "--output", "json"])?;
-        assert!(out.status.success(), "register {name}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = provider_cli(&[
+            "register",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            "json",
+        ])?;
+        assert!(
+            out.status.success(),
+            "register {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         agents.push(ProviderAgent::spawn(&config, &[])?);
     }
     // Let both agents start following.
     let started = Instant::now();
     wait_for("agents to start", 60, || {
-        agents.iter().all(|a| a.log_text().contains("provider agent starting")).then_some(())
+        agents
+            .iter()
+            .all(|a| a.log_text().contains("provider agent starting"))
+            .then_some(())
     })
     .await;
-    assert!(agents[0].log_text().contains("\"backend\":\"cpu\""), "no NVIDIA driver here: CPU backend");
+    assert!(
+        agents[0].log_text().contains("\"backend\":\"cpu\""),
+        "no NVIDIA driver here: CPU backend"
+    );
 
     let host = BlobHost::start()?;
     let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
@@ -136,16 +167,41 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
         let chain = chain.clone();
         let key = key.clone();
         async move {
-            let out = chain.submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(o))], "").await?.ok()?;
-            let id: u64 = out.event_attr("auction.order_posted", "order_id").unwrap_or("x").parse()?;
+            let out = chain
+                .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(o))], "")
+                .await?
+                .ok()?;
+            let id: u64 = out
+                .event_attr("auction.order_posted", "order_id")
+                .unwrap_or("x")
+                .parse()?;
             anyhow::Ok((id, out.height))
         }
     };
-    let (cnn, _) = post(order(ModelArch::DigitsCnn, w.clone(), x.clone(), ClassRequirement::Any)).await?;
-    let (gpu, _) = post(order(ModelArch::DigitsMlp, w.clone(), x.clone(), ClassRequirement::Gpu)).await?;
-    let (bad, _) = post(order(ModelArch::DigitsMlp, w.clone(), bad_x, ClassRequirement::Cpu)).await?;
+    let (cnn, _) = post(order(
+        ModelArch::DigitsCnn,
+        w.clone(),
+        x.clone(),
+        ClassRequirement::Any,
+    ))
+    .await?;
+    let (gpu, _) = post(order(
+        ModelArch::DigitsMlp,
+        w.clone(),
+        x.clone(),
+        ClassRequirement::Gpu,
+    ))
+    .await?;
+    let (bad, _) = post(order(
+        ModelArch::DigitsMlp,
+        w.clone(),
+        bad_x,
+        ClassRequirement::Cpu,
+    ))
+    .await?;
     let posted_at = Instant::now();
-    let (good, posted_height) = post(order(ModelArch::DigitsMlp, w, x, ClassRequirement::Cpu)).await?;
+    let (good, posted_height) =
+        post(order(ModelArch::DigitsMlp, w, x, ClassRequirement::Cpu)).await?;
 
     // The cheaper agent wins and is paid.
     let status = wait_for("p1 to be paid", 120, || {
@@ -159,7 +215,11 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     let price = lease["price"].as_u64().unwrap() as u128;
     // Second price: p2's bid (200,000 × 2 s × 1.1); p1 bid 220,000.
     assert_eq!(price, 440_000, "clearing price is the losing bid");
-    assert_eq!(lease["paid"].as_u64().unwrap() as u128, price - price / 10, "paid minus the 10% take");
+    assert_eq!(
+        lease["paid"].as_u64().unwrap() as u128,
+        price - price / 10,
+        "paid minus the 10% take"
+    );
     assert_eq!(status["counters"]["earnings"], lease["paid"]);
     assert_eq!(status["counters"]["wins"], 1);
     assert_eq!(status["slots_used"], 0);
@@ -167,11 +227,18 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     // The output is served by hash from the winner's blob server.
     let result_hash = lease["result_hash"].as_str().unwrap().to_string();
     let out = std::process::Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{ports}/blob/{result_hash}")])
+        .args([
+            "-sf",
+            &format!("http://127.0.0.1:{ports}/blob/{result_hash}"),
+        ])
         .output()?;
     assert!(out.status.success(), "result served");
     assert_eq!(blake3::hash(&out.stdout).to_hex().to_string(), result_hash);
-    assert_eq!(out.stdout.len(), 8 + 8 + 32 * 10 * 4, "GCT1 f32 [32, 10] logits");
+    assert_eq!(
+        out.stdout.len(),
+        8 + 8 + 32 * 10 * 4,
+        "GCT1 f32 [32, 10] logits"
+    );
 
     // The other agent lost and released its slot; both skipped the three bad orders.
     let s2 = wait_for("p2 to see the auction lost", 30, || {
@@ -180,30 +247,58 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     })
     .await;
     assert_eq!(s2["slots_used"], 0, "reserved capacity released");
-    assert_eq!(s2["bids"].as_array().unwrap().len(), 1, "p2 bid only on the good order");
+    assert_eq!(
+        s2["bids"].as_array().unwrap().len(),
+        1,
+        "p2 bid only on the good order"
+    );
     for (agent, s) in [(&agents[0], &status), (&agents[1], &s2)] {
-        assert!(s["counters"]["orders_skipped"].as_u64().unwrap() >= 3, "{s}");
+        assert!(
+            s["counters"]["orders_skipped"].as_u64().unwrap() >= 3,
+            "{s}"
+        );
         let log = agent.log_text();
-        assert!(log.contains("is not one this agent runs"), "cnn order {cnn} skipped");
-        assert!(log.contains("beyond this machine"), "gpu order {gpu} skipped");
-        assert!(log.contains("blob hash mismatch"), "bad-blob order {bad} skipped");
+        assert!(
+            log.contains("is not one this agent runs"),
+            "cnn order {cnn} skipped"
+        );
+        assert!(
+            log.contains("beyond this machine"),
+            "gpu order {gpu} skipped"
+        );
+        assert!(
+            log.contains("blob hash mismatch"),
+            "bad-blob order {bad} skipped"
+        );
     }
-    assert!(agents.iter_mut().all(|a| a.is_running()), "bad orders never crash an agent");
+    assert!(
+        agents.iter_mut().all(|a| a.is_running()),
+        "bad orders never crash an agent"
+    );
 
     // Metrics over plain HTTP.
     let metrics = std::process::Command::new("curl")
         .args(["-sf", &format!("http://127.0.0.1:{}/metrics", ports + 1)])
         .output()?;
     let metrics = String::from_utf8_lossy(&metrics.stdout);
-    assert!(metrics.contains("gpuchain_provider_wins_total 1"), "{metrics}");
-    assert!(metrics.contains(&format!("gpuchain_provider_earnings_ugpu_total {}", price - price / 10)));
+    assert!(
+        metrics.contains("gpuchain_provider_wins_total 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains(&format!(
+        "gpuchain_provider_earnings_ugpu_total {}",
+        price - price / 10
+    )));
 
     // Figures: block times from the headers.
     let time_of = |h: u64| {
         let chain = chain.clone();
         async move {
             use tendermint_rpc::Client;
-            let b = chain.rpc().block(tendermint::block::Height::try_from(h)?).await?;
+            let b = chain
+                .rpc()
+                .block(tendermint::block::Height::try_from(h)?)
+                .await?;
             anyhow::Ok(b.block.header.time)
         }
     };

@@ -92,7 +92,9 @@ fn run_blocking(
     } else {
         out.bytes
     };
-    let stored: BlobRef = store.put(&bytes).map_err(|e| format!("storing result: {e}"))?;
+    let stored: BlobRef = store
+        .put(&bytes)
+        .map_err(|e| format!("storing result: {e}"))?;
     Ok(match out.transcript_root {
         Some(root) if cheat.is_none() => root,
         _ => stored.blake3,

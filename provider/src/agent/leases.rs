@@ -5,7 +5,9 @@
 //! reported (state `failed`, logged with the reason) and ends as `missed` at its deadline.
 
 use anyhow::Result;
-use gpuchain_auction::{commitment, AuctionMsg, Lease, LeaseState, MsgCommitResult, MsgRevealResult};
+use gpuchain_auction::{
+    commitment, AuctionMsg, Lease, LeaseState, MsgCommitResult, MsgRevealResult,
+};
 
 use super::{execute, Agent, Done};
 use crate::dishonest::{random_bytes, Dishonest};
@@ -61,8 +63,13 @@ impl Agent {
     }
 
     fn adopt(&mut self, lease: &Lease) {
-        tracing::info!(lease_id = lease.id, order_id = lease.order_id, price = lease.price,
-            deadline = lease.deadline_height, "lease won");
+        tracing::info!(
+            lease_id = lease.id,
+            order_id = lease.order_id,
+            price = lease.price,
+            deadline = lease.deadline_height,
+            "lease won"
+        );
         self.state.counters.wins += 1;
         self.state.leases.insert(lease.id, record(lease));
         if let Some(b) = self.state.bids.get_mut(&lease.order_id) {
@@ -131,7 +138,11 @@ impl Agent {
             | LeaseState::Missed
             | LeaseState::Refunded
             | LeaseState::Released => {
-                tracing::warn!(lease_id = lease.id, state = lease.state.name(), "lease ended unpaid");
+                tracing::warn!(
+                    lease_id = lease.id,
+                    state = lease.state.name(),
+                    "lease ended unpaid"
+                );
                 rec.stage = Stage::Lost;
                 rec.reason.get_or_insert_with(|| lease.state.name().into());
             }
@@ -142,7 +153,9 @@ impl Agent {
                         rec.reason = Some("abandoned (test mode)".into());
                     }
                 }
-                Stage::Won if self.height <= lease.deadline_height => self.start_job(&lease).await?,
+                Stage::Won if self.height <= lease.deadline_height => {
+                    self.start_job(&lease).await?
+                }
                 Stage::Executed | Stage::Committed if self.height <= lease.deadline_height => {
                     self.commit(lease.id).await?
                 }
@@ -184,7 +197,11 @@ impl Agent {
         };
         rec.attempts += 1;
         if rec.attempts > 1 {
-            tracing::info!(lease_id = lease.id, attempt = rec.attempts, "resuming job after a restart");
+            tracing::info!(
+                lease_id = lease.id,
+                attempt = rec.attempts,
+                "resuming job after a restart"
+            );
         } else {
             tracing::info!(lease_id = lease.id, "running job");
         }
@@ -251,8 +268,10 @@ impl Agent {
         let Some(rec) = self.state.leases.get(&lease_id) else {
             return Ok(());
         };
-        let (Some(hash), Some(salt)) = (hex32(rec.result_hash.as_deref()), hex32(rec.salt.as_deref()))
-        else {
+        let (Some(hash), Some(salt)) = (
+            hex32(rec.result_hash.as_deref()),
+            hex32(rec.salt.as_deref()),
+        ) else {
             return Ok(());
         };
         if rec.tx_failures >= MAX_TX_FAILURES {
@@ -288,10 +307,15 @@ impl Agent {
         if rec.tx_failures >= MAX_TX_FAILURES {
             return Ok(());
         }
-        let (Some(mut hash), Some(salt)) = (hex32(rec.result_hash.as_deref()), hex32(rec.salt.as_deref()))
-        else {
+        let (Some(mut hash), Some(salt)) = (
+            hex32(rec.result_hash.as_deref()),
+            hex32(rec.salt.as_deref()),
+        ) else {
             if rec.reason.is_none() {
-                tracing::error!(lease_id = lease.id, "committed but the salt is lost; cannot reveal");
+                tracing::error!(
+                    lease_id = lease.id,
+                    "committed but the salt is lost; cannot reveal"
+                );
             }
             return Ok(());
         };
@@ -311,7 +335,10 @@ impl Agent {
                 let Some(copied) = copied else {
                     return Ok(()); // Wait for someone to reveal.
                 };
-                tracing::warn!(lease_id = lease.id, "dishonest: revealing a copied result hash");
+                tracing::warn!(
+                    lease_id = lease.id,
+                    "dishonest: revealing a copied result hash"
+                );
                 hash = copied;
             }
             _ => {}

@@ -33,10 +33,9 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
         );
     }
     state.provider = me.clone();
-    let provider = chain
-        .provider()
-        .await?
-        .with_context(|| format!("{me} is not a registered provider: run `gpuchain-provider register` first"))?;
+    let provider = chain.provider().await?.with_context(|| {
+        format!("{me} is not a registered provider: run `gpuchain-provider register` first")
+    })?;
     let backend = Backend::parse(&config.provider.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
     let fetcher = BlobFetcher::new(store.clone())?;
@@ -88,7 +87,10 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     }
     agent.save()?;
     let running = agent.running.len();
-    tracing::info!(running, "state saved; jobs in flight resume on the next start");
+    tracing::info!(
+        running,
+        "state saved; jobs in flight resume on the next start"
+    );
     Ok(())
 }
 
@@ -113,7 +115,10 @@ impl Agent {
                     tracing::info!(order_id, "bid sent before the restart is on chain");
                 } else {
                     b.status = BidStatus::Failed;
-                    tracing::warn!(order_id, "bid sent before the restart is not on chain; not sending it again");
+                    tracing::warn!(
+                        order_id,
+                        "bid sent before the restart is not on chain; not sending it again"
+                    );
                 }
             }
         }
@@ -125,7 +130,11 @@ impl Agent {
             }
             latest + 1
         } else {
-            tracing::info!(from = self.state.last_height + 1, latest, "catching up missed blocks");
+            tracing::info!(
+                from = self.state.last_height + 1,
+                latest,
+                "catching up missed blocks"
+            );
             self.state.last_height + 1
         };
         let resumable = self.state.active_leases().count();

@@ -10,7 +10,9 @@ use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::ModelArch;
 
 use super::ConfigArg;
-use crate::config::{CapacityConfig, ChainConfig, Config, KeyConfig, PricingConfig, ProviderConfig};
+use crate::config::{
+    CapacityConfig, ChainConfig, Config, KeyConfig, PricingConfig, ProviderConfig,
+};
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
@@ -94,7 +96,9 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
         },
         provider: ProviderConfig {
             data_dir: a.data_dir,
-            endpoint_url: a.endpoint_url.unwrap_or_else(|| format!("http://{}", a.listen)),
+            endpoint_url: a
+                .endpoint_url
+                .unwrap_or_else(|| format!("http://{}", a.listen)),
             listen: a.listen,
             metrics_listen: a.metrics_listen,
             region: a.region,
@@ -106,7 +110,12 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
         },
         capacity: CapacityConfig {
             max_concurrent_jobs: a.max_jobs,
-            archs: vec![ModelArch::DigitsMlp, ModelArch::DigitsCnn, ModelArch::MiniLmEmbedder, ModelArch::LlamaDecoder],
+            archs: vec![
+                ModelArch::DigitsMlp,
+                ModelArch::DigitsCnn,
+                ModelArch::MiniLmEmbedder,
+                ModelArch::LlamaDecoder,
+            ],
             max_job_memory_mib: 0,
             min_exec_deadline_blocks: 5,
         },

@@ -16,7 +16,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(name = "gpuchain-provider", version, about)]
 pub(crate) struct Cli {
     /// Log format on stderr.
-    #[arg(long, global = true, value_enum, default_value = "text", env = "GPUCHAIN_LOG_FORMAT")]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "GPUCHAIN_LOG_FORMAT"
+    )]
     pub(crate) log_format: LogFormat,
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -44,7 +50,11 @@ pub(crate) enum Output {
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConfigArg {
     /// Agent configuration file (written by `init`).
-    #[arg(long, env = "GPUCHAIN_PROVIDER_CONFIG", default_value = "provider.toml")]
+    #[arg(
+        long,
+        env = "GPUCHAIN_PROVIDER_CONFIG",
+        default_value = "provider.toml"
+    )]
     pub(crate) config: PathBuf,
 }
 

@@ -62,7 +62,10 @@ fn print(outcome: TxOutcome, output: Output, what: &str) -> Result<()> {
     let outcome = outcome.ok()?;
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
-        Output::Text => println!("{what}: included at height {} (tx {})", outcome.height, outcome.hash),
+        Output::Text => println!(
+            "{what}: included at height {} (tx {})",
+            outcome.height, outcome.hash
+        ),
     }
     Ok(())
 }
@@ -77,7 +80,12 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     if let Some(why) = gpu_refusal(&report, policy) {
         tracing::info!(reason = %why, "offering this machine as CPU-only");
     }
-    let attrs = provider_attrs(&report, policy, &config.provider.region, &config.provider.endpoint_url);
+    let attrs = provider_attrs(
+        &report,
+        policy,
+        &config.provider.region,
+        &config.provider.endpoint_url,
+    );
     if a.dry_run {
         println!("{}", serde_json::to_string_pretty(&attrs)?);
         return Ok(());
@@ -85,7 +93,10 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     let chain = connect(&config)?;
     let msg = match chain.provider().await? {
         Some(p) if p.attrs == attrs => {
-            println!("{} is already registered with these attributes", chain.address);
+            println!(
+                "{} is already registered with these attributes",
+                chain.address
+            );
             return Ok(());
         }
         Some(_) => StakingMsg::UpdateProvider(MsgUpdateProvider { attrs }),
@@ -107,7 +118,11 @@ pub(super) async fn bond(a: AmountArgs) -> Result<()> {
 pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = StakingMsg::UnbondProvider(MsgUnbondProvider { amount: a.amount });
-    print(chain.submit(Msg::Staking(msg)).await?, a.output, "unbonding started")
+    print(
+        chain.submit(Msg::Staking(msg)).await?,
+        a.output,
+        "unbonding started",
+    )
 }
 
 pub(super) async fn withdraw(a: WithdrawArgs) -> Result<()> {

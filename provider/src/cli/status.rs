@@ -80,7 +80,10 @@ pub(super) async fn run(a: StatusArgs) -> Result<()> {
 fn print_text(s: &Status) {
     println!("provider  {}", s.provider);
     println!("height    {} (last processed)", s.last_height);
-    println!("capacity  {} of {} slots in use", s.slots_used, s.capacity_slots);
+    println!(
+        "capacity  {} of {} slots in use",
+        s.slots_used, s.capacity_slots
+    );
     let c = &s.counters;
     println!(
         "counters  bids {} (failed {}), skipped {}, wins {}, losses {}, jobs {} ok / {} failed, earned {} ugpu",
@@ -90,13 +93,17 @@ fn print_text(s: &Status) {
         (Some(ch), _) => println!(
             "chain     balance {} ugpu, bonded {}",
             ch.balance,
-            ch.bonded.map_or("not registered".to_string(), |b| format!("{b} ugpu"))
+            ch.bonded
+                .map_or("not registered".to_string(), |b| format!("{b} ugpu"))
         ),
         (None, Some(e)) => println!("chain     unreachable: {e}"),
         _ => {}
     }
     for b in &s.bids {
-        println!("bid       order {} at {} ugpu: {:?}", b.order_id, b.price, b.status);
+        println!(
+            "bid       order {} at {} ugpu: {:?}",
+            b.order_id, b.price, b.status
+        );
     }
     for l in &s.leases {
         println!(
@@ -106,7 +113,10 @@ fn print_text(s: &Status) {
             l.stage,
             l.chain_state,
             l.paid,
-            l.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default()
+            l.reason
+                .as_deref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default()
         );
     }
 }
