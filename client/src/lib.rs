@@ -1,13 +1,16 @@
 //! The gpuchain client library, used by the CLI, the provider and verifier agents and the
 //! tests: key files, transaction building and signing, CometBFT RPC (through cosmrs's
-//! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash.
+//! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash of a header the
+//! light client verified.
 
 pub mod follow;
 pub mod keys;
+pub mod light;
 mod proof;
 mod rpc;
 mod txbuild;
 
+pub use light::{LightClient, LightError};
 pub use proof::{verify_proof, ProofError};
 pub use rpc::{ChainClient, TxOutcome, VerifiedValue};
 pub use txbuild::build_signed_tx;

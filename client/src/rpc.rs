@@ -1,6 +1,7 @@
 //! CometBFT RPC for gpuchain: broadcast and wait for inclusion, typed and proven queries.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -12,7 +13,7 @@ use serde::Serialize;
 use tendermint_rpc::client::CompatMode;
 use tendermint_rpc::{Client, HttpClient, HttpClientUrl};
 
-use crate::{build_signed_tx, paths, verify_proof};
+use crate::{build_signed_tx, paths, verify_proof, LightClient};
 
 /// How a broadcast transaction ended.
 #[derive(Clone, Debug, Serialize)]
@@ -76,6 +77,7 @@ pub struct VerifiedValue {
 pub struct ChainClient {
     http: HttpClient,
     url: String,
+    light: Option<Arc<tokio::sync::Mutex<LightClient>>>,
 }
 
 fn abci_code_ok(code: &tendermint::abci::Code, log: &str, what: &str) -> Result<()> {
@@ -98,7 +100,20 @@ impl ChainClient {
         Ok(ChainClient {
             http,
             url: url.to_string(),
+            light: None,
         })
+    }
+
+    /// Checks the headers behind proven queries with `light` (signatures of the trusted
+    /// validators), instead of taking the node's word for them.
+    pub fn with_light_client(mut self, light: LightClient) -> ChainClient {
+        self.light = Some(Arc::new(tokio::sync::Mutex::new(light)));
+        self
+    }
+
+    /// Whether proven queries check header signatures.
+    pub fn verifies_headers(&self) -> bool {
+        self.light.is_some()
     }
 
     /// The node's URL.
@@ -184,12 +199,16 @@ impl ChainClient {
         // The state after block h is committed to by the header of block h+1.
         self.wait_for_height(height + 1, Duration::from_secs(30))
             .await?;
-        let commit = self
-            .http
-            .commit(tendermint::block::Height::try_from(height + 1)?)
-            .await?;
-        let app_hash: [u8; 32] = commit
-            .signed_header
+        let signed_header = match &self.light {
+            Some(light) => light.lock().await.verify(self, height + 1).await?,
+            None => {
+                self.http
+                    .commit(tendermint::block::Height::try_from(height + 1)?)
+                    .await?
+                    .signed_header
+            }
+        };
+        let app_hash: [u8; 32] = signed_header
             .header
             .app_hash
             .as_bytes()

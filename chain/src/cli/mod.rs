@@ -2,6 +2,7 @@
 //! [--output json] <command>`.
 
 mod keys;
+mod light;
 mod output;
 mod query;
 mod query_auction;
@@ -71,6 +72,9 @@ enum Command {
     Query(query::QueryCmd),
     /// Show the node's height, app hash and chain id.
     Status,
+    /// The light client that checks the headers behind proven queries.
+    #[command(subcommand)]
+    Light(light::LightCmd),
 }
 
 /// Parses the command line, runs the command, and maps errors to exit code 1.
@@ -84,6 +88,9 @@ pub(crate) fn run() -> ExitCode {
         Command::Tx(cmd) => runtime().and_then(|rt| rt.block_on(tx::run(&cli, cmd, &out))),
         Command::Query(cmd) => runtime().and_then(|rt| rt.block_on(query::run(&cli, cmd, &out))),
         Command::Status => runtime().and_then(|rt| rt.block_on(status::run(&cli, &out))),
+        Command::Light(cmd) => runtime()
+            .and_then(|rt| rt.block_on(light::run(&cli, cmd, &out)))
+            .map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -67,7 +67,16 @@ async fn amount(
 }
 
 pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitCode> {
-    let client = ChainClient::new(&cli.node)?;
+    let proves = matches!(
+        cmd,
+        QueryCmd::Bank(BankQuery::Balance { prove: true, .. })
+            | QueryCmd::Bank(BankQuery::Supply { prove: true })
+    );
+    let client = if proves {
+        super::light::proving_client(cli).await?
+    } else {
+        ChainClient::new(&cli.node)?
+    };
     match cmd {
         QueryCmd::Bank(BankQuery::Balance { address, prove }) => {
             let key = gpuchain_bank::state_key::balance(address);
