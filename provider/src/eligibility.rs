@@ -36,11 +36,13 @@ pub(crate) fn check(order: &Order, me: &Ability<'_>) -> Result<(), String> {
             order.state, order.bid_end_height
         ));
     }
-    if let JobSpec::Training(_) = order.job {
-        return Err(
-            "training jobs need the client's round coordinator protocol, which does not exist yet"
-                .into(),
-        );
+    if let JobSpec::Training(t) = &order.job {
+        if t.coordinator_url.is_some() && t.workers != order.replicas {
+            return Err(format!(
+                "networked training needs one lease per worker: {} workers, {} replicas",
+                t.workers, order.replicas
+            ));
+        }
     }
     let arch = match &order.job {
         JobSpec::Inference(s) => s.arch,

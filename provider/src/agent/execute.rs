@@ -5,8 +5,10 @@
 use std::time::{Duration, Instant};
 
 use gpuchain_compute::blob::{BlobFetcher, BlobStore};
+use gpuchain_compute::digits::Digits;
+use gpuchain_compute::train::remote::run_remote_worker;
 use gpuchain_compute::{fetch_job_blobs, run_job, Backend};
-use gpuchain_jobspec::{BlobHash, BlobRef, JobSpec};
+use gpuchain_jobspec::{BlobHash, BlobRef, JobSpec, TrainingSpec};
 
 use crate::dishonest::{altered_spec, random_bytes, Dishonest};
 
@@ -30,6 +32,43 @@ pub(crate) async fn fetch(spec: &JobSpec, fetcher: &BlobFetcher) -> Result<f64, 
         Ok(Err(e)) => Err(format!("fetching blobs: {e}")),
         Err(_) => Err("fetching blobs took longer than 600 s".into()),
     }
+}
+
+/// Runs worker `index` of a networked training job against the client's coordinator; the
+/// final weights go to the blob store and the result is the verified transcript root.
+pub(crate) async fn produce_training(
+    spec: TrainingSpec,
+    coordinator: String,
+    index: u32,
+    fetcher: BlobFetcher,
+    backend: Backend,
+) -> Result<Produced, String> {
+    let fetch_seconds = fetch(&JobSpec::Training(spec.clone()), &fetcher).await?;
+    let store = fetcher.store().clone();
+    let data = store
+        .get(&spec.dataset)
+        .and_then(|gz| Digits::parse_gz(&gz))
+        .map_err(|e| format!("reading the dataset: {e}"))?;
+    let start = Instant::now();
+    // A round waits for the slowest worker; give the whole job a generous bound.
+    let timeout = Duration::from_secs(60 + 30 * u64::from(spec.rounds));
+    let result = run_remote_worker(&coordinator, &spec, index, &data, backend, &fetcher, timeout)
+        .await
+        .map_err(|e| format!("training as worker {index}: {e}"))?;
+    store
+        .put(&result.final_weights)
+        .map_err(|e| format!("storing the final weights: {e}"))?;
+    tracing::info!(
+        worker = index,
+        rounds = result.rounds_run,
+        root = %hex::encode(result.transcript_root),
+        "training done; transcript checked"
+    );
+    Ok(Produced {
+        result_hash: result.transcript_root,
+        fetch_seconds,
+        execute_seconds: start.elapsed().as_secs_f64(),
+    })
 }
 
 /// Fetches, runs and stores the result of `spec`.

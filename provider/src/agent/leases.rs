@@ -1,13 +1,16 @@
 //! Leases: from winning to payment. Each block every active lease is compared with its
 //! state on chain and moved one step: run the job, commit (salt and result saved first),
 //! reveal once every replica committed or the deadline passed, then wait to be paid.
-//! The chain has no message to hand a lease back, so a lease the agent cannot honour is
-//! reported (state `failed`, logged with the reason) and ends as `missed` at its deadline.
+//! A lease the agent cannot honour is reported (state `failed`, logged with the reason) and
+//! handed back with `ReleaseLease`, so the client is refunded at once and the smaller
+//! abandoned-lease slash applies. A networked training lease makes the agent one worker of
+//! the client's coordinator.
 
 use anyhow::Result;
 use gpuchain_auction::{
-    commitment, AuctionMsg, Lease, LeaseState, MsgCommitResult, MsgRevealResult,
+    commitment, AuctionMsg, Lease, LeaseState, MsgCommitResult, MsgReleaseLease, MsgRevealResult,
 };
+use gpuchain_jobspec::JobSpec;
 
 use super::{execute, Agent, Done};
 use crate::dishonest::{random_bytes, Dishonest};
@@ -207,21 +210,62 @@ impl Agent {
         }
         self.running.insert(lease.id);
         let tx = self.done_tx.clone();
-        let work = execute::produce(
-            order.job,
-            self.fetcher.clone(),
-            self.backend,
-            self.options.dishonest,
-            self.state.last_result.clone(),
-            self.options.exec_delay,
-        );
         let id = lease.id;
-        tokio::spawn(async move {
-            let result = work.await;
-            let _ = tx.send((id, result)).await;
-        });
+        match order.job {
+            JobSpec::Training(spec) if spec.coordinator_url.is_some() => {
+                let index = self.worker_index(lease).await;
+                let coordinator = spec.coordinator_url.clone().unwrap_or_default();
+                let work = execute::produce_training(
+                    spec,
+                    coordinator,
+                    index,
+                    self.fetcher.clone(),
+                    self.backend,
+                );
+                tokio::spawn(async move {
+                    let _ = tx.send((id, work.await)).await;
+                });
+            }
+            job => {
+                let work = execute::produce(
+                    job,
+                    self.fetcher.clone(),
+                    self.backend,
+                    self.options.dishonest,
+                    self.state.last_result.clone(),
+                    self.options.exec_delay,
+                );
+                tokio::spawn(async move {
+                    let _ = tx.send((id, work.await)).await;
+                });
+            }
+        }
         // The attempt is durable before the job runs.
         self.save()
+    }
+
+    /// This lease's worker index in a networked training job: its rank by id among the
+    /// order's leases (every worker computes the same ranks from chain state).
+    async fn worker_index(&self, lease: &Lease) -> u32 {
+        match self.chain.leases_of_order(lease.order_id).await {
+            Ok(leases) => leases.iter().filter(|l| l.id < lease.id).count() as u32,
+            Err(e) => {
+                tracing::warn!(lease_id = lease.id, error = %e, "cannot list the order's leases");
+                0
+            }
+        }
+    }
+
+    /// Hands a lease back: the client is refunded now and the smaller abandoned-lease slash
+    /// applies instead of a missed deadline.
+    async fn release(&mut self, lease_id: u64) -> Result<()> {
+        let msg = AuctionMsg::ReleaseLease(MsgReleaseLease { lease_id });
+        match self.chain.auction(msg).await.and_then(|o| o.ok()) {
+            Ok(o) => tracing::warn!(lease_id, height = o.height, "lease handed back"),
+            Err(e) => tracing::error!(lease_id, error = %format!("{e:#}"),
+                "handing the lease back failed; it will be marked missed at its deadline"),
+        }
+        Ok(())
     }
 
     /// A job task finished.
@@ -254,11 +298,12 @@ impl Agent {
                 self.commit(lease_id).await?;
             }
             Err(reason) => {
-                tracing::error!(lease_id, %reason,
-                    "cannot honour lease; the chain has no hand-back message, so it will be marked missed at its deadline");
+                tracing::error!(lease_id, %reason, "cannot honour the lease; handing it back");
                 rec.stage = Stage::Failed;
                 rec.reason = Some(reason);
                 self.state.counters.jobs_failed += 1;
+                self.save()?;
+                return self.release(lease_id).await;
             }
         }
         self.save()
