@@ -1,0 +1,134 @@
+//! The verifier daemon (`gpuchain-verifier run`): follows the chain block by block, takes
+//! the assignments made to it, checks each result off the async runtime and posts its
+//! verdict before the deadline, and plants, posts and reveals ringer challenges, with its
+//! state in a durable file so a restart resumes where it was.
+//!
+//! One task owns the state and sends every transaction (so nonces never race); checks and
+//! ringer preparations run in their own tasks and report back over a channel.
+
+mod cases;
+mod ringers;
+mod startup;
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+use gpuchain_client::follow::FollowedBlock;
+use gpuchain_compute::blob::BlobFetcher;
+use gpuchain_compute::Backend;
+use gpuchain_verify::VerifyParams;
+use tokio::sync::mpsc;
+
+use crate::chain::Chain;
+use crate::check::{Finding, Limits};
+use crate::config::Config;
+use crate::metrics::Shared;
+use crate::state::State;
+use crate::store::JsonFile;
+
+pub(crate) use startup::run;
+
+/// A background task's report.
+pub(crate) enum Done {
+    /// A check finished: case key and finding (or why none can be given).
+    Checked(String, Result<Finding, String>),
+    /// A ringer is ready: its id, or why it could not be prepared.
+    Prepared(u64, Result<ringers::Ready, String>),
+}
+
+/// The running agent.
+pub(crate) struct Agent {
+    config: Config,
+    chain: Chain,
+    /// Ordinary accounts that post ringers, in turn.
+    posters: Vec<(String, Chain)>,
+    file: JsonFile,
+    state: State,
+    fetcher: BlobFetcher,
+    http: reqwest::Client,
+    backend: Backend,
+    limits: Limits,
+    params: VerifyParams,
+    /// Case keys whose check is in flight.
+    checking: BTreeSet<String>,
+    /// A ringer being prepared.
+    preparing: Option<u64>,
+    done_tx: mpsc::Sender<Done>,
+    gauges: Shared,
+    height: u64,
+    bonded: u128,
+}
+
+impl Agent {
+    /// Persists the state; a failure to persist is fatal (the agent would forget salts).
+    fn save(&mut self) -> Result<()> {
+        self.file.save(&self.state)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Copies counters and gauges to the metrics endpoint.
+    fn publish(&self) {
+        if let Ok(mut g) = self.gauges.lock() {
+            g.counters = self.state.counters.clone();
+            g.height = self.height;
+            g.checking = u32::try_from(self.checking.len()).unwrap_or(u32::MAX);
+            g.open_ringers = u32::try_from(self.state.open_ringers()).unwrap_or(u32::MAX);
+            g.bonded = self.bonded;
+        }
+    }
+
+    /// Handles one committed block: assignments to this verifier and the orders seen, then
+    /// the ringer schedule and every open ringer.
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+        self.height = block.height;
+        let me = self.chain.address.to_string();
+        let mut orders = 0u64;
+        for e in block.events() {
+            match e.kind.as_str() {
+                "verify.assigned" if e.attr("verifier") == Some(me.as_str()) => {
+                    let (Some(lease_id), Some(deadline)) =
+                        (e.attr_u64("lease_id"), e.attr_u64("deadline"))
+                    else {
+                        continue;
+                    };
+                    let round = e
+                        .attr_u64("round")
+                        .and_then(|r| u8::try_from(r).ok())
+                        .unwrap_or(0);
+                    let provider = e.attr("provider").unwrap_or_default().to_string();
+                    self.assigned(lease_id, round, deadline, provider, block.height);
+                }
+                "auction.order_posted" => {
+                    let client = e.attr("client").unwrap_or_default();
+                    if !self.state.is_poster(client)
+                        && !self
+                            .posters
+                            .iter()
+                            .any(|(_, p)| p.address.to_string() == client)
+                    {
+                        orders += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.state.counters.orders_seen += orders;
+        if block.height % 20 == 0 {
+            if let Ok(Some(v)) = self.chain.me().await {
+                self.bonded = v.bonded;
+            }
+        }
+        self.schedule_ringer(orders).await?;
+        self.drive_ringers().await?;
+        self.state.last_height = block.height;
+        self.save()
+    }
+
+    async fn on_done(&mut self, done: Done) -> Result<()> {
+        match done {
+            Done::Checked(key, finding) => self.checked(key, finding).await,
+            Done::Prepared(id, ready) => self.prepared(id, ready).await,
+        }
+    }
+}

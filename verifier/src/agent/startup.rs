@@ -1,0 +1,132 @@
+//! Starting and stopping the daemon: load state, check the registration, start the metrics
+//! server (and the ringer input server when configured), reconcile with the chain
+//! (verdicts, commitments and ringer orders sent just before a crash; assignments made
+//! while stopped), follow blocks from where the state left off, and stop cleanly on SIGTERM
+//! or Ctrl-C.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use gpuchain_client::follow::{follow, FollowConfig};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::Backend;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+use super::Agent;
+use crate::chain::Chain;
+use crate::check::Limits;
+use crate::config::Config;
+use crate::state::State;
+use crate::store::JsonFile;
+
+/// Runs the daemon until a signal.
+pub(crate) async fn run(config: Config) -> Result<()> {
+    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
+    let file = JsonFile::new(config.state_path());
+    let mut state: State = file.load()?;
+    let me = chain.address.to_string();
+    if !state.verifier.is_empty() && state.verifier != me {
+        bail!(
+            "{} belongs to verifier {}, not {me}; use another data_dir",
+            file.path().display(),
+            state.verifier
+        );
+    }
+    state.verifier = me.clone();
+    let record = chain.me().await?.with_context(|| {
+        format!("{me} is not a registered verifier: run `gpuchain-verifier register` first")
+    })?;
+    let params = chain.verify_params().await?;
+    let mut posters = Vec::new();
+    if config.challenge.enabled {
+        for name in &config.challenge.posters {
+            posters.push((
+                name.clone(),
+                Chain::connect(&config.chain.node, &config.key.home, name)?,
+            ));
+        }
+    }
+    let backend = Backend::parse(&config.verifier.backend)?;
+    let store = BlobStore::open(config.blob_dir())?;
+    let fetcher = BlobFetcher::new(store.clone())?;
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .context("building the HTTP client")?;
+    let gauges = Arc::default();
+    let metrics_addr = crate::metrics::serve(config.verifier.metrics_listen, Arc::clone(&gauges))
+        .await
+        .with_context(|| format!("starting /metrics on {}", config.verifier.metrics_listen))?;
+    let _ringer_server = match config.challenge.blob_listen {
+        Some(addr) if config.challenge.enabled => Some(
+            serve(BlobServer::new(store), addr)
+                .await
+                .with_context(|| format!("starting the ringer input server on {addr}"))?,
+        ),
+        _ => None,
+    };
+    tracing::info!(verifier = %me, bonded = record.bonded, backend = %backend.name(), metrics = %metrics_addr,
+        challenges = config.challenge.enabled, posters = posters.len(), "verifier agent starting");
+    let (done_tx, mut done_rx) = mpsc::channel(16);
+    let limits = Limits {
+        fetch_timeout: Duration::from_secs(config.verifier.fetch_timeout_secs),
+        max_output_bytes: config.verifier.max_output_bytes,
+    };
+    let mut agent = Agent {
+        chain,
+        posters,
+        file,
+        state,
+        fetcher,
+        http,
+        backend,
+        limits,
+        params,
+        checking: BTreeSet::new(),
+        preparing: None,
+        done_tx,
+        gauges,
+        height: 0,
+        bonded: record.bonded,
+        config,
+    };
+    let latest = agent.chain.client.latest_height().await?;
+    agent.height = latest;
+    agent.reconcile_ringers().await?;
+    agent.reconcile_cases(latest).await?;
+    let from = if agent.state.last_height == 0 {
+        latest + 1
+    } else {
+        tracing::info!(
+            from = agent.state.last_height + 1,
+            latest,
+            "catching up missed blocks"
+        );
+        agent.state.last_height + 1
+    };
+    agent.save()?;
+    let mut follow_config = FollowConfig::new(&agent.config.chain.node, from);
+    follow_config.websocket_url = agent.config.websocket_url();
+    let mut blocks = follow(agent.chain.client.clone(), follow_config)?;
+    let mut term = signal(SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => { tracing::info!("Ctrl-C: stopping"); break; }
+            _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
+            Some(done) = done_rx.recv() => agent.on_done(done).await?,
+            block = blocks.recv() => match block {
+                Some(b) => agent.on_block(b).await?,
+                None => bail!("the block follower stopped"),
+            },
+        }
+    }
+    agent.save()?;
+    tracing::info!(
+        checking = agent.checking.len(),
+        "state saved; checks in flight restart on the next start"
+    );
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Checking one revealed result: fetch the job's blobs (hash-verified), fetch the
+//! provider's output from `<endpoint_url>/blob/<result_hash>`, re-execute, and compare
+//! under the job kind's tolerance. An output that cannot be fetched, or whose bytes do not
+//! hash to the revealed result hash, is faulty; numeric drift within tolerance is honest.
+//! Training results go to [`crate::training`].
+
+use std::time::{Duration, Instant};
+
+use gpuchain_compute::blob::{hash_bytes, BlobFetcher};
+use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend, Verdict};
+use gpuchain_jobspec::JobSpec;
+use gpuchain_verify::VerdictKind;
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub(crate) lease_id: u64,
+    pub(crate) spec: JobSpec,
+    /// The revealed result hash.
+    pub(crate) result_hash: [u8; 32],
+    /// The provider's registered blob server.
+    pub(crate) endpoint_url: String,
+    /// Worker index of the lease (its rank by id among the order's leases), for training.
+    pub(crate) worker: u32,
+    pub(crate) backend: Backend,
+}
+
+/// A finding.
+#[derive(Clone, Debug)]
+pub(crate) struct Finding {
+    pub(crate) verdict: VerdictKind,
+    /// blake3 of the agent's own output.
+    pub(crate) output_hash: [u8; 32],
+    /// What was compared and found.
+    pub(crate) detail: String,
+    /// The provider's output could not be fetched or did not match its hash.
+    pub(crate) fetch_failure: bool,
+    pub(crate) fetch_seconds: f64,
+    pub(crate) execute_seconds: f64,
+    /// Backend of the re-execution.
+    pub(crate) backend: String,
+    /// A training audit.
+    pub(crate) training: bool,
+}
+
+/// Limits of the checker.
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    pub(crate) fetch_timeout: Duration,
+    pub(crate) max_output_bytes: u64,
+}
+
+/// Fetches `<endpoint>/blob/<hex>` and checks its blake3; `Err` says why it is unusable.
+pub(crate) async fn fetch_output(
+    http: &reqwest::Client,
+    endpoint: &str,
+    hash: &[u8; 32],
+    limits: &Limits,
+) -> Result<Vec<u8>, String> {
+    let url = format!(
+        "{}/blob/{}",
+        endpoint.trim_end_matches('/'),
+        hex::encode(hash)
+    );
+    let get = async {
+        let resp = http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        if !resp.status().is_success() {
+            return Err(format!("GET {url}: status {}", resp.status()));
+        }
+        if resp.content_length().unwrap_or(0) > limits.max_output_bytes {
+            return Err(format!(
+                "GET {url}: larger than {} bytes",
+                limits.max_output_bytes
+            ));
+        }
+        let bytes = resp.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
+        Ok(bytes.to_vec())
+    };
+    let bytes = tokio::time::timeout(limits.fetch_timeout, get)
+        .await
+        .map_err(|_| format!("GET {url}: timed out"))??;
+    if hash_bytes(&bytes).0 != *hash {
+        return Err(format!(
+            "output served at {url} hashes to {}, not the revealed result",
+            hex::encode(hash_bytes(&bytes).0)
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Fetches every blob of the job into the store; `Err` means the job cannot be checked
+/// (not the provider's fault).
+pub(crate) async fn fetch_job(
+    spec: &JobSpec,
+    fetcher: &BlobFetcher,
+    limits: &Limits,
+) -> Result<f64, String> {
+    let start = Instant::now();
+    let work = fetch_job_blobs(spec, fetcher, &|_| {});
+    match tokio::time::timeout(limits.fetch_timeout, work).await {
+        Ok(Ok(())) => Ok(start.elapsed().as_secs_f64()),
+        Ok(Err(e)) => Err(format!("fetching the job's blobs: {e}")),
+        Err(_) => Err("fetching the job's blobs timed out".into()),
+    }
+}
+
+/// Re-executes `spec` on `backend` off the async runtime.
+pub(crate) async fn execute(
+    spec: JobSpec,
+    fetcher: &BlobFetcher,
+    backend: Backend,
+) -> Result<gpuchain_compute::JobOutput, String> {
+    let store = fetcher.store().clone();
+    tokio::task::spawn_blocking(move || run_job(&spec, &store, backend))
+        .await
+        .map_err(|e| format!("re-execution panicked: {e}"))?
+        .map_err(|e| format!("re-execution failed: {e}"))
+}
+
+/// Checks one result. `Err` means no verdict can be given (the job's own blobs are
+/// unavailable, or the job cannot run here).
+pub(crate) async fn check(
+    job: Job,
+    fetcher: BlobFetcher,
+    http: reqwest::Client,
+    limits: Limits,
+) -> Result<Finding, String> {
+    if let JobSpec::Training(t) = &job.spec {
+        return crate::training::audit(&job, t, &fetcher, &http, &limits).await;
+    }
+    let fetch_seconds = fetch_job(&job.spec, &fetcher, &limits).await?;
+    let start = Instant::now();
+    let fetched = fetch_output(&http, &job.endpoint_url, &job.result_hash, &limits).await;
+    let fetch_seconds = fetch_seconds + start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let mine = execute(job.spec.clone(), &fetcher, job.backend).await?;
+    let execute_seconds = start.elapsed().as_secs_f64();
+    let (verdict, detail, fetch_failure) = match fetched {
+        Err(why) => (VerdictKind::Faulty, why, true),
+        Ok(candidate) => {
+            let kind = job.spec.kind();
+            let outcome = compare(kind, &job.spec.tolerance(), &candidate, &mine.bytes)
+                .map_err(|e| format!("comparing: {e}"))?;
+            (judge(&outcome), describe(&outcome), false)
+        }
+    };
+    Ok(Finding {
+        verdict,
+        output_hash: mine.hash.0,
+        detail,
+        fetch_failure,
+        fetch_seconds,
+        execute_seconds,
+        backend: job.backend.name(),
+        training: false,
+    })
+}
+
+/// `honest` when the comparison accepts the candidate.
+pub(crate) fn judge(v: &Verdict) -> VerdictKind {
+    if v.accepted() {
+        VerdictKind::Honest
+    } else {
+        VerdictKind::Faulty
+    }
+}
+
+fn describe(v: &Verdict) -> String {
+    match v {
+        Verdict::Identical => "identical".into(),
+        Verdict::WithinTolerance { metrics } => format!(
+            "within tolerance (rel L2 {} ppm, agreement {} ppm)",
+            metrics.rel_l2_ppm, metrics.agreement_ppm
+        ),
+        Verdict::Mismatch { reason, .. } => format!("mismatch: {reason}"),
+    }
+}

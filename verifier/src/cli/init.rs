@@ -1,0 +1,115 @@
+//! `gpuchain-verifier init`: writes a configuration file, optionally creating the key.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use gpuchain_client::keys::Keystore;
+
+use super::ConfigArg;
+use crate::config::{ChainConfig, ChallengeConfig, Config, KeyConfig, PoolJob, VerifierConfig};
+
+/// Arguments of `init`.
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// CometBFT RPC of a node.
+    #[arg(long, default_value = "http://127.0.0.1:26657")]
+    node: String,
+    /// gpuchaind home holding `keys/`.
+    #[arg(long)]
+    home: PathBuf,
+    /// Key name (the verifier's account).
+    #[arg(long)]
+    key: String,
+    /// Create the key if it does not exist (unencrypted unless GPUCHAIN_PASSPHRASE is set).
+    #[arg(long)]
+    create_key: bool,
+    /// Local state and blob store.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// Prometheus /metrics listen address.
+    #[arg(long, default_value = "127.0.0.1:9465")]
+    metrics_listen: SocketAddr,
+    /// Bond for `register`, ugpu.
+    #[arg(long, default_value_t = 1_000_000_000)]
+    bond: u64,
+    /// First-round backend: auto, cpu, canonical, cuda[:N] (appeals always run canonical).
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Plant ringer challenges, posted from these ordinary accounts (key names, repeatable).
+    #[arg(long = "poster")]
+    posters: Vec<String>,
+    /// Ringer job pool: inference job spec JSON files (repeatable).
+    #[arg(long = "ringer-job")]
+    ringer_jobs: Vec<PathBuf>,
+    /// Highest price per replica of a ringer order, ugpu.
+    #[arg(long, default_value_t = 1_000_000)]
+    ringer_max_price: u64,
+    /// Ringer rate, ppm of orders seen (0: the chain's `challenge_rate_ppm`).
+    #[arg(long, default_value_t = 0)]
+    challenge_rate_ppm: u32,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    force: bool,
+}
+
+pub(super) fn run(a: InitArgs) -> Result<()> {
+    let keys = Keystore::open(&a.home.join("keys"))?;
+    let address = match keys.show(&a.key) {
+        Ok(info) => info.address,
+        Err(_) if a.create_key => {
+            let pass = std::env::var("GPUCHAIN_PASSPHRASE").ok();
+            keys.create(&a.key, pass.as_deref())?.address
+        }
+        Err(e) => return Err(e.context("pass --create-key to create it")),
+    };
+    let pool = a
+        .ringer_jobs
+        .into_iter()
+        .map(|spec| PoolJob {
+            spec,
+            replicas: 1,
+            max_price_per_replica: a.ringer_max_price,
+            bid_window_blocks: 10,
+            exec_deadline_blocks: 30,
+            class: gpuchain_auction::ClassRequirement::Any,
+            region: None,
+            draw_rows: 0,
+        })
+        .collect();
+    let config = Config {
+        chain: ChainConfig {
+            node: a.node,
+            websocket: None,
+        },
+        key: KeyConfig {
+            home: a.home,
+            name: a.key,
+        },
+        verifier: VerifierConfig {
+            data_dir: a.data_dir,
+            metrics_listen: a.metrics_listen,
+            bond: a.bond,
+            backend: a.backend,
+            fetch_timeout_secs: 120,
+            max_output_bytes: 1 << 30,
+        },
+        challenge: ChallengeConfig {
+            enabled: !a.posters.is_empty(),
+            rate_ppm: a.challenge_rate_ppm,
+            every_blocks: 0,
+            max_open: 4,
+            max_total: 0,
+            posters: a.posters,
+            blob_listen: None,
+            blob_url: None,
+            pool,
+        },
+    };
+    config.save(&a.config.config, a.force)?;
+    println!("wrote {} for verifier {address}", a.config.config.display());
+    Ok(())
+}

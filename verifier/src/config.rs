@@ -1,0 +1,265 @@
+//! The agent's configuration file (TOML): chain endpoint, key, data directory, metrics,
+//! backend, and the ringer-challenge schedule with its ordinary poster keys and job pool.
+//! `gpuchain-verifier init` writes one with defaults; see docs/verifier.md.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use gpuchain_auction::ClassRequirement;
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// Chain connection.
+    pub(crate) chain: ChainConfig,
+    /// Signing key.
+    pub(crate) key: KeyConfig,
+    /// Local state, metrics, execution.
+    pub(crate) verifier: VerifierConfig,
+    /// Ringer challenges.
+    #[serde(default)]
+    pub(crate) challenge: ChallengeConfig,
+}
+
+/// `[chain]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChainConfig {
+    /// CometBFT RPC, e.g. `http://127.0.0.1:26657`.
+    pub(crate) node: String,
+    /// Websocket URL; derived from `node` when absent.
+    #[serde(default)]
+    pub(crate) websocket: Option<String>,
+}
+
+/// `[key]`: a gpuchaind key file `<home>/keys/<name>.json`; an encrypted key reads its
+/// passphrase from `GPUCHAIN_PASSPHRASE`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KeyConfig {
+    /// gpuchaind home holding `keys/`.
+    pub(crate) home: PathBuf,
+    /// Key name of the verifier account.
+    pub(crate) name: String,
+}
+
+/// `[verifier]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VerifierConfig {
+    /// Local state (`state.json`) and the blob store (`blobs/`).
+    pub(crate) data_dir: PathBuf,
+    /// Prometheus `/metrics` listen address (keep it on 127.0.0.1).
+    pub(crate) metrics_listen: SocketAddr,
+    /// Bond for `register`, ugpu (TOML integers are 64-bit).
+    pub(crate) bond: u64,
+    /// Backend of first-round re-execution: auto, cpu, canonical, cuda[:N]. Appeal and
+    /// tie-break rounds always use the canonical path.
+    #[serde(default = "default_backend")]
+    pub(crate) backend: String,
+    /// Seconds allowed for fetching one job's blobs or one provider output.
+    #[serde(default = "default_fetch_timeout")]
+    pub(crate) fetch_timeout_secs: u64,
+    /// Largest provider output fetched, bytes.
+    #[serde(default = "default_max_output")]
+    pub(crate) max_output_bytes: u64,
+}
+
+/// `[challenge]`: ringers. The agent plants one ringer per `1_000_000 / rate_ppm` orders it
+/// sees (or one every `every_blocks` blocks when set), at most `max_open` unrevealed at a
+/// time and `max_total` in all (0: no limit).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChallengeConfig {
+    /// Plant ringers at all.
+    #[serde(default)]
+    pub(crate) enabled: bool,
+    /// Target share of orders that are ringers, ppm (the chain's `challenge_rate_ppm` when 0).
+    #[serde(default)]
+    pub(crate) rate_ppm: u32,
+    /// Plant one ringer every this many blocks instead of by rate (0: by rate).
+    #[serde(default)]
+    pub(crate) every_blocks: u64,
+    /// Most unrevealed ringers at once.
+    #[serde(default = "default_max_open")]
+    pub(crate) max_open: u32,
+    /// Most ringers in all (0: no limit).
+    #[serde(default)]
+    pub(crate) max_total: u64,
+    /// Ordinary accounts (key names in the same home) that post the ringer orders, in turn.
+    #[serde(default)]
+    pub(crate) posters: Vec<String>,
+    /// Where the ringer inputs are served (a blob server the agent starts), if any; without
+    /// it the pool inputs are used as they are.
+    #[serde(default)]
+    pub(crate) blob_listen: Option<SocketAddr>,
+    /// Public URL of that server.
+    #[serde(default)]
+    pub(crate) blob_url: Option<String>,
+    /// Jobs the ringers are drawn from.
+    #[serde(default)]
+    pub(crate) pool: Vec<PoolJob>,
+}
+
+/// One job template of the pool: an inference job spec (JSON file, as `gpuchaind tx auction
+/// post-order --job` takes) and ordinary-looking terms.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PoolJob {
+    /// Path of the `JobSpec` JSON.
+    pub(crate) spec: PathBuf,
+    /// Replicas k.
+    #[serde(default = "one")]
+    pub(crate) replicas: u32,
+    /// Highest price per replica, ugpu.
+    pub(crate) max_price_per_replica: u64,
+    /// Bid window, blocks.
+    #[serde(default = "default_bid_window")]
+    pub(crate) bid_window_blocks: u64,
+    /// Execution deadline, blocks.
+    #[serde(default = "default_exec_deadline")]
+    pub(crate) exec_deadline_blocks: u64,
+    /// Provider class.
+    #[serde(default = "any_class")]
+    pub(crate) class: ClassRequirement,
+    /// Region requirement.
+    #[serde(default)]
+    pub(crate) region: Option<String>,
+    /// Rows drawn (with replacement) from the pool input for each ringer (0: the input as is).
+    #[serde(default)]
+    pub(crate) draw_rows: u32,
+}
+
+fn default_backend() -> String {
+    "auto".into()
+}
+fn default_fetch_timeout() -> u64 {
+    120
+}
+fn default_max_output() -> u64 {
+    1 << 30
+}
+fn default_max_open() -> u32 {
+    4
+}
+fn one() -> u32 {
+    1
+}
+fn default_bid_window() -> u64 {
+    10
+}
+fn default_exec_deadline() -> u64 {
+    30
+}
+fn any_class() -> ClassRequirement {
+    ClassRequirement::Any
+}
+
+impl Config {
+    /// Reads and checks a config file.
+    pub(crate) fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
+        let c = &config.challenge;
+        if c.enabled {
+            anyhow::ensure!(
+                !c.posters.is_empty(),
+                "challenge.posters needs at least one ordinary account key when challenges are enabled"
+            );
+            anyhow::ensure!(
+                !c.pool.is_empty(),
+                "challenge.pool needs at least one job when challenges are enabled"
+            );
+            anyhow::ensure!(
+                c.blob_listen.is_some() == c.blob_url.is_some(),
+                "challenge.blob_listen and challenge.blob_url go together"
+            );
+        }
+        Ok(config)
+    }
+
+    /// Writes the file (refuses to overwrite unless `force`).
+    pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
+        anyhow::ensure!(
+            force || !path.exists(),
+            "{} exists; pass --force to overwrite",
+            path.display()
+        );
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, toml::to_string_pretty(self)?)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The websocket URL to follow.
+    pub(crate) fn websocket_url(&self) -> String {
+        self.chain
+            .websocket
+            .clone()
+            .unwrap_or_else(|| gpuchain_client::follow::websocket_url(&self.chain.node))
+    }
+
+    /// `state.json`.
+    pub(crate) fn state_path(&self) -> PathBuf {
+        self.verifier.data_dir.join("state.json")
+    }
+
+    /// The blob store directory.
+    pub(crate) fn blob_dir(&self) -> PathBuf {
+        self.verifier.data_dir.join("blobs")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+[chain]
+node = "http://127.0.0.1:26657"
+
+[key]
+home = "/tmp/h"
+name = "v1"
+
+[verifier]
+data_dir = "/tmp/v1"
+metrics_listen = "127.0.0.1:9465"
+bond = 2000000000
+
+[challenge]
+enabled = true
+every_blocks = 5
+posters = ["alice"]
+pool = [{ spec = "/tmp/job.json", max_price_per_replica = 1000000, region = "eu" }]
+"#;
+
+    #[test]
+    fn a_sample_config_parses_with_defaults_and_round_trips() {
+        let c: Config = toml::from_str(SAMPLE).unwrap();
+        assert_eq!(c.verifier.backend, "auto");
+        assert_eq!(c.challenge.max_open, 4);
+        assert_eq!(c.challenge.pool[0].replicas, 1);
+        assert_eq!(c.challenge.pool[0].class, ClassRequirement::Any);
+        assert_eq!(c.websocket_url(), "ws://127.0.0.1:26657/websocket");
+        let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
+        assert_eq!(again.challenge.pool[0].region.as_deref(), Some("eu"));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_and_challenges_need_posters() {
+        let bad = SAMPLE.replace("bond = 2000000000", "bond = 2000000000\ncolour = 1");
+        assert!(toml::from_str::<Config>(&bad).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.toml");
+        std::fs::write(&path, SAMPLE.replace("posters = [\"alice\"]", "")).unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.to_string().contains("posters"), "{err}");
+    }
+}
