@@ -1,0 +1,106 @@
+//! Market helpers for the fault-injection tests: digits inputs, digits jobs, inference
+//! orders routed to one region, typed reads of an order's leases, the supply, and the slash
+//! records (through the CLI's JSON).
+
+use anyhow::Result;
+use gpuchain_auction::{ClassRequirement, Lease, MsgPostOrder, Requirements, TooFewBids};
+use gpuchain_client::ChainClient;
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
+use gpuchain_types::StateRead;
+
+use crate::cli;
+
+/// A GCT1 f32 tensor `[n, 64]` of pixel counts 0..=16, varied by `seed`.
+pub fn digits_input(n: u32, seed: u32) -> Vec<u8> {
+    let mut out = b"GCT1".to_vec();
+    out.extend_from_slice(&[1, 2, 0, 0]);
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&64u32.to_le_bytes());
+    for i in 0..n * 64 {
+        out.extend_from_slice(&((((i + seed) * 7 + seed * 3) % 17) as f32).to_le_bytes());
+    }
+    out
+}
+
+/// A digits-MLP inference job.
+pub fn digits_job(weights: BlobRef, input: BlobRef) -> JobSpec {
+    JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::DigitsMlp,
+        weights,
+        tokenizer: None,
+        input,
+        batch_size: 64,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    })
+}
+
+/// An order for `job` that only providers registered in `region` can bid on.
+pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) -> MsgPostOrder {
+    MsgPostOrder {
+        job,
+        requirements: Requirements {
+            class: ClassRequirement::Any,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: Some(region.to_string()),
+        },
+        replicas,
+        max_price_per_replica: max_price,
+        bid_window_blocks: 15,
+        exec_deadline_blocks: 40,
+        on_too_few_bids: TooFewBids::Refund,
+    }
+}
+
+/// Every lease of an order, by id.
+pub async fn order_leases(client: &ChainClient, order_id: u64) -> Result<Vec<Lease>> {
+    let prefix = gpuchain_auction::state_key::leases_by_order_prefix(order_id);
+    let snap = client.snapshot(&prefix).await?;
+    let mut out = Vec::new();
+    for (k, _) in snap.prefix_raw(&prefix) {
+        if let Some(id) = k.rsplit('/').next().and_then(|s| s.parse::<u64>().ok()) {
+            if let Some(l) = client
+                .get::<Lease>(&gpuchain_auction::state_key::lease(id))
+                .await?
+            {
+                out.push(l);
+            }
+        }
+    }
+    out.sort_by_key(|l| l.id);
+    Ok(out)
+}
+
+/// Total supply, ugpu.
+pub async fn supply(client: &ChainClient) -> Result<u128> {
+    Ok(client
+        .get::<u128>(gpuchain_bank::state_key::supply())
+        .await?
+        .unwrap_or(0))
+}
+
+/// `gpuchaind query slashing records --output json`.
+pub fn slash_records(node: &str) -> Result<Vec<serde_json::Value>> {
+    let out = cli(&[
+        "query", "slashing", "records", "--node", node, "--output", "json",
+    ])?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(v.as_array().cloned().unwrap_or_default())
+}
+
+/// A JSON amount (number or string) as u128.
+pub fn amount(v: &serde_json::Value) -> u128 {
+    v.as_u64()
+        .map(u128::from)
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or(0)
+}

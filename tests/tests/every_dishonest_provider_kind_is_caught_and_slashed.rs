@@ -1,0 +1,300 @@
+//! The fault-injection suite on a real localnet, k = 1: a `gpuchain-verifier` agent and
+//! eight `gpuchain-provider` agents, each registered in a region of its own so that every
+//! test order reaches exactly one of them. Two are honest on different backends (the
+//! multi-threaded CPU backend and the canonical path); six cheat with the hidden test flag
+//! (random output, wrong model, one layer skipped, a stale result, a late reveal, an
+//! abandoned lease). Audits are certain (audit_min = audit_max = 100%), so every revealed
+//! result is re-executed by the verifier agent on its CPU fast path and compared under the
+//! digits tolerance. Every cheat ends Faulted or Missed with a slash record; both honest
+//! providers are paid and never slashed; the supply only moves by the burns the slash
+//! records show.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use gpuchain_auction::{AuctionMsg, LeaseState};
+use gpuchain_client::keys::Keystore;
+use gpuchain_jobspec::BlobRef;
+use gpuchain_tests::{
+    amount, digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order,
+    slash_records, supply, verifier_cli, write_provider_config, AgentSpec, BlobHost, ProviderAgent,
+    TestNet, VerifierAgent, VerifierSpec,
+};
+use gpuchain_tx::Msg;
+
+const GPU: u128 = 1_000_000;
+
+/// (key, region, backend, dishonest kind)
+const PROVIDERS: [(&str, &str, &str, Option<&str>); 8] = [
+    ("honest_cpu", "r-honest-cpu", "cpu", None),
+    ("honest_canon", "r-honest-canon", "canonical", None),
+    ("random", "r-random", "cpu", Some("random-output")),
+    ("wrongmodel", "r-wrongmodel", "cpu", Some("wrong-model")),
+    ("skiplayer", "r-skiplayer", "cpu", Some("skip-layer")),
+    ("stale", "r-stale", "cpu", Some("stale")),
+    ("late", "r-late", "cpu", Some("late-reveal")),
+    ("abandon", "r-abandon", "cpu", Some("abandon")),
+];
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn blob(bytes: &[u8], url: String) -> BlobRef {
+    BlobRef {
+        blake3: *blake3::hash(bytes).as_bytes(),
+        size: bytes.len() as u64,
+        urls: vec![url],
+    }
+}
+
+async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut accounts = vec![("client", 10_000 * GPU), ("v1", 3_000 * GPU)];
+    accounts.extend(PROVIDERS.iter().map(|p| (p.0, 2_000 * GPU)));
+    let net = TestNet::start_with(1, &accounts, |spec| {
+        let p = &mut spec.genesis.auction.params;
+        p.reveal_window_blocks = 5;
+        p.challenge_window_blocks = 3;
+        p.verdict_window_blocks = 300;
+        p.audit_min_ppm = 1_000_000;
+        p.audit_max_ppm = 1_000_000;
+        let v = &mut spec.genesis.verify.params;
+        v.verdict_deadline_blocks = 120;
+        v.appeal_window_blocks = 2;
+    })
+    .await?;
+    let chain = net.client(0)?;
+    let node = net.net.nodes[0].rpc_url.clone();
+    let supply_before = supply(&chain).await?;
+    let dir = tempfile::tempdir()?;
+    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 1);
+
+    // The verifier registers and runs on the CPU fast path for first rounds.
+    let vconfig = VerifierSpec {
+        node: node.clone(),
+        keys_home: net.keys_home(),
+        key: "v1".into(),
+        dir: dir.path().join("v1"),
+        metrics_port: ports + 2 * PROVIDERS.len() as u16,
+        backend: "cpu".into(),
+        bond: 1_000 * GPU,
+        challenge: String::new(),
+    }
+    .write_config()?;
+    let out = verifier_cli(&[
+        "register",
+        "--config",
+        vconfig.to_str().unwrap(),
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        out.status.success(),
+        "register v1: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut verifier = VerifierAgent::spawn(&vconfig)?;
+
+    let mut agents = Vec::new();
+    for (i, (name, region, backend, cheat)) in PROVIDERS.iter().enumerate() {
+        let spec = AgentSpec {
+            node: node.clone(),
+            keys_home: net.keys_home(),
+            key: name.to_string(),
+            dir: dir.path().join(name),
+            blob_port: ports + 2 * i as u16,
+            metrics_port: ports + 2 * i as u16 + 1,
+            cpu_price: 100_000,
+            max_jobs: 2,
+            archs: vec!["digits_mlp".into()],
+            bond: 1_000 * GPU,
+        };
+        let config = write_provider_config(&spec, region, backend)?;
+        let out = provider_cli(&[
+            "register",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            "json",
+        ])?;
+        assert!(
+            out.status.success(),
+            "register {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
+        agents.push(ProviderAgent::spawn(&config, &extra)?);
+    }
+    wait_for("agents to start", 90, || {
+        (agents
+            .iter()
+            .all(|a| a.log_text().contains("provider agent starting"))
+            && verifier.log_text().contains("verifier agent starting"))
+        .then_some(())
+    })
+    .await;
+
+    // One order per region, each with an input of its own.
+    let host = BlobHost::start()?;
+    let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
+    let w = blob(&weights, host.put("w", weights.clone()));
+    let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
+    let mut orders = BTreeMap::new();
+    for (i, (name, region, _, _)) in PROVIDERS.iter().enumerate() {
+        let input = digits_input(32, i as u32);
+        let x = blob(&input, host.put(&format!("x{i}"), input.clone()));
+        let order = routed_order(digits_job(w.clone(), x), region, 1, GPU);
+        let out = chain
+            .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
+            .await?
+            .ok()?;
+        let id: u64 = out
+            .event_attr("auction.order_posted", "order_id")
+            .unwrap_or("x")
+            .parse()?;
+        orders.insert(*name, id);
+    }
+
+    // Every order settles: the honest leases paid, every cheat faulted or missed.
+    let mut finals = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(150);
+    while finals.len() < orders.len() {
+        for (name, id) in &orders {
+            if finals.contains_key(name) {
+                continue;
+            }
+            let leases = order_leases(&chain, *id).await?;
+            if let Some(l) = leases.first().filter(|l| l.state.is_final()) {
+                finals.insert(*name, l.clone());
+            }
+        }
+        if Instant::now() > deadline {
+            let s = verifier.status().ok();
+            panic!(
+                "orders not settled: {finals:?}\nverifier: {s:#?}\n{}",
+                verifier.log_text()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let records = slash_records(&node)?;
+    let slashed = |addr: &str| {
+        records
+            .iter()
+            .filter(|r| r["subject"] == addr)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    for (name, _, backend, cheat) in PROVIDERS {
+        let lease = &finals[name];
+        let recs = slashed(&lease.provider.to_string());
+        println!(
+            "RESULT {name:>12} ({backend}, {}): lease {} {:?}, slashes {}",
+            cheat.unwrap_or("honest"),
+            lease.id,
+            lease.state,
+            recs.len()
+        );
+        match cheat {
+            None => {
+                assert_eq!(lease.state, LeaseState::Paid, "{name} is paid");
+                assert!(recs.is_empty(), "{name} is never slashed: {recs:?}");
+            }
+            Some(kind) => {
+                assert!(
+                    matches!(
+                        lease.state,
+                        LeaseState::Faulted | LeaseState::Missed | LeaseState::Released
+                    ),
+                    "{kind} is caught: {:?}",
+                    lease.state
+                );
+                assert_eq!(recs.len(), 1, "{kind} has one slash record");
+                assert!(
+                    amount(&recs[0]["outcome"]["slashed"]) > 0,
+                    "{kind}: {:?}",
+                    recs[0]
+                );
+            }
+        }
+    }
+    // Wrong results were proven by the verifier (it is the prover of their slashes).
+    let v1 = Keystore::open(&net.net.keys_dir)?.show("v1")?.address;
+    for name in ["random", "wrongmodel", "skiplayer", "stale"] {
+        let lease = &finals[name];
+        assert_eq!(
+            lease.state,
+            LeaseState::Faulted,
+            "{name} faulted by a verdict"
+        );
+        let recs = slashed(&lease.provider.to_string());
+        assert_eq!(recs[0]["prover"], v1.to_string(), "{name}: {:?}", recs[0]);
+    }
+
+    // The verifier's own record: four faulty and two honest first-round verdicts.
+    let status = wait_for("the verifier's counters", 30, || {
+        let s = verifier.status().ok()?;
+        (s["counters"]["verdicts_faulty"].as_u64()? >= 4).then_some(s)
+    })
+    .await;
+    assert_eq!(status["counters"]["verdicts_faulty"], 4, "{status:#}");
+    assert_eq!(status["counters"]["verdicts_honest"], 2, "{status:#}");
+    assert_eq!(status["counters"]["verdicts_failed"], 0, "{status:#}");
+    let metrics = std::process::Command::new("curl")
+        .args([
+            "-sf",
+            &format!(
+                "http://127.0.0.1:{}/metrics",
+                ports + 2 * PROVIDERS.len() as u16
+            ),
+        ])
+        .output()?;
+    let metrics = String::from_utf8_lossy(&metrics.stdout);
+    assert!(
+        metrics.contains("gpuchain_verifier_verdicts_total{verdict=\"faulty\"} 4"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gpuchain_verifier_assignments_total 6"),
+        "{metrics}"
+    );
+
+    // Supply: only the burns recorded in the slash records left it.
+    let burned: u128 = records
+        .iter()
+        .map(|r| amount(&r["outcome"]["burned"]))
+        .sum();
+    let supply_after = supply(&chain).await?;
+    assert_eq!(
+        supply_before - supply_after,
+        burned,
+        "supply moved only by recorded burns"
+    );
+
+    assert!(verifier.terminate()?, "verifier exits cleanly on SIGTERM");
+    for a in &mut agents {
+        let _ = a.terminate();
+    }
+    println!(
+        "FIGURES fault-injection k=1: {} orders settled in {:.1} s (whole test)",
+        orders.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! The fault-injection suite, part two, on a real localnet with audits off (audit_min =
+//! audit_max = 0), so only disputes and ringers catch cheats:
+//! - k = 2, an honest CPU agent and a copier in one region: the copier's reveal of the
+//!   other's hash fails commit-reveal, it misses and is slashed; the honest lone result is
+//!   accepted and paid.
+//! - k = 2, an honest canonical agent and a random-output cheat: the results disagree, both
+//!   leases are disputed, the verifier agent re-executes on the canonical path and posts
+//!   `honest` for one and `faulty` for the other: the cheat is faulted, the honest one paid.
+//! - A ringer: the verifier agent commits the expected answer of a digits job (input rows
+//!   drawn from its pool, answer computed on the canonical path), an ordinary account posts
+//!   the order, a wrong-model cheat wins it, its result is accepted (no audit), and the
+//!   verifier's reveal proves the fault: the cheat is faulted and slashed with the verifier
+//!   as prover.
+//! The supply moves only by the burns the slash records show.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use gpuchain_auction::{AuctionMsg, LeaseState, Order};
+use gpuchain_client::keys::Keystore;
+use gpuchain_jobspec::BlobRef;
+use gpuchain_tests::{
+    amount, digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order,
+    slash_records, supply, verifier_cli, write_provider_config, AgentSpec, BlobHost, ProviderAgent,
+    TestNet, VerifierAgent, VerifierSpec,
+};
+use gpuchain_tx::Msg;
+
+const GPU: u128 = 1_000_000;
+
+/// (key, region, backend, dishonest kind)
+const PROVIDERS: [(&str, &str, &str, Option<&str>); 5] = [
+    ("pa", "r-pair-a", "cpu", None),
+    ("copier", "r-pair-a", "cpu", Some("copy")),
+    ("pb", "r-pair-b", "canonical", None),
+    ("random2", "r-pair-b", "cpu", Some("random-output")),
+    ("wm", "r-ringer", "cpu", Some("wrong-model")),
+];
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn blob(bytes: &[u8], url: String) -> BlobRef {
+    BlobRef {
+        blake3: *blake3::hash(bytes).as_bytes(),
+        size: bytes.len() as u64,
+        urls: vec![url],
+    }
+}
+
+async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut accounts = vec![
+        ("client", 10_000 * GPU),
+        ("poster", 1_000 * GPU),
+        ("v1", 3_000 * GPU),
+    ];
+    accounts.extend(PROVIDERS.iter().map(|p| (p.0, 2_000 * GPU)));
+    let net = TestNet::start_with(1, &accounts, |spec| {
+        let p = &mut spec.genesis.auction.params;
+        p.reveal_window_blocks = 5;
+        p.challenge_window_blocks = 40;
+        p.verdict_window_blocks = 300;
+        p.audit_min_ppm = 0;
+        p.audit_max_ppm = 0;
+        let v = &mut spec.genesis.verify.params;
+        v.verdict_deadline_blocks = 120;
+        v.appeal_window_blocks = 2;
+    })
+    .await?;
+    let chain = net.client(0)?;
+    let node = net.net.nodes[0].rpc_url.clone();
+    let supply_before = supply(&chain).await?;
+    let dir = tempfile::tempdir()?;
+    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 2);
+
+    let mut agents = Vec::new();
+    for (i, (name, region, backend, cheat)) in PROVIDERS.iter().enumerate() {
+        let spec = AgentSpec {
+            node: node.clone(),
+            keys_home: net.keys_home(),
+            key: name.to_string(),
+            dir: dir.path().join(name),
+            blob_port: ports + 2 * i as u16,
+            metrics_port: ports + 2 * i as u16 + 1,
+            cpu_price: 100_000,
+            max_jobs: 2,
+            archs: vec!["digits_mlp".into()],
+            bond: 1_000 * GPU,
+        };
+        let config = write_provider_config(&spec, region, backend)?;
+        let out = provider_cli(&[
+            "register",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            "json",
+        ])?;
+        assert!(
+            out.status.success(),
+            "register {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
+        agents.push(ProviderAgent::spawn(&config, &extra)?);
+    }
+    wait_for("agents to start", 90, || {
+        agents
+            .iter()
+            .all(|a| a.log_text().contains("provider agent starting"))
+            .then_some(())
+    })
+    .await;
+
+    let host = BlobHost::start()?;
+    let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
+    let w = blob(&weights, host.put("w", weights.clone()));
+
+    // The verifier's ringer pool: one digits job; each ringer draws 24 rows of its input.
+    let pool_input = digits_input(64, 99);
+    let pool_x = blob(&pool_input, host.put("pool", pool_input.clone()));
+    let pool_spec = dir.path().join("ringer-job.json");
+    std::fs::write(
+        &pool_spec,
+        serde_json::to_string(&digits_job(w.clone(), pool_x))?,
+    )?;
+    let (metrics_port, ringer_port) = (
+        ports + 2 * PROVIDERS.len() as u16,
+        ports + 2 * PROVIDERS.len() as u16 + 1,
+    );
+    let challenge = format!(
+        r#"[challenge]
+enabled = true
+every_blocks = 1
+max_total = 1
+max_open = 1
+posters = ["poster"]
+blob_listen = "127.0.0.1:{ringer_port}"
+blob_url = "http://127.0.0.1:{ringer_port}"
+pool = [{{ spec = "{}", max_price_per_replica = {GPU}, bid_window_blocks = 15, exec_deadline_blocks = 40, region = "r-ringer", draw_rows = 24 }}]
+"#,
+        pool_spec.display()
+    );
+    let vconfig = VerifierSpec {
+        node: node.clone(),
+        keys_home: net.keys_home(),
+        key: "v1".into(),
+        dir: dir.path().join("v1"),
+        metrics_port,
+        backend: "cpu".into(),
+        bond: 1_000 * GPU,
+        challenge,
+    }
+    .write_config()?;
+    let out = verifier_cli(&[
+        "register",
+        "--config",
+        vconfig.to_str().unwrap(),
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        out.status.success(),
+        "register v1: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut verifier = VerifierAgent::spawn(&vconfig)?;
+
+    // Two k = 2 orders from the client.
+    let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
+    let mut orders = BTreeMap::new();
+    for (i, region) in ["r-pair-a", "r-pair-b"].into_iter().enumerate() {
+        let input = digits_input(32, 10 + i as u32);
+        let x = blob(&input, host.put(&format!("x{i}"), input.clone()));
+        let order = routed_order(digits_job(w.clone(), x), region, 2, GPU);
+        let out = chain
+            .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
+            .await?
+            .ok()?;
+        let id: u64 = out
+            .event_attr("auction.order_posted", "order_id")
+            .unwrap_or("x")
+            .parse()?;
+        orders.insert(region, id);
+    }
+    // The ringer order, posted by the ordinary account.
+    let ringer = wait_for("the ringer order", 60, || {
+        let s = verifier.status().ok()?;
+        s["ringers"][0]["order_id"].as_u64()
+    })
+    .await;
+    let order: Order = chain
+        .get(&gpuchain_auction::state_key::order(ringer))
+        .await?
+        .expect("ringer order");
+    let poster = Keystore::open(&net.net.keys_dir)?.show("poster")?.address;
+    assert_eq!(
+        order.client, poster,
+        "the ringer comes from an ordinary account"
+    );
+    orders.insert("r-ringer", ringer);
+
+    // Everything settles.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let finals = loop {
+        let mut all = BTreeMap::new();
+        for id in orders.values() {
+            for l in order_leases(&chain, *id).await? {
+                all.insert(l.provider, l);
+            }
+        }
+        if all.len() == PROVIDERS.len() && all.values().all(|l| l.state.is_final()) {
+            break all;
+        }
+        if Instant::now() > deadline {
+            let s = verifier.status().ok();
+            panic!("not settled: {all:#?}\nverifier: {s:#?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let keys = Keystore::open(&net.net.keys_dir)?;
+    let v1 = keys.show("v1")?.address.to_string();
+    let records = slash_records(&node)?;
+    for (name, _, backend, cheat) in PROVIDERS {
+        let addr = keys.show(name)?.address;
+        let lease = &finals[&addr];
+        let recs: Vec<_> = records
+            .iter()
+            .filter(|r| r["subject"] == addr.to_string())
+            .collect();
+        println!(
+            "RESULT {name:>8} ({backend}, {}): lease {} {:?}, slashes {}",
+            cheat.unwrap_or("honest"),
+            lease.id,
+            lease.state,
+            recs.len()
+        );
+        match cheat {
+            None => {
+                assert_eq!(lease.state, LeaseState::Paid, "{name} is paid");
+                assert!(recs.is_empty(), "{name} is never slashed");
+            }
+            Some("copy") => {
+                assert_eq!(lease.state, LeaseState::Missed, "the copier misses");
+                assert_eq!(recs.len(), 1);
+            }
+            Some(kind) => {
+                assert_eq!(lease.state, LeaseState::Faulted, "{kind} is faulted");
+                assert_eq!(recs.len(), 1);
+                assert_eq!(recs[0]["prover"], v1, "{kind}: proven by the verifier");
+            }
+        }
+    }
+    let status = verifier.status()?;
+    let r = &status["ringers"][0];
+    assert_eq!(r["stage"], "revealed", "{status:#}");
+    assert_eq!(
+        (r["passed"].as_u64(), r["failed"].as_u64()),
+        (Some(0), Some(1)),
+        "{status:#}"
+    );
+    assert_eq!(
+        status["counters"]["verdicts_faulty"], 1,
+        "the dispute's cheat: {status:#}"
+    );
+    assert_eq!(
+        status["counters"]["verdicts_honest"], 1,
+        "the dispute's honest side: {status:#}"
+    );
+    for case in status["cases"].as_array().unwrap() {
+        assert_eq!(
+            case["backend"], "canonical",
+            "disputes run on the canonical path"
+        );
+    }
+    let burned: u128 = records
+        .iter()
+        .map(|r| amount(&r["outcome"]["burned"]))
+        .sum();
+    assert_eq!(
+        supply_before - supply(&chain).await?,
+        burned,
+        "supply moved only by recorded burns"
+    );
+
+    assert!(verifier.terminate()?, "verifier exits cleanly on SIGTERM");
+    for a in &mut agents {
+        let _ = a.terminate();
+    }
+    println!(
+        "FIGURES fault-injection k=2 + ringer: settled in {:.1} s (whole test)",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
