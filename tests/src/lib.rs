@@ -2,6 +2,7 @@
 //! runs real `gpuchaind` and CometBFT processes, and kills them and removes the dir on drop.
 
 mod cli_json;
+pub mod demo;
 mod market;
 mod net;
 mod ports;

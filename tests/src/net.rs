@@ -15,7 +15,12 @@ pub fn gpuchaind_path() -> PathBuf {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().unwrap_or_default();
-    // target/<profile>/deps/<test> → target/<profile>/gpuchaind
+    // A binary in target/<profile>/ has it beside itself; a test in target/<profile>/deps/
+    // one level up.
+    let beside = exe.with_file_name("gpuchaind");
+    if beside.exists() {
+        return beside;
+    }
     let dir = exe
         .parent()
         .and_then(Path::parent)
@@ -51,6 +56,7 @@ struct NodeProcs {
 /// A running localnet; everything is killed and deleted on drop.
 pub struct TestNet {
     dir: TempDir,
+    keep: bool,
     /// Layout and keys.
     pub net: Localnet,
     procs: Vec<NodeProcs>,
@@ -90,6 +96,7 @@ impl TestNet {
         std::fs::create_dir_all(dir.path().join("logs"))?;
         let mut t = TestNet {
             dir,
+            keep: false,
             net,
             procs: Vec::new(),
         };
@@ -245,6 +252,16 @@ impl TestNet {
         Ok(false)
     }
 
+    /// The localnet's directory (node homes, keys, logs).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keeps the directory and its logs after the net is dropped.
+    pub fn keep_dir(&mut self) {
+        self.keep = true;
+    }
+
     /// Path of the logs, for failure messages.
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.path().join("logs")
@@ -267,7 +284,9 @@ impl Drop for TestNet {
             kill(&mut p.comet);
             kill(&mut p.app);
         }
-        if std::thread::panicking() {
+        if self.keep {
+            let _ = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
+        } else if std::thread::panicking() {
             // Keep the logs of a failed test for inspection.
             let kept = self.dir.path().to_path_buf();
             eprintln!("test failed; logs kept in {}", kept.join("logs").display());

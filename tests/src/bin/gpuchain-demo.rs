@@ -1,0 +1,65 @@
+//! `gpuchain-demo`: the whole market on this machine — a localnet, three provider agents,
+//! a verifier and a client that trains, infers and embeds — with every step printed as it
+//! happens and a summary at the end. `scripts/demo.sh` builds and runs it.
+
+use std::io::Write;
+use std::time::Instant;
+
+use clap::Parser;
+use gpuchain_tests::demo::{default_minilm_dir, has_minilm, run, DemoOptions};
+
+/// Runs the gpuchain market end to end on 127.0.0.1.
+#[derive(Parser)]
+#[command(name = "gpuchain-demo", version, about)]
+struct Args {
+    /// Run the third provider dishonestly (a wrong model); the verifier should catch it.
+    #[arg(long)]
+    with_cheater: bool,
+    /// Validators in the localnet.
+    #[arg(long, default_value_t = 4)]
+    validators: usize,
+    /// Training rounds.
+    #[arg(long, default_value_t = 30)]
+    rounds: u32,
+    /// 2-replica digits inference orders.
+    #[arg(long, default_value_t = 2)]
+    digits_orders: u32,
+    /// Skip the MiniLM embedding order even when the checkpoint is present.
+    #[arg(long)]
+    no_embed: bool,
+    /// Write the summary as JSON to this file too.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let minilm = default_minilm_dir();
+    let opts = DemoOptions {
+        validators: args.validators,
+        with_cheater: args.with_cheater,
+        training_rounds: args.rounds,
+        digits_orders: args.digits_orders,
+        minilm_dir: (!args.no_embed && has_minilm(&minilm)).then_some(minilm),
+        keep_logs: true,
+    };
+    let started = Instant::now();
+    let say = move |line: &str| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "[{:>6.1}s] {line}", started.elapsed().as_secs_f64());
+    };
+    let demo = run(&opts, &say);
+    let report = tokio::select! {
+        r = demo => r?,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted; stopping every process");
+            return Ok(());
+        }
+    };
+    println!("{report}");
+    if let Some(path) = args.json {
+        std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The client's jobs: networked training through its own coordinator, then inference with
+//! the trained weights, then (optionally) sentence embeddings with all-MiniLM-L6-v2.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
+use gpuchain_compute::blob::BlobStore;
+use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
+use gpuchain_compute::tensor_io::encode_f32;
+use gpuchain_compute::train::initial_weights;
+use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
+use gpuchain_jobspec::{
+    BlobRef, InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit,
+};
+use gpuchain_tx::Msg;
+
+use super::report::JobRow;
+use super::watch::Watcher;
+use super::{DemoOptions, Market, GPU};
+
+/// What training produced.
+#[derive(Clone, Debug)]
+pub(crate) struct Training {
+    /// The order's row in the summary.
+    pub(crate) row: JobRow,
+    /// Each round's loss, accuracy and bytes.
+    pub(crate) progress: Vec<RoundProgress>,
+    /// Final weights (safetensors).
+    pub(crate) final_weights: Vec<u8>,
+    /// The transcript root the providers committed.
+    pub(crate) transcript_root: String,
+}
+
+fn blob(bytes: &[u8], url: String) -> BlobRef {
+    BlobRef {
+        blake3: *blake3::hash(bytes).as_bytes(),
+        size: bytes.len() as u64,
+        urls: vec![url],
+    }
+}
+
+fn order(job: JobSpec, replicas: u32, max_price: u128, exec_deadline: u64) -> MsgPostOrder {
+    MsgPostOrder {
+        job,
+        requirements: Requirements {
+            class: ClassRequirement::Any,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: None,
+        },
+        replicas,
+        max_price_per_replica: max_price,
+        bid_window_blocks: 10,
+        exec_deadline_blocks: exec_deadline,
+        on_too_few_bids: TooFewBids::Refund,
+    }
+}
+
+async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
+    let key = m.key("client")?;
+    let out = m
+        .chain
+        .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "demo")
+        .await?
+        .ok()?;
+    out.event_attr("auction.order_posted", "order_id")
+        .context("no order id")?
+        .parse()
+        .context("order id")
+}
+
+/// Follows the chain until every order in `ids` settled, printing transitions.
+async fn settle(w: &mut Watcher, ids: &[u64], timeout: Duration, say: &(dyn Fn(&str) + Sync)) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        w.tick(say).await?;
+        if ids.iter().all(|id| w.is_settled(*id)) {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "orders {ids:?} did not settle in {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Trains the digits MLP over the three providers with 1% top-k updates.
+pub(crate) async fn train(
+    m: &Market,
+    opts: &DemoOptions,
+    w: &mut Watcher,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Training> {
+    let dataset = blob(DIGITS_CSV_GZ, m.host.put("digits.csv.gz", DIGITS_CSV_GZ.to_vec()));
+    let addr: SocketAddr = format!("127.0.0.1:{}", m.coordinator_port).parse()?;
+    let spec = TrainingSpec {
+        arch: ModelArch::DigitsMlp,
+        init: WeightsInit::Seed(7),
+        dataset,
+        workers: 3,
+        rounds: opts.training_rounds,
+        local_steps: 4,
+        batch_size: 16,
+        lr_ppm: 100_000,
+        momentum_ppm: 900_000,
+        topk_ppm: 10_000,
+        value_bits: ValueBits::B16,
+        error_feedback: true,
+        momentum_correction: true,
+        warmup_rounds: 0,
+        seed: 11,
+        tolerance: None,
+        coordinator_url: Some(format!("http://{addr}")),
+    };
+    let store = BlobStore::open(m.dir.join("client").join("coordinator"))?;
+    let data = Digits::parse_gz(DIGITS_CSV_GZ)?;
+    let init = initial_weights(&spec, &store)?;
+    let service = CoordinatorService::new(&spec, &data, &init, store)?;
+    let (_, server) = serve_coordinator(service.clone(), addr).await?;
+    say(&format!(
+        "client: training the digits MLP on 3 providers, {} rounds, top-1% updates with error \
+         feedback, 16-bit values; coordinator on http://{addr}",
+        spec.rounds
+    ));
+    let id = post(m, order(JobSpec::Training(spec), 3, GPU, 400)).await?;
+    w.track(id, "training: digits MLP, 3 workers");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut printed = 0;
+    while !w.is_settled(id) {
+        let progress = service.transcript().progress;
+        for p in progress.iter().skip(printed) {
+            say(&format!(
+                "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>6} B vs {:>7} B dense ({:.0}×)",
+                p.round,
+                p.mean_loss,
+                p.test_accuracy * 100.0,
+                p.bytes_sent,
+                p.dense_bytes,
+                p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
+            ));
+        }
+        printed = progress.len();
+        w.tick(say).await?;
+        anyhow::ensure!(Instant::now() < deadline, "training order {id} did not settle");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let coordinator = service.coordinator();
+    server.abort();
+    let final_weights = coordinator.weights().to_safetensors()?;
+    Ok(Training {
+        row: w.row(id)?,
+        progress: service.transcript().progress,
+        final_weights,
+        transcript_root: hex::encode(coordinator.transcript_root()),
+    })
+}
+
+/// A `[n, 64]` GCT1 f32 tensor of images from the digits test split.
+fn digits_input(data: &Digits, n: usize, offset: usize) -> Vec<u8> {
+    let (_, test) = data.split();
+    let pixels: Vec<f32> = (0..n)
+        .flat_map(|row| test.image((row + offset) % test.len()).to_vec())
+        .collect();
+    encode_f32(&[n, 64], &pixels)
+}
+
+/// 2-replica digits inference orders with the trained weights.
+pub(crate) async fn digits(
+    m: &Market,
+    opts: &DemoOptions,
+    weights: &[u8],
+    w: &mut Watcher,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<JobRow>> {
+    let data = Digits::parse_gz(DIGITS_CSV_GZ)?;
+    let weights = blob(weights, m.host.put("trained.safetensors", weights.to_vec()));
+    let mut ids = Vec::new();
+    for i in 0..opts.digits_orders {
+        let input = digits_input(&data, 64, 64 * i as usize);
+        let input = blob(&input, m.host.put(&format!("digits-{i}.gct"), input.clone()));
+        let job = JobSpec::Inference(InferenceSpec {
+            arch: ModelArch::DigitsMlp,
+            weights: weights.clone(),
+            tokenizer: None,
+            input,
+            batch_size: 64,
+            llama: None,
+            generation: None,
+            tolerance: None,
+        });
+        say(&format!(
+            "client: classifying 64 digits with the trained weights (order {} of {}, 2 replicas)",
+            i + 1,
+            opts.digits_orders
+        ));
+        let id = post(m, order(job, 2, GPU, 40)).await?;
+        w.track(id, "inference: digits MLP, 2 replicas");
+        ids.push(id);
+    }
+    settle(w, &ids, Duration::from_secs(600), say).await?;
+    ids.iter().map(|id| w.row(*id)).collect()
+}
+
+/// One embedding order with all-MiniLM-L6-v2 (1 replica, audited at the chain's rate).
+pub(crate) async fn embed(
+    m: &Market,
+    dir: &Path,
+    w: &mut Watcher,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<JobRow>> {
+    let read = |f: &str| std::fs::read(dir.join(f)).with_context(|| format!("{f} in {}", dir.display()));
+    let weights = read("model.safetensors")?;
+    let tokenizer = read("tokenizer.json")?;
+    let sentences = serde_json::to_vec(&[
+        "Idle GPUs can serve inference for anyone.",
+        "The chain pays providers only after verification.",
+        "A cheating provider loses part of its stake.",
+        "Verifiers re-run a sample of the jobs.",
+    ])?;
+    let job = JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::MiniLmEmbedder,
+        weights: blob(&weights, m.host.put("minilm.safetensors", weights.clone())),
+        tokenizer: Some(blob(&tokenizer, m.host.put("tokenizer.json", tokenizer.clone()))),
+        input: blob(&sentences, m.host.put("sentences.json", sentences.clone())),
+        batch_size: 4,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    });
+    say("client: embedding 4 sentences with all-MiniLM-L6-v2 (1 replica)");
+    let id = post(m, order(job, 1, 60 * GPU, 60)).await?;
+    w.track(id, "inference: MiniLM embeddings, 1 replica");
+    settle(w, &[id], Duration::from_secs(600), say).await?;
+    Ok(vec![w.row(id)?])
+}

@@ -1,0 +1,239 @@
+//! The whole market in one run, as `scripts/demo.sh` shows it and the end-to-end test
+//! asserts it: a localnet of real CometBFT validators, three provider agents with different
+//! prices (one of them cheating when asked), a verifier agent and a client that
+//!
+//! 1. trains the digits MLP over the three providers with top-k sparsified updates through
+//!    its own round coordinator (progress per round: loss, accuracy, bytes vs dense),
+//! 2. runs 2-replica inference orders with the trained weights (a cheater's result disagrees
+//!    with the honest replica, the verifier re-executes both and the cheater is slashed),
+//! 3. optionally embeds sentences with the real all-MiniLM-L6-v2 checkpoint,
+//!
+//! and prints every auction, lease, verdict, payout and slash as it happens, then a summary.
+
+mod jobs;
+mod report;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use gpuchain_client::keys::Keystore;
+use gpuchain_client::ChainClient;
+
+pub use report::{DemoReport, JobRow, LeaseRow};
+
+use crate::{
+    free_port_block, provider_cli, verifier_cli, write_provider_config, AgentSpec, BlobHost,
+    ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
+};
+
+const GPU: u128 = 1_000_000;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DemoOptions {
+    /// Validators in the localnet.
+    pub validators: usize,
+    /// Run the third provider with a dishonest flag (wrong model).
+    pub with_cheater: bool,
+    /// Training rounds.
+    pub training_rounds: u32,
+    /// 2-replica digits inference orders.
+    pub digits_orders: u32,
+    /// all-MiniLM-L6-v2 checkpoint directory for an embedding order (none: skipped).
+    pub minilm_dir: Option<PathBuf>,
+    /// Keep the localnet directory and logs after the run.
+    pub keep_logs: bool,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            validators: 4,
+            with_cheater: false,
+            training_rounds: 30,
+            digits_orders: 2,
+            minilm_dir: None,
+            keep_logs: false,
+        }
+    }
+}
+
+/// The provider agents: name, price per CPU-second (ugpu).
+pub const PROVIDERS: [(&str, u64); 3] = [("p1", 100_000), ("p2", 150_000), ("p3", 120_000)];
+/// The cheater when `with_cheater` (the third provider, priced to win).
+pub const CHEATER: &str = "p3";
+
+/// Everything the demo started; dropped in reverse order (agents before the chain).
+pub(crate) struct Market {
+    pub(crate) providers: Vec<(String, ProviderAgent)>,
+    pub(crate) verifier: VerifierAgent,
+    pub(crate) host: BlobHost,
+    pub(crate) chain: ChainClient,
+    pub(crate) node: String,
+    pub(crate) coordinator_port: u16,
+    pub(crate) dir: PathBuf,
+    pub(crate) net: TestNet,
+}
+
+impl Market {
+    /// The address of a named account.
+    pub(crate) fn address(&self, name: &str) -> Result<gpuchain_types::Address> {
+        self.net.net.account(name)
+    }
+
+    /// A signing key of the localnet's keystore.
+    pub(crate) fn key(&self, name: &str) -> Result<ed25519_dalek::SigningKey> {
+        Keystore::open(&self.net.net.keys_dir)?.signing_key(name, None)
+    }
+}
+
+fn ensure_ok(out: std::process::Output, what: &str) -> Result<()> {
+    anyhow::ensure!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Market> {
+    let mut accounts = vec![("client", 50_000 * GPU), ("v1", 3_000 * GPU)];
+    accounts.extend(PROVIDERS.iter().map(|(n, _)| (*n, 3_000 * GPU)));
+    say(&format!(
+        "starting a {}-validator localnet (CometBFT + gpuchaind on 127.0.0.1)",
+        opts.validators
+    ));
+    let mut net = TestNet::start_with(opts.validators, &accounts, |spec| {
+        let p = &mut spec.genesis.auction.params;
+        p.reveal_window_blocks = 6;
+        p.challenge_window_blocks = 4;
+        p.verdict_window_blocks = 400;
+        let v = &mut spec.genesis.verify.params;
+        v.verdict_deadline_blocks = 200;
+        v.appeal_window_blocks = 3;
+    })
+    .await?;
+    if opts.keep_logs {
+        net.keep_dir();
+    }
+    let dir = net.dir().join("agents");
+    let node = net.net.nodes[0].rpc_url.clone();
+    let chain = net.client(0)?;
+    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 2);
+
+    say("registering verifier v1 (bond 1,000 GPU) and starting its agent");
+    let vconfig = VerifierSpec {
+        node: node.clone(),
+        keys_home: net.keys_home(),
+        key: "v1".into(),
+        dir: dir.join("v1"),
+        metrics_port: ports + 2 * PROVIDERS.len() as u16,
+        backend: "cpu".into(),
+        bond: 1_000 * GPU,
+        challenge: String::new(),
+    }
+    .write_config()?;
+    let vpath = vconfig.to_str().context("config path")?;
+    ensure_ok(verifier_cli(&["register", "--config", vpath])?, "verifier register")?;
+    let verifier = VerifierAgent::spawn(&vconfig)?;
+
+    let mut providers = Vec::new();
+    for (i, (name, price)) in PROVIDERS.iter().enumerate() {
+        let cheat = opts.with_cheater && *name == CHEATER;
+        say(&format!(
+            "registering provider {name} (CPU, {price} ugpu per CPU-second, bond 1,000 GPU){}",
+            if cheat { " — dishonest: runs a wrong model" } else { "" }
+        ));
+        let spec = AgentSpec {
+            node: node.clone(),
+            keys_home: net.keys_home(),
+            key: name.to_string(),
+            dir: dir.join(name),
+            blob_port: ports + 2 * i as u16,
+            metrics_port: ports + 2 * i as u16 + 1,
+            cpu_price: u128::from(*price),
+            max_jobs: 2,
+            archs: vec!["digits_mlp".into(), "mini_lm_embedder".into()],
+            bond: 1_000 * GPU,
+        };
+        let config = write_provider_config(&spec, "local", "cpu")?;
+        let path = config.to_str().context("config path")?;
+        ensure_ok(provider_cli(&["register", "--config", path])?, "provider register")?;
+        let extra: Vec<&str> = if cheat {
+            vec!["--dishonest", "wrong-model"]
+        } else {
+            Vec::new()
+        };
+        providers.push((name.to_string(), ProviderAgent::spawn(&config, &extra)?));
+    }
+    let market = Market {
+        providers,
+        verifier,
+        host: BlobHost::start()?,
+        chain,
+        node,
+        coordinator_port: ports + 2 * PROVIDERS.len() as u16 + 1,
+        dir,
+        net,
+    };
+    wait_until(Duration::from_secs(120), "agents to start", || async {
+        let mut ready = market.verifier.log_text().contains("verifier agent starting");
+        for (_, p) in &market.providers {
+            ready &= p.log_text().contains("provider agent starting");
+        }
+        Ok(ready)
+    })
+    .await?;
+    Ok(market)
+}
+
+/// Polls `check` every 300 ms until it is true or `timeout` passes.
+pub(crate) async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Runs the whole scenario; `say` prints progress lines.
+pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<DemoReport> {
+    let started = Instant::now();
+    let market = start_market(opts, say).await?;
+    let supply_start = crate::supply(&market.chain).await?;
+    let mut watcher = watch::Watcher::new(&market)?;
+
+    let training = jobs::train(&market, opts, &mut watcher, say).await?;
+    let weights = training.final_weights.clone();
+    let mut rows = vec![training.row.clone()];
+    rows.extend(jobs::digits(&market, opts, &weights, &mut watcher, say).await?);
+    if let Some(dir) = &opts.minilm_dir {
+        rows.extend(jobs::embed(&market, dir, &mut watcher, say).await?);
+    }
+    say("every order settled; checking the books");
+    report::collect(&market, opts, rows, training, supply_start, started).await
+}
+
+/// Where the demo keeps an all-MiniLM-L6-v2 checkpoint (fetched by scripts/fetch-minilm.sh).
+pub fn default_minilm_dir() -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    std::env::var_os("GPUCHAIN_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache/gpuchain/models"))
+        .join("all-minilm-l6-v2")
+}
+
+/// Whether `dir` holds a usable checkpoint.
+pub fn has_minilm(dir: &Path) -> bool {
+    dir.join("model.safetensors").exists() && dir.join("tokenizer.json").exists()
+}

@@ -1,0 +1,75 @@
+//! The demo's scenario, headless (issue 7): a 4-validator localnet, three provider agents
+//! (one cheating with a wrong model), a verifier agent and a client that trains the digits
+//! MLP over the three providers through its coordinator, classifies digits with the trained
+//! weights on 2-replica orders and embeds sentences with all-MiniLM-L6-v2. Every honest
+//! lease is paid once, the cheater's inference results are proven wrong by the verifier and
+//! slashed, the supply moves only by the burns the slash records show, and all validators
+//! end at one app hash.
+
+use gpuchain_tests::demo::{default_minilm_dir, has_minilm, run, DemoOptions, CHEATER};
+
+fn minilm() -> std::path::PathBuf {
+    let dir = default_minilm_dir();
+    if !has_minilm(&dir) {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm.sh");
+        let root = dir.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let status = std::process::Command::new("bash").arg(script).arg(root).status();
+        assert!(status.is_ok_and(|s| s.success()), "fetching all-MiniLM-L6-v2 failed");
+    }
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Result<()> {
+    let opts = DemoOptions {
+        validators: 4,
+        with_cheater: true,
+        training_rounds: 20,
+        digits_orders: 2,
+        minilm_dir: Some(minilm()),
+        keep_logs: false,
+    };
+    let say = |line: &str| println!("{line}");
+    let report = run(&opts, &say).await?;
+    println!("{report}");
+
+    assert_eq!(report.jobs.len(), 4, "training, two digits orders, one embedding order");
+    for job in &report.jobs {
+        for lease in &job.leases {
+            if lease.provider == CHEATER && job.label.starts_with("inference: digits") {
+                assert_eq!(lease.state, "faulted", "the cheater is caught: {job:?}");
+                assert!(
+                    lease.verified_by.as_deref() == Some("v1 (faulty)"),
+                    "proven by the verifier: {job:?}"
+                );
+            } else {
+                assert_eq!(lease.state, "paid", "honest work is paid: {job:?}");
+            }
+        }
+    }
+    let training = &report.jobs[0];
+    assert_eq!(training.leases.len(), 3, "one lease per worker");
+    assert!(report.training_accuracy > 0.75, "accuracy {}", report.training_accuracy);
+    assert!(report.compression_ratio > 50.0, "compression {}", report.compression_ratio);
+
+    let cheater = report.providers.iter().find(|p| p.name == CHEATER).expect("cheater row");
+    assert!(cheater.slashed > 0, "the cheater lost stake");
+    for honest in report.providers.iter().filter(|p| p.name != CHEATER) {
+        assert_eq!(honest.slashed, 0, "{} is never slashed", honest.name);
+    }
+    let paid: u32 = report.providers.iter().map(|p| p.paid_leases).sum();
+    let honest_leases = report
+        .jobs
+        .iter()
+        .flat_map(|j| j.leases.iter())
+        .filter(|l| l.state == "paid")
+        .count() as u32;
+    assert_eq!(paid, honest_leases, "every paid lease is paid once");
+    assert_eq!(
+        report.supply_start,
+        report.supply_end + report.burned,
+        "every unit is accounted for"
+    );
+    assert_eq!(report.validators, 4);
+    Ok(())
+}
