@@ -109,7 +109,7 @@ fn seconds_in(status: &serde_json::Value, list: &str) -> f64 {
         items
             .iter()
             .filter_map(|v| v["execute_seconds"].as_f64())
-            .sum::<f64>()
+            .fold(0.0, |a, b| a + b)
     };
     match &status[list] {
         serde_json::Value::Object(map) => sum(map.values().collect()),
