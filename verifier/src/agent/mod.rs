@@ -33,7 +33,7 @@ pub(crate) enum Done {
     /// A check finished: case key and finding (or why none can be given).
     Checked(String, Result<Finding, String>),
     /// A ringer is ready: its id, or why it could not be prepared.
-    Prepared(u64, Result<ringers::Ready, String>),
+    Prepared(u64, Result<Box<ringers::Ready>, String>),
 }
 
 /// The running agent.

@@ -88,12 +88,12 @@ impl Agent {
                 .await
                 .map_err(|e| format!("ringer task panicked: {e}"))?
                 .map_err(|e| format!("{e:#}"))?;
-                Ok(Ready {
+                Ok(Box::new(Ready {
                     order: p.order,
                     expected: p.expected,
                     salt,
                     poster,
-                })
+                }))
             };
             let _ = tx.send(Done::Prepared(id, work.await)).await;
         });
@@ -101,7 +101,11 @@ impl Agent {
     }
 
     /// A ringer is ready: record it, commit, post.
-    pub(super) async fn prepared(&mut self, id: u64, ready: Result<Ready, String>) -> Result<()> {
+    pub(super) async fn prepared(
+        &mut self,
+        id: u64,
+        ready: Result<Box<Ready>, String>,
+    ) -> Result<()> {
         self.preparing = None;
         let ready = match ready {
             Ok(r) => r,
