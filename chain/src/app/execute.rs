@@ -166,9 +166,9 @@ fn verify_signatures(txs: &[Result<Tx, TxError>]) -> Vec<bool> {
     let mut parsed = vec![false; txs.len()];
     for (i, tx) in txs.iter().enumerate() {
         if let Ok(tx) = tx {
-            if let Ok((key, sig)) = tx.key_and_signature() {
+            if let Some(key) = super::keycache::verifying_key(&tx.public_key) {
                 messages.push(gpuchain_tx::sign_bytes(&tx.body));
-                signatures.push(sig);
+                signatures.push(Signature::from_bytes(&tx.signature));
                 keys.push(key);
                 parsed[i] = true;
             }

@@ -5,6 +5,7 @@
 mod ante;
 mod convert;
 mod execute;
+mod keycache;
 mod layered;
 mod query;
 mod router;
