@@ -15,9 +15,15 @@ if [ -z "${ROCKSDB_LIB_DIR:-}" ]; then
     export ROCKSDB_LIB_DIR=$(dirname "$lib") ROCKSDB_STATIC=1
   fi
 fi
+# The fuzz workspace builds under nightly with its own flags: keep it in fuzz/target.
+unset CARGO_TARGET_DIR
 cd "$root/fuzz"
 # Fresh findings go to a scratch corpus; the committed seed corpus is only read.
+# The harness's RocksDB lives in a static that libFuzzer never drops: give it a TMPDIR that
+# is removed on exit.
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+db_tmp=$(mktemp -d)
+trap 'rm -rf "$scratch" "$db_tmp"' EXIT
+export TMPDIR=$db_tmp
 cargo +nightly fuzz run --sanitizer none "$target" "$scratch" "corpus/$target" -- \
   -max_total_time="$seconds" -max_len=4096 -print_final_stats=1

@@ -156,6 +156,8 @@ impl Sim {
                 faults_on,
                 nonces: BTreeMap::new(),
                 evidence: Vec::new(),
+                orders: std::cell::OnceCell::new(),
+                leases: std::cell::OnceCell::new(),
             };
             let mut cands = Vec::new();
             let mut group = 0usize;

@@ -100,6 +100,11 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             format!("provider {} counts {got} open leases, has {want}", p.operator)
         })?;
     }
+    let live_orders: std::collections::BTreeSet<u64> = all
+        .iter()
+        .filter(|l| !l.state.is_final())
+        .map(|l| l.order_id)
+        .collect();
     for o in s.orders() {
         let closed = matches!(
             o.state,
@@ -109,10 +114,7 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             ensure(o.escrowed == 0, || {
                 format!("closed order {} still escrows {}", o.id, o.escrowed)
             })?;
-            let live = all
-                .iter()
-                .any(|l| l.order_id == o.id && !l.state.is_final());
-            ensure(!live, || format!("closed order {} has a live lease", o.id))?;
+            ensure(!live_orders.contains(&o.id), || format!("closed order {} has a live lease", o.id))?;
         }
     }
     Ok(())

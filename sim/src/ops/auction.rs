@@ -98,10 +98,10 @@ pub(super) fn post_order_overdraft(g: &mut Gen<'_>) -> Planned {
 }
 
 fn open_orders(g: &Gen<'_>) -> Vec<Order> {
-    g.state
-        .orders()
-        .into_iter()
+    g.orders()
+        .iter()
         .filter(|o| o.state == OrderState::Open)
+        .cloned()
         .collect()
 }
 
@@ -199,11 +199,10 @@ fn lease_in(g: &mut Gen<'_>, state: LeaseState) -> Option<(usize, Lease)> {
 }
 
 fn our_leases(g: &Gen<'_>, state: LeaseState) -> Vec<(usize, Lease)> {
-    g.state
-        .leases()
-        .into_iter()
+    g.leases()
+        .iter()
         .filter(|l| l.state == state)
-        .filter_map(|l| g.world.index.get(&l.provider).map(|&i| (i, l)))
+        .filter_map(|l| g.world.index.get(&l.provider).map(|&i| (i, l.clone())))
         .collect()
 }
 

@@ -225,6 +225,10 @@ pub(super) fn double_sign(g: &mut Gen<'_>) -> Planned {
         .filter(|v| !v.tombstoned && g.world.index.get(&v.operator) != first.as_ref())
         .map(|v| v.consensus_pubkey)
         .collect();
+    // Keep a few validators to jail and unjail for the rest of a long run.
+    if candidates.len() < 3 {
+        return Planned::NoOp;
+    }
     let Some(pubkey) = g.rng.pick(&candidates).copied() else {
         return Planned::NoOp;
     };

@@ -1,7 +1,10 @@
 //! What the generators see: committed state, the simulation's own memory of its actors, and
 //! helpers that sign real transactions with the right nonce.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
+
+use gpuchain_auction::{AuctionRead, Lease, Order};
 
 use gpuchain_client::build_signed_tx;
 use gpuchain_slashing::Evidence;
@@ -70,9 +73,23 @@ pub struct Gen<'a> {
     pub nonces: BTreeMap<Address, u64>,
     /// Misbehaviour evidence for this block.
     pub evidence: Vec<Evidence>,
+    /// Committed orders, read once per block.
+    pub orders: OnceCell<Vec<Order>>,
+    /// Committed leases, read once per block.
+    pub leases: OnceCell<Vec<Lease>>,
 }
 
 impl Gen<'_> {
+    /// Every committed order (read once per block: state does not change while generating).
+    pub fn orders(&self) -> &[Order] {
+        self.orders.get_or_init(|| self.state.orders())
+    }
+
+    /// Every committed lease.
+    pub fn leases(&self) -> &[Lease] {
+        self.leases.get_or_init(|| self.state.leases())
+    }
+
     /// The actor's account.
     pub fn addr(&self, who: usize) -> Address {
         self.world.actors.get(who).map(|a| a.address).unwrap_or(Address([0; 20]))
