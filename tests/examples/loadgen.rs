@@ -1,15 +1,22 @@
 //! End-to-end load: starts a localnet (real CometBFT + gpuchaind on 127.0.0.1), funds
-//! sender accounts at genesis, submits signed transfers at a target rate over loopback RPC
-//! for a bounded time, and reports sustained committed tx/s with p50/p99 latency from
-//! submission to the block that committed it.
+//! sender accounts at genesis, submits signed transactions at a target rate over loopback
+//! RPC for a bounded time, and reports sustained committed tx/s with p50/p99 latency from
+//! submission to the block that committed it, and the nodes' memory (RSS of every
+//! `gpuchaind` and `cometbft` process) and disk (the localnet directory) at the start, every
+//! 30 s, and at the end.
 //!
-//! `cargo run -p gpuchain-tests --example loadgen -- <validators> <seconds> <rate/s> [senders]`
+//! `loadgen <validators> <seconds> <rate/s> [senders] [market %]` — with a market share,
+//! that percentage of the senders post 1-replica orders (escrow locked, bid window 3
+//! blocks, no bids: expired and refunded by the chain) instead of transfers.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_bank::{BankMsg, MsgSend};
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_client::{build_signed_tx, keys::Keystore};
 use gpuchain_tests::TestNet;
 use gpuchain_tx::Msg;
@@ -29,6 +36,7 @@ async fn main() -> anyhow::Result<()> {
     let seconds = args.get(1).copied().unwrap_or(30).min(600);
     let rate = args.get(2).copied().unwrap_or(2_000).max(1);
     let senders = args.get(3).copied().unwrap_or(100).max(1);
+    let market_pct = args.get(4).copied().unwrap_or(0).min(100);
 
     let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
     let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
@@ -51,10 +59,14 @@ async fn main() -> anyhow::Result<()> {
             let mut nonce = 0u64;
             while Instant::now() < stop_at {
                 tick.tick().await;
-                let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend {
-                    to: Address([7; 20]),
-                    amount: 1,
-                }))];
+                let msgs = if (i as u64 % 100) < market_pct {
+                    vec![Msg::Auction(AuctionMsg::PostOrder(expiring_order()))]
+                } else {
+                    vec![Msg::Bank(BankMsg::Send(MsgSend {
+                        to: Address([7; 20]),
+                        amount: 1,
+                    }))]
+                };
                 let raw = build_signed_tx(&key, &chain_id, nonce, &params, msgs, "").encode();
                 let hash: [u8; 32] = Sha256::digest(&raw).into();
                 let sent = Instant::now();
@@ -68,6 +80,10 @@ async fn main() -> anyhow::Result<()> {
         }));
     }
 
+    // Resource samples every 30 s while the load runs.
+    let dir = net.dir().to_path_buf();
+    let mut samples = vec![resources(&dir, 0)];
+    let mut next_sample = Instant::now() + Duration::from_secs(30);
     // Watch blocks: the time a block is first seen is the commit time of its transactions.
     let mut latencies = Vec::new();
     let mut committed_at = Vec::new();
@@ -90,8 +106,13 @@ async fn main() -> anyhow::Result<()> {
             }
             next += 1;
         }
+        if Instant::now() >= next_sample {
+            samples.push(resources(&dir, Instant::now().duration_since(stop_at - Duration::from_secs(seconds)).as_secs()));
+            next_sample += Duration::from_secs(30);
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    samples.push(resources(&dir, seconds + 5));
     for t in tasks {
         t.abort();
     }
@@ -116,7 +137,86 @@ async fn main() -> anyhow::Result<()> {
             "latency_p50_ms": (pct(0.50) * 1000.0).round(),
             "latency_p99_ms": (pct(0.99) * 1000.0).round(),
             "uncommitted_at_end": submitted.lock().unwrap().len(),
+            "market_percent": market_pct,
+            "resources": samples,
         })
     );
     Ok(())
+}
+
+/// A 1-replica order nobody will bid on in time: escrow is locked, then refunded at expiry.
+fn expiring_order() -> MsgPostOrder {
+    let blob = BlobRef {
+        blake3: [9; 32],
+        size: 1_000,
+        urls: vec!["http://127.0.0.1:9/blob/x".into()],
+    };
+    MsgPostOrder {
+        job: JobSpec::Inference(InferenceSpec {
+            arch: ModelArch::DigitsMlp,
+            weights: blob.clone(),
+            tokenizer: None,
+            input: blob,
+            batch_size: 64,
+            llama: None,
+            generation: None,
+            tolerance: None,
+        }),
+        requirements: Requirements {
+            class: ClassRequirement::Gpu,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: None,
+        },
+        replicas: 1,
+        max_price_per_replica: 1_000,
+        bid_window_blocks: 3,
+        exec_deadline_blocks: 10,
+        on_too_few_bids: TooFewBids::Refund,
+    }
+}
+
+/// RSS (KiB) of every process whose command line names `dir`, and the bytes under `dir`.
+fn resources(dir: &Path, at_secs: u64) -> serde_json::Value {
+    let needle = dir.to_string_lossy().to_string();
+    let mut rss_kib = 0u64;
+    let mut processes = 0u32;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains(&needle) {
+            continue;
+        }
+        let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+        if let Some(kib) = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            rss_kib += kib;
+            processes += 1;
+        }
+    }
+    serde_json::json!({
+        "at_secs": at_secs,
+        "processes": processes,
+        "rss_mib": rss_kib / 1024,
+        "disk_mib": disk_bytes(dir) / (1 << 20),
+    })
+}
+
+fn disk_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
