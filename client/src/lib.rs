@@ -8,6 +8,7 @@ pub mod keys;
 pub mod light;
 mod proof;
 mod rpc;
+pub mod state_file;
 mod txbuild;
 
 pub use light::{LightClient, LightError};

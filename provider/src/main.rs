@@ -16,7 +16,8 @@ mod eligibility;
 mod metrics;
 mod pricing;
 mod state;
-mod store;
+/// The agents' atomic JSON state file (shared with the verifier agent, in `client/`).
+use gpuchain_client::state_file as store;
 
 use clap::Parser;
 

@@ -14,7 +14,8 @@ mod config;
 mod metrics;
 mod ringer;
 mod state;
-mod store;
+/// The agents' atomic JSON state file (shared with the verifier agent, in `client/`).
+use gpuchain_client::state_file as store;
 mod training;
 
 use clap::Parser;

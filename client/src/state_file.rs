@@ -1,6 +1,6 @@
-//! A tiny durable file store: one JSON document, replaced atomically (write a temporary
-//! file, fsync it, rename it over the old one, fsync the directory), so a crash at any
-//! instant leaves either the old or the new document, never a torn one.
+//! A tiny durable file store for the agents' state: one JSON document, replaced atomically
+//! (write a temporary file, fsync it, rename it over the old one, fsync the directory), so
+//! a crash at any instant leaves either the old or the new document, never a torn one.
 
 use std::fs::{self, File};
 use std::io::Write as _;
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum StoreError {
+pub enum StoreError {
     /// Reading or writing the file failed.
     #[error("{path}: {source}")]
     Io {
@@ -32,16 +32,18 @@ pub(crate) enum StoreError {
 
 /// A JSON document at a path.
 #[derive(Clone, Debug)]
-pub(crate) struct JsonFile {
+pub struct JsonFile {
     path: PathBuf,
 }
 
 impl JsonFile {
-    pub(crate) fn new(path: impl Into<PathBuf>) -> JsonFile {
+    /// The store at `path` (nothing is read or written yet).
+    pub fn new(path: impl Into<PathBuf>) -> JsonFile {
         JsonFile { path: path.into() }
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    /// Where the document lives.
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
@@ -53,7 +55,7 @@ impl JsonFile {
     }
 
     /// The stored document, or `T::default()` when there is none yet.
-    pub(crate) fn load<T: DeserializeOwned + Default>(&self) -> Result<T, StoreError> {
+    pub fn load<T: DeserializeOwned + Default>(&self) -> Result<T, StoreError> {
         match fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| StoreError::Corrupt {
                 path: self.path.clone(),
@@ -65,7 +67,7 @@ impl JsonFile {
     }
 
     /// Replaces the document durably.
-    pub(crate) fn save<T: Serialize>(&self, value: &T) -> Result<(), StoreError> {
+    pub fn save<T: Serialize>(&self, value: &T) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec_pretty(value).map_err(|source| StoreError::Corrupt {
             path: self.path.clone(),
             source,
