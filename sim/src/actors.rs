@@ -12,6 +12,7 @@ use gpuchain_staking::{
     GenesisProvider, GenesisValidator, ProviderAttrs, ProviderClass, StakingParams,
 };
 use gpuchain_types::{Address, Amount};
+use gpuchain_verify::{GenesisVerifier, VerifyParams};
 
 /// 1 GPU in ugpu.
 pub const GPU: Amount = 1_000_000;
@@ -40,6 +41,8 @@ pub enum Role {
     Provider(Profile),
     /// A validator at genesis.
     Validator,
+    /// A verifier at genesis (verdicts by profile: lazy ones miss, liars post the opposite).
+    Verifier,
     /// Funded, but neither; may register as a provider or create a validator.
     Newcomer,
 }
@@ -77,13 +80,25 @@ const PROFILES: [Profile; 8] = [
     Profile::Honest,
 ];
 
-/// The population: 4 clients, 8 providers (the last CPU-only), 4 validators, 6 newcomers.
+/// Profiles of the genesis verifiers.
+const VERIFIER_PROFILES: [Profile; 4] = [
+    Profile::Honest,
+    Profile::Honest,
+    Profile::Lazy,
+    Profile::Honest,
+];
+
+/// The population: 4 clients, 8 providers (the last CPU-only), 4 validators, 6 newcomers,
+/// 4 verifiers (one lazy; newcomers that register as verifiers keep their profile, so one
+/// of them lies).
 pub fn population() -> Vec<Actor> {
     let roles = (0..4)
         .map(|_| Role::Client)
         .chain(PROFILES.iter().map(|p| Role::Provider(*p)))
         .chain((0..4).map(|_| Role::Validator))
-        .chain((0..6).map(|_| Role::Newcomer));
+        .chain((0..6).map(|_| Role::Newcomer))
+        .chain((0..VERIFIER_PROFILES.len()).map(|_| Role::Verifier));
+    let first_verifier = 4 + PROFILES.len() + 4 + 6;
     roles
         .enumerate()
         .map(|(i, role)| {
@@ -91,6 +106,10 @@ pub fn population() -> Vec<Actor> {
             let address = Address::from_public_key(&key.verifying_key().to_bytes());
             let profile = match role {
                 Role::Provider(p) => p,
+                Role::Verifier => VERIFIER_PROFILES
+                    .get(i.saturating_sub(first_verifier))
+                    .copied()
+                    .unwrap_or(Profile::Honest),
                 _ => PROFILES.get(i % PROFILES.len()).copied().unwrap_or(Profile::Honest),
             };
             Actor {
@@ -148,7 +167,7 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
                 Role::Client => 10_000 * GPU,
                 Role::Provider(_) => 3_000 * GPU,
                 Role::Validator => 1_000 * GPU,
-                Role::Newcomer => 3_000 * GPU,
+                Role::Newcomer | Role::Verifier => 3_000 * GPU,
             };
             (a.address, each)
         })
@@ -175,6 +194,10 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
                 consensus_pubkey: a.consensus_key,
                 moniker: format!("validator-{i}"),
                 self_bond: 100 * GPU,
+            }),
+            Role::Verifier => g.verify.verifiers.push(GenesisVerifier {
+                operator: a.address,
+                bond: 500 * GPU,
             }),
             Role::Client | Role::Newcomer => {}
         }
@@ -205,6 +228,16 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
             audit_max_ppm: 500_000,
             ..AuctionParams::default()
         },
+    };
+    g.verify.params = VerifyParams {
+        min_verifier_stake: 100 * GPU,
+        verifier_unbonding_blocks: 20,
+        verdict_deadline_blocks: 4,
+        appeal_window_blocks: 3,
+        appeal_deposit: 10 * GPU,
+        verifier_jail_blocks: 15,
+        challenge_ttl_blocks: 40,
+        ..VerifyParams::default()
     };
     g
 }

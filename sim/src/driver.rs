@@ -45,6 +45,8 @@ pub struct Sim {
     pub stats: Stats,
     /// Auction parameters from genesis, for the liveness bound.
     pub auction: AuctionParams,
+    /// Verify parameters from genesis, for the liveness bound.
+    pub verify: gpuchain_verify::VerifyParams,
 }
 
 impl Sim {
@@ -71,6 +73,7 @@ impl Sim {
             hashes: Vec::new(),
             stats: Stats::new(),
             auction: genesis.auction.params,
+            verify: genesis.verify.params,
         })
     }
 
@@ -183,7 +186,9 @@ impl Sim {
                 }
             }
             if !faults_on {
-                for raw in ops::drain(&mut g) {
+                let mut drained = ops::drain(&mut g);
+                drained.extend(ops::drain_verdicts(&mut g));
+                for raw in drained {
                     group = group.saturating_add(1);
                     cands.push(Candidate {
                         op: None,
@@ -274,6 +279,25 @@ impl Sim {
                 } else {
                     bump("validators active".into());
                 }
+            }
+            {
+                use gpuchain_verify::{CaseOutcome, VerifyRead};
+                for c in s.cases() {
+                    match c.outcome {
+                        CaseOutcome::Open => bump("cases open".into()),
+                        CaseOutcome::NoVerdict => bump("cases no verdict".into()),
+                        CaseOutcome::Settled(v) => bump(format!("cases settled {}", v.name())),
+                    }
+                    if c.appellant.is_some() {
+                        bump("cases appealed".into());
+                    }
+                }
+                let verifiers = s.verifiers();
+                out.insert("verifiers registered".into(), u64::try_from(verifiers.len()).unwrap_or(u64::MAX));
+                let misses = verifiers.iter().fold(0u64, |a, v| a.saturating_add(v.misses));
+                let overturned = verifiers.iter().fold(0u64, |a, v| a.saturating_add(v.overturned));
+                out.insert("verifier misses".into(), misses);
+                out.insert("verifier verdicts overturned".into(), overturned);
             }
             let providers = u64::try_from(s.providers().len()).unwrap_or(u64::MAX);
             out.insert("providers registered".into(), providers);

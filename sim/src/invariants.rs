@@ -9,6 +9,7 @@ use gpuchain_reputation::ReputationRead;
 use gpuchain_slashing::SlashingRead;
 use gpuchain_staking::{module_account, StakingRead};
 use gpuchain_types::{Address, StateRead, PPM_ONE};
+use gpuchain_verify::{CaseStage, VerifyRead};
 
 /// Sums without overflow, or says what overflowed.
 fn sum(values: impl IntoIterator<Item = u128>, what: &str) -> Result<u128, String> {
@@ -39,7 +40,9 @@ pub fn check_all<S: StateRead>(
     stakes(s)?;
     leases(s)?;
     reputation(s, height, providers)?;
-    Ok(5)
+    gpuchain_verify::check_invariants(s)?;
+    verify_cases(s)?;
+    Ok(7)
 }
 
 /// No balance exceeds supply (none is negative: amounts are unsigned and every stored
@@ -132,6 +135,29 @@ fn reputation<S: StateRead>(s: &S, height: u64, providers: &[Address]) -> Result
     Ok(())
 }
 
+/// An unsettled verify case is about a lease that is not final yet (the module holds it),
+/// and a case awaiting a verdict has an assignee.
+fn verify_cases<S: StateRead>(s: &S) -> Result<(), String> {
+    for c in s.cases() {
+        if c.stage == CaseStage::Closed {
+            continue;
+        }
+        let lease = s.lease(c.lease_id);
+        ensure(lease.as_ref().is_some_and(|l| !l.state.is_final()), || {
+            format!(
+                "case {} is {:?} but its lease is {:?}",
+                c.lease_id,
+                c.stage,
+                lease.as_ref().map(|l| l.state)
+            )
+        })?;
+        ensure(c.stage != CaseStage::AwaitingVerdict || c.assignee.is_some(), || {
+            format!("case {} awaits a verdict with nobody assigned", c.lease_id)
+        })?;
+    }
+    Ok(())
+}
+
 /// Liveness: every order is closed, every lease final and escrow empty.
 pub fn all_settled<S: StateRead>(s: &S) -> Result<(), String> {
     if let Some(o) = s.orders().iter().find(|o| {
@@ -143,5 +169,10 @@ pub fn all_settled<S: StateRead>(s: &S) -> Result<(), String> {
         return Err(format!("lease {} is still {:?}", l.id, l.state));
     }
     let held = s.balance(&gpuchain_auction::module_account::escrow());
-    ensure(held == 0, || format!("escrow still holds {held}"))
+    ensure(held == 0, || format!("escrow still holds {held}"))?;
+    if let Some(c) = s.cases().iter().find(|c| c.stage != CaseStage::Closed) {
+        return Err(format!("case {} is still {:?}", c.lease_id, c.stage));
+    }
+    let deposits = s.balance(&gpuchain_verify::module_account::verify_appeals());
+    ensure(deposits == 0, || format!("appeal deposits still hold {deposits}"))
 }

@@ -2,15 +2,18 @@
 //! CometBFT, on a real RocksDB store in a temporary directory. Each block it draws random
 //! weighted operations from every module ([`ops::OPS`]: transfers, validator and provider
 //! bonding, orders, bids, commits, reveals, cancellations, jailing and unjailing, evidence,
-//! and faulty actors: lazy, lying and silent providers, ineligible bids, forged, truncated,
-//! replayed and double-spent transactions), builds real signed transactions, and passes them
-//! through CheckTx, PrepareProposal, ProcessProposal, FinalizeBlock and Commit as CometBFT
-//! would. After every block it checks the invariants ([`invariants`]): supply conserved and
-//! only slashes burn, no balance out of range, escrow equals open obligations, the bonded
-//! and unbonding pools equal the stakes, open-lease counters match, reputation within
-//! [0, 10^6]. Then a liveness phase with faults off must close every order. The same seed
-//! gives the same app hash at every height ([`run`] with `replay_check`). A failure names
-//! the seed and block to replay.
+//! verifier bonding, verdicts and appeals, and faulty actors: lazy, lying and silent
+//! providers, lazy and lying verifiers, verdicts from the wrong signer, ineligible bids,
+//! forged, truncated, replayed and double-spent transactions), builds real signed
+//! transactions, and passes them through CheckTx, PrepareProposal, ProcessProposal,
+//! FinalizeBlock and Commit as CometBFT would. After every block it checks the invariants
+//! ([`invariants`]): supply conserved and only slashes burn, no balance out of range, escrow
+//! equals open obligations, the bonded and unbonding pools equal the stakes, open-lease
+//! counters match, reputation within [0, 10^6], the verify module accounts hold the
+//! verifier bonds, unbondings and appeal deposits, open verify cases hold live leases. Then
+//! a liveness phase with faults off must close every order and every verify case. The same
+//! seed gives the same app hash at every height ([`run`] with `replay_check`). A failure
+//! names the seed and block to replay.
 
 pub mod abci;
 pub mod actors;
@@ -82,15 +85,21 @@ impl fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// Blocks the liveness phase may take: the longest order life cycle (a re-opened bid window,
-/// the execution deadline, reveal, verdict and challenge windows) plus slack.
-fn liveness_bound(p: &gpuchain_auction::AuctionParams) -> u64 {
-    p.max_bid_window_blocks
+/// the execution deadline, reveal, verdict and challenge windows; for a case opened in the
+/// faulty phase, three verify rounds each missed once, and the appeal window) plus slack.
+fn liveness_bound(p: &gpuchain_auction::AuctionParams, v: &gpuchain_verify::VerifyParams) -> u64 {
+    let auction = p
+        .max_bid_window_blocks
         .saturating_mul(2)
         .saturating_add(p.max_exec_deadline_blocks)
         .saturating_add(p.reveal_window_blocks)
         .saturating_add(p.verdict_window_blocks)
-        .saturating_add(p.challenge_window_blocks)
-        .saturating_add(10)
+        .saturating_add(p.challenge_window_blocks);
+    let verify = v
+        .verdict_deadline_blocks
+        .saturating_mul(6)
+        .saturating_add(v.appeal_window_blocks);
+    auction.saturating_add(verify).saturating_add(10)
 }
 
 #[allow(clippy::disallowed_methods)] // wall time for the report only, never in state
@@ -110,7 +119,7 @@ fn run_once(config: &Config, height: &Cell<u64>) -> Result<(Report, Vec<[u8; 32]
         height.set(sim.height.saturating_add(1));
         sim.step(true)?;
     }
-    let bound = liveness_bound(&sim.auction);
+    let bound = liveness_bound(&sim.auction, &sim.verify);
     let mut liveness = 0;
     loop {
         height.set(sim.height.saturating_add(1));

@@ -1,5 +1,5 @@
 //! Robustness inputs and the harness that feeds them to the app: arbitrary bytes, random
-//! messages of every module with extreme field values, and valid signed transactions mutated
+//! messages of every module (x/verify included) with extreme field values, and valid signed transactions mutated
 //! in structure (nonce, fee, gas, chain id, memo, message count, re-signed or not) and in
 //! bytes (flips, truncation, extension, splices). The cargo-fuzz targets in `fuzz/` and the
 //! no-panic test in `tests/` both use it; choices come from a [`Draw`] so that a fuzzer's
@@ -18,6 +18,10 @@ use gpuchain_staking::{
 };
 use gpuchain_tx::{Msg, Tx, TxParams};
 use gpuchain_types::{Address, StateReadExt};
+use gpuchain_verify::{
+    MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge,
+    MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
+};
 
 use crate::actors::{self, Actor};
 use crate::Rng;
@@ -122,7 +126,7 @@ fn attrs(d: &mut impl Draw) -> gpuchain_staking::ProviderAttrs {
 
 /// A message of any module with fields drawn from edge values and the actors' accounts.
 pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
-    match d.below(20) {
+    match d.below(27) {
         0 => Msg::Bank(BankMsg::Send(MsgSend {
             to: address(d, actors),
             amount: amount(d),
@@ -173,8 +177,34 @@ pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
             result_hash: bytes32(d),
             salt: bytes32(d),
         })),
+        18 => verify(VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond: amount(d) })),
+        19 => verify(VerifyMsg::BondVerifier(MsgBondVerifier { amount: amount(d) })),
+        20 => verify(VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: amount(d) })),
+        21 => verify(VerifyMsg::SubmitVerdict(MsgSubmitVerdict {
+            lease_id: small(d),
+            output_hash: bytes32(d),
+            verdict: if d.below(2) == 0 {
+                VerdictKind::Honest
+            } else {
+                VerdictKind::Faulty
+            },
+        })),
+        22 => verify(VerifyMsg::Appeal(MsgAppeal { lease_id: small(d) })),
+        23 => verify(VerifyMsg::CommitChallenge(MsgCommitChallenge {
+            commitment: bytes32(d),
+        })),
+        24 => verify(VerifyMsg::RevealChallenge(MsgRevealChallenge {
+            challenge_id: small(d),
+            order_id: small(d),
+            expected_output_hash: bytes32(d),
+            salt: bytes32(d),
+        })),
         _ => Msg::Auction(AuctionMsg::WithdrawRewards(MsgWithdrawRewards {})),
     }
+}
+
+fn verify(m: VerifyMsg) -> Msg {
+    Msg::Verify(m)
 }
 
 fn post_order(d: &mut impl Draw) -> Msg {

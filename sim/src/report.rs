@@ -181,9 +181,10 @@ pub fn write_ops(f: &mut impl fmt::Write, stats: &Stats) -> fmt::Result {
         "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7}",
         "total", t.noop, t.effect, t.sent, t.txs, t.check_ok, t.included, t.passed
     )?;
+    let families = stats.invariant_checks.checked_div(stats.blocks).unwrap_or(0);
     writeln!(
         f,
-        "  invariant checks: {} ({} blocks × 5 families)",
-        stats.invariant_checks, stats.blocks
+        "  invariant checks: {} ({} blocks × {} families)",
+        stats.invariant_checks, stats.blocks, families
     )
 }

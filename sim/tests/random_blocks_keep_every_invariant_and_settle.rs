@@ -1,6 +1,6 @@
 //! The short CI simulation: a few seeds of a few hundred blocks of random operations from
 //! every module with faulty actors mixed in, invariants after every block, then a liveness
-//! phase in which every order must close. `GPUCHAIN_SIM_SEEDS` and `GPUCHAIN_SIM_BLOCKS`
+//! phase in which every order and every verify case must close. `GPUCHAIN_SIM_SEEDS` and `GPUCHAIN_SIM_BLOCKS`
 //! make it longer; the long run is `cargo run --release --bin gpuchain-sim` (docs/reliability.md).
 
 use gpuchain_sim::{run, Config, Stats};
@@ -40,5 +40,7 @@ fn random_blocks_keep_every_invariant_and_settle() {
     assert!(passed("auction.bid") > seeds * 20, "bids were placed");
     assert!(passed("auction.commit") > 0 && passed("auction.reveal") > 0);
     assert!(passed("staking.register_provider") > 0 && passed("slashing.unjail") > 0);
-    assert!(total.invariant_checks >= total.blocks * 5);
+    assert!(passed("verify.submit_verdict") > 0, "verifiers posted verdicts");
+    assert!(passed("verify.register_verifier") > 0 && passed("verify.appeal") > 0);
+    assert!(total.invariant_checks >= total.blocks * 7);
 }

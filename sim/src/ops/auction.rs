@@ -207,7 +207,7 @@ fn our_leases(g: &Gen<'_>, state: LeaseState) -> Vec<(usize, Lease)> {
 }
 
 /// The correct result of an order.
-fn right_result(order_id: u64) -> [u8; 32] {
+pub(super) fn right_result(order_id: u64) -> [u8; 32] {
     *blake3::hash(&[b"result".as_slice(), &order_id.to_be_bytes()].concat()).as_bytes()
 }
 

@@ -8,9 +8,11 @@ mod auction;
 mod bank;
 mod malformed;
 mod staking;
+mod verify;
 mod world;
 
 pub use auction::drain;
+pub use verify::drain as drain_verdicts;
 pub use world::{Gen, World};
 
 /// What a generator decided.
@@ -79,8 +81,7 @@ const fn op(
 use Expect::{Any, AtMostOne, Rejected};
 use Kind::{Fault, Honest, NewWork};
 
-/// Every operation. x/verify (verifier registration, verdicts, ringer challenges) adds its
-/// rows here once its messages exist.
+/// Every operation.
 pub const OPS: &[OpSpec] = &[
     // x/bank
     op("bank.send", 10, Honest, Any, bank::send),
@@ -117,6 +118,15 @@ pub const OPS: &[OpSpec] = &[
     op("auction.reveal", 10, Honest, Any, auction::reveal),
     op("auction.reveal_wrong_salt", 2, Fault, Rejected, auction::reveal_wrong_salt),
     op("auction.withdraw_rewards", 1, Honest, Any, auction::withdraw_rewards),
+    // x/verify
+    op("verify.register_verifier", 1, Honest, Any, verify::register_verifier),
+    op("verify.bond_verifier", 1, Honest, Any, verify::bond_verifier),
+    op("verify.unbond_verifier", 1, Honest, Any, verify::unbond_verifier),
+    op("verify.submit_verdict", 10, Honest, Any, verify::submit_verdict),
+    op("verify.appeal", 2, Fault, Any, verify::appeal),
+    op("verify.verdict_not_assigned", 1, Fault, Rejected, verify::verdict_not_assigned),
+    op("verify.verdict_twice", 1, Fault, Rejected, verify::verdict_twice),
+    op("verify.verdict_non_verifier", 1, Fault, Rejected, verify::verdict_non_verifier),
     // malformed and adversarial transactions
     op("tx.garbage_bytes", 2, Fault, Rejected, malformed::garbage_bytes),
     op("tx.truncated", 1, Fault, Rejected, malformed::truncated),
