@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::Output;
 
 /// One change seen between two blocks.
-#[derive(Serialize, Debug, PartialEq, Eq)]
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub(crate) enum Transition {
     /// The order moved to `state`.
@@ -106,20 +106,27 @@ impl Seen {
                 });
             }
         }
-        if self.order != Some(order.state) {
-            self.order = Some(order.state);
-            out.push(Transition::Order {
-                height,
-                order_id: order.id,
-                state: order.state,
-                clearing_price: order.clearing_price,
-            });
+        let order_changed = (self.order != Some(order.state)).then(|| Transition::Order {
+            height,
+            order_id: order.id,
+            state: order.state,
+            clearing_price: order.clearing_price,
+        });
+        self.order = Some(order.state);
+        // An order that clears comes before the leases it creates; one that ends comes after
+        // the lease transitions that ended it, so the last line is always the order's end.
+        let ends = is_over(order);
+        if !ends {
+            out.extend(order_changed.clone());
         }
         for lease in state.leases_of_order(order.id) {
             let name = lease.state.name();
             if self.leases.insert(lease.id, name) != Some(name) {
                 out.push(lease_transition(&lease, height));
             }
+        }
+        if ends {
+            out.extend(order_changed);
         }
         out
     }
