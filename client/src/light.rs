@@ -100,7 +100,17 @@ pub async fn fetch_light_block(chain: &ChainClient, height: u64) -> Result<Light
         .with_context(|| format!("commit at height {height}"))?;
     let signed: SignedHeader = commit.signed_header;
     let validators = validator_set(chain, h).await?;
-    let next = validator_set(chain, h.increment()).await?;
+    // The next height's set is known once the node has stored it; a node exactly at
+    // `height` may not have it yet, so wait for one more block.
+    let next = match validator_set(chain, h.increment()).await {
+        Ok(set) => set,
+        Err(_) => {
+            chain
+                .wait_for_height(height + 1, std::time::Duration::from_secs(30))
+                .await?;
+            validator_set(chain, h.increment()).await?
+        }
+    };
     let provider: PeerId = chain.status().await?.node_info.id;
     Ok(LightBlock::new(signed, validators, next, provider))
 }
@@ -222,6 +232,9 @@ impl LightClient {
             return Ok(header);
         };
         let trusted_height = trusted.height().value();
+        if trusted.signed_header.header.chain_id != target.signed_header.header.chain_id {
+            return Err(invalid(height, "the trusted header is from another chain"));
+        }
         if height <= trusted_height {
             return self.verify_past(chain, &trusted, target).await;
         }
@@ -288,7 +301,15 @@ impl LightClient {
             };
             expected = parent;
             if header.header.hash() != expected {
-                return Err(invalid(h, "does not hash-link to the trusted header"));
+                return Err(invalid(
+                    h,
+                    format!(
+                        "does not hash-link to the trusted header at height {}: if this chain \
+                         was reset, delete {} or pin a header with `gpuchaind light trust`",
+                        trusted.height(),
+                        self.path.display()
+                    ),
+                ));
             }
         }
         if header.header.hash() != expected {
