@@ -110,9 +110,13 @@ impl TestNet {
         for i in 0..nodes {
             t.start_comet(i)?;
         }
-        t.client(0)?
-            .wait_for_height(2, Duration::from_secs(60))
-            .await?;
+        // Every node, not just the first, must have committed a block: a node still in its
+        // handshake answers CheckTx from an empty state.
+        for i in 0..nodes {
+            t.client(i)?
+                .wait_for_height(2, Duration::from_secs(60))
+                .await?;
+        }
         Ok(t)
     }
 
