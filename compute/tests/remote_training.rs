@@ -74,17 +74,30 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
     for t in tasks {
         let result = t.await.unwrap().unwrap();
         assert_eq!(result.rounds_run, 4);
-        assert_eq!(result.final_weights, local.weights().to_safetensors().unwrap());
+        assert_eq!(
+            result.final_weights,
+            local.weights().to_safetensors().unwrap()
+        );
         roots.push(result.transcript_root);
     }
     assert!(roots.iter().all(|r| *r == local.transcript_root()));
-    assert_eq!(service.coordinator().transcript_root(), local.transcript_root());
+    assert_eq!(
+        service.coordinator().transcript_root(),
+        local.transcript_root()
+    );
 
     let transcript = service.transcript();
     assert_eq!(transcript.progress.len(), 4);
-    assert_eq!(transcript.checkpoints.len(), 12, "one checkpoint per (round, worker)");
+    assert_eq!(
+        transcript.checkpoints.len(),
+        12,
+        "one checkpoint per (round, worker)"
+    );
     for p in &transcript.progress {
-        assert!(p.bytes_sent * 10 < p.dense_bytes, "updates are sparse: {p:?}");
+        assert!(
+            p.bytes_sent * 10 < p.dense_bytes,
+            "updates are sparse: {p:?}"
+        );
     }
     let status = service.status();
     assert!(status.done());
@@ -98,7 +111,10 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
         mean_loss_bits: 0,
     };
     assert!(service.submit(late).is_err());
-    assert_eq!(service.coordinator().transcript_root(), local.transcript_root());
+    assert_eq!(
+        service.coordinator().transcript_root(),
+        local.transcript_root()
+    );
     server.abort();
 }
 
@@ -118,7 +134,10 @@ fn malformed_or_out_of_turn_submissions_change_nothing() {
         checkpoint: vec![],
         mean_loss_bits: 0,
     };
-    assert!(service.submit(bad(0, 0, vec![0xff; 7])).is_err(), "garbage update");
+    assert!(
+        service.submit(bad(0, 0, vec![0xff; 7])).is_err(),
+        "garbage update"
+    );
     assert!(service.submit(bad(7, 0, vec![])).is_err(), "no such worker");
     assert!(service.submit(bad(0, 2, vec![])).is_err(), "a future round");
     assert_eq!(service.status(), before);

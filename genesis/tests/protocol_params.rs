@@ -14,7 +14,14 @@ fn defaults() -> serde_json::Value {
     let genesis = serde_json::to_value(AppGenesis::default()).expect("genesis to JSON");
     let mut params = serde_json::Map::new();
     params.insert("tx".into(), genesis["tx"].clone());
-    for module in ["bank", "staking", "slashing", "reputation", "auction", "verify"] {
+    for module in [
+        "bank",
+        "staking",
+        "slashing",
+        "reputation",
+        "auction",
+        "verify",
+    ] {
         params.insert(module.into(), genesis[module]["params"].clone());
     }
     serde_json::Value::Object(params)

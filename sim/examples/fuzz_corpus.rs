@@ -27,15 +27,17 @@ fn main() -> std::io::Result<()> {
         let tx = build_signed_tx(&actor.key, CHAIN_ID, 0, &TxParams::default(), vec![msg], "");
         let raw = tx.encode();
         write("tx_decode", &format!("valid-{i:02}"), &raw)?;
-        write("check_tx", &format!("raw-{i:02}"), &[[0u8].as_slice(), &raw].concat())?;
-        write("check_tx", &format!("mutate-{i:02}"), &[[1u8].as_slice(), &rng.bytes(96)].concat())?;
-        let block = [
-            [0u8].as_slice(),
-            &raw,
-            &[0xFF, 1],
-            &rng.bytes(64),
-        ]
-        .concat();
+        write(
+            "check_tx",
+            &format!("raw-{i:02}"),
+            &[[0u8].as_slice(), &raw].concat(),
+        )?;
+        write(
+            "check_tx",
+            &format!("mutate-{i:02}"),
+            &[[1u8].as_slice(), &rng.bytes(96)].concat(),
+        )?;
+        let block = [[0u8].as_slice(), &raw, &[0xFF, 1], &rng.bytes(64)].concat();
         write("finalize_block", &format!("block-{i:02}"), &block)?;
     }
     Ok(())

@@ -32,7 +32,10 @@ pub fn prepare(app: &App, height: u64, candidates: &[Vec<u8>]) -> Vec<Vec<u8>> {
         app,
         RequestPrepareProposal {
             max_tx_bytes: MAX_BLOCK_TX_BYTES,
-            txs: candidates.iter().map(|t| Bytes::copy_from_slice(t)).collect(),
+            txs: candidates
+                .iter()
+                .map(|t| Bytes::copy_from_slice(t))
+                .collect(),
             height: i64::try_from(height).unwrap_or(i64::MAX),
             ..Default::default()
         },

@@ -110,7 +110,10 @@ pub fn population() -> Vec<Actor> {
                     .get(i.saturating_sub(first_verifier))
                     .copied()
                     .unwrap_or(Profile::Honest),
-                _ => PROFILES.get(i % PROFILES.len()).copied().unwrap_or(Profile::Honest),
+                _ => PROFILES
+                    .get(i % PROFILES.len())
+                    .copied()
+                    .unwrap_or(Profile::Honest),
             };
             Actor {
                 key,

@@ -148,8 +148,12 @@ impl Sim {
         h: u64,
         faults_on: bool,
     ) -> (Vec<Candidate>, Vec<Evidence>, Vec<(ConsensusAddress, bool)>) {
-        let (world, rng, stats, max_ops) =
-            (&mut self.world, &mut self.rng, &mut self.stats, self.max_ops);
+        let (world, rng, stats, max_ops) = (
+            &mut self.world,
+            &mut self.rng,
+            &mut self.stats,
+            self.max_ops,
+        );
         self.app.read_committed(|store| {
             let mut g = Gen {
                 state: store,
@@ -226,8 +230,13 @@ impl Sim {
             let Some(first) = txs.first() else { continue };
             let passed = txs.iter().filter(|c| c.block_code == Some(0)).count();
             let included = txs.iter().filter(|c| c.block_code.is_some()).count();
-            self.stats
-                .txs(first.op, txs.len(), included, passed, txs.iter().filter(|c| c.check_code == 0).count());
+            self.stats.txs(
+                first.op,
+                txs.len(),
+                included,
+                passed,
+                txs.iter().filter(|c| c.check_code == 0).count(),
+            );
             let Some(spec) = first.op.and_then(|i| OPS.get(i)) else {
                 continue;
             };
@@ -266,8 +275,12 @@ impl Sim {
                 let n = out.entry(k).or_default();
                 *n = n.saturating_add(1);
             };
-            s.orders().iter().for_each(|o| bump(format!("orders {:?}", o.state)));
-            s.leases().iter().for_each(|l| bump(format!("leases {}", l.state.name())));
+            s.orders()
+                .iter()
+                .for_each(|o| bump(format!("orders {:?}", o.state)));
+            s.leases()
+                .iter()
+                .for_each(|l| bump(format!("leases {}", l.state.name())));
             s.slash_records()
                 .iter()
                 .for_each(|r| bump(format!("slashes {}", r.reason.name())));
@@ -293,15 +306,25 @@ impl Sim {
                     }
                 }
                 let verifiers = s.verifiers();
-                out.insert("verifiers registered".into(), u64::try_from(verifiers.len()).unwrap_or(u64::MAX));
-                let misses = verifiers.iter().fold(0u64, |a, v| a.saturating_add(v.misses));
-                let overturned = verifiers.iter().fold(0u64, |a, v| a.saturating_add(v.overturned));
+                out.insert(
+                    "verifiers registered".into(),
+                    u64::try_from(verifiers.len()).unwrap_or(u64::MAX),
+                );
+                let misses = verifiers
+                    .iter()
+                    .fold(0u64, |a, v| a.saturating_add(v.misses));
+                let overturned = verifiers
+                    .iter()
+                    .fold(0u64, |a, v| a.saturating_add(v.overturned));
                 out.insert("verifier misses".into(), misses);
                 out.insert("verifier verdicts overturned".into(), overturned);
             }
             let providers = u64::try_from(s.providers().len()).unwrap_or(u64::MAX);
             out.insert("providers registered".into(), providers);
-            out.insert("supply ugpu".into(), u64::try_from(s.supply()).unwrap_or(u64::MAX));
+            out.insert(
+                "supply ugpu".into(),
+                u64::try_from(s.supply()).unwrap_or(u64::MAX),
+            );
             out
         })
     }

@@ -57,10 +57,7 @@ fn supply<S: StateRead>(s: &S, initial_supply: u128) -> Result<(), String> {
     ensure(total == supply, || {
         format!("balances sum to {total}, supply is {supply}")
     })?;
-    let burned = sum(
-        s.slash_records().iter().map(|r| r.outcome.burned),
-        "burned",
-    )?;
+    let burned = sum(s.slash_records().iter().map(|r| r.outcome.burned), "burned")?;
     ensure(initial_supply.checked_sub(supply) == Some(burned), || {
         format!("supply fell from {initial_supply} to {supply}, slashes burned {burned}")
     })
@@ -100,7 +97,10 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
         let want = open.get(&p.operator).copied().unwrap_or(0);
         let got = s.open_leases(&p.operator);
         ensure(got == want, || {
-            format!("provider {} counts {got} open leases, has {want}", p.operator)
+            format!(
+                "provider {} counts {got} open leases, has {want}",
+                p.operator
+            )
         })?;
     }
     let live_orders: std::collections::BTreeSet<u64> = all
@@ -117,7 +117,9 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             ensure(o.escrowed == 0, || {
                 format!("closed order {} still escrows {}", o.id, o.escrowed)
             })?;
-            ensure(!live_orders.contains(&o.id), || format!("closed order {} has a live lease", o.id))?;
+            ensure(!live_orders.contains(&o.id), || {
+                format!("closed order {} has a live lease", o.id)
+            })?;
         }
     }
     Ok(())
@@ -151,18 +153,21 @@ fn verify_cases<S: StateRead>(s: &S) -> Result<(), String> {
                 lease.as_ref().map(|l| l.state)
             )
         })?;
-        ensure(c.stage != CaseStage::AwaitingVerdict || c.assignee.is_some(), || {
-            format!("case {} awaits a verdict with nobody assigned", c.lease_id)
-        })?;
+        ensure(
+            c.stage != CaseStage::AwaitingVerdict || c.assignee.is_some(),
+            || format!("case {} awaits a verdict with nobody assigned", c.lease_id),
+        )?;
     }
     Ok(())
 }
 
 /// Liveness: every order is closed, every lease final and escrow empty.
 pub fn all_settled<S: StateRead>(s: &S) -> Result<(), String> {
-    if let Some(o) = s.orders().iter().find(|o| {
-        matches!(o.state, OrderState::Open | OrderState::Cleared)
-    }) {
+    if let Some(o) = s
+        .orders()
+        .iter()
+        .find(|o| matches!(o.state, OrderState::Open | OrderState::Cleared))
+    {
         return Err(format!("order {} is still {:?}", o.id, o.state));
     }
     if let Some(l) = s.leases().iter().find(|l| !l.state.is_final()) {
@@ -174,5 +179,7 @@ pub fn all_settled<S: StateRead>(s: &S) -> Result<(), String> {
         return Err(format!("case {} is still {:?}", c.lease_id, c.stage));
     }
     let deposits = s.balance(&gpuchain_verify::module_account::verify_appeals());
-    ensure(deposits == 0, || format!("appeal deposits still hold {deposits}"))
+    ensure(deposits == 0, || {
+        format!("appeal deposits still hold {deposits}")
+    })
 }

@@ -73,7 +73,11 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The generator draws the same first blocks whatever the run's length, so a failure
         // with faults on replays with exactly `height` blocks.
-        let blocks = if self.height == 0 { self.blocks } else { self.height.min(self.blocks) };
+        let blocks = if self.height == 0 {
+            self.blocks
+        } else {
+            self.height.min(self.blocks)
+        };
         write!(
             f,
             "simulation failed at block {} of seed {}: {}\n  replay: GPUCHAIN_SIM_SEED={} GPUCHAIN_SIM_BLOCKS={} cargo run --bin gpuchain-sim",

@@ -95,7 +95,11 @@ fn main() -> ExitCode {
         total.operations(),
         total.total().txs,
         per_second(total.blocks, elapsed_ms),
-        if args.replay_check { " (each seed replayed)" } else { "" }
+        if args.replay_check {
+            " (each seed replayed)"
+        } else {
+            ""
+        }
     );
     if count > 1 && !args.quiet {
         print!("{table}");

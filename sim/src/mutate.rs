@@ -12,9 +12,8 @@ use gpuchain_bank::{BankMsg, MsgMultiSend, MsgSend, Output};
 use gpuchain_chain::{App, BlockInput};
 use gpuchain_slashing::{MsgUnjail, SlashingMsg};
 use gpuchain_staking::{
-    MsgBondProvider, MsgCreateValidator, MsgDelegateSelf, MsgDeregisterProvider,
-    MsgEditValidator, MsgRegisterProvider, MsgUnbondProvider, MsgUnbondValidator,
-    MsgUpdateProvider, StakingMsg,
+    MsgBondProvider, MsgCreateValidator, MsgDelegateSelf, MsgDeregisterProvider, MsgEditValidator,
+    MsgRegisterProvider, MsgUnbondProvider, MsgUnbondValidator, MsgUpdateProvider, StakingMsg,
 };
 use gpuchain_tx::{Msg, Tx, TxParams};
 use gpuchain_types::{Address, StateReadExt};
@@ -144,17 +143,25 @@ pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
             moniker: text(d),
             self_bond: amount(d),
         })),
-        3 => Msg::Staking(StakingMsg::DelegateSelf(MsgDelegateSelf { amount: amount(d) })),
+        3 => Msg::Staking(StakingMsg::DelegateSelf(MsgDelegateSelf {
+            amount: amount(d),
+        })),
         4 => Msg::Staking(StakingMsg::UnbondValidator(MsgUnbondValidator {
             amount: amount(d),
         })),
-        5 => Msg::Staking(StakingMsg::EditValidator(MsgEditValidator { moniker: text(d) })),
+        5 => Msg::Staking(StakingMsg::EditValidator(MsgEditValidator {
+            moniker: text(d),
+        })),
         6 => Msg::Staking(StakingMsg::RegisterProvider(MsgRegisterProvider {
             attrs: attrs(d),
             bond: amount(d),
         })),
-        7 => Msg::Staking(StakingMsg::UpdateProvider(MsgUpdateProvider { attrs: attrs(d) })),
-        8 => Msg::Staking(StakingMsg::BondProvider(MsgBondProvider { amount: amount(d) })),
+        7 => Msg::Staking(StakingMsg::UpdateProvider(MsgUpdateProvider {
+            attrs: attrs(d),
+        })),
+        8 => Msg::Staking(StakingMsg::BondProvider(MsgBondProvider {
+            amount: amount(d),
+        })),
         9 => Msg::Staking(StakingMsg::UnbondProvider(MsgUnbondProvider {
             amount: amount(d),
         })),
@@ -177,9 +184,15 @@ pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
             result_hash: bytes32(d),
             salt: bytes32(d),
         })),
-        18 => verify(VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond: amount(d) })),
-        19 => verify(VerifyMsg::BondVerifier(MsgBondVerifier { amount: amount(d) })),
-        20 => verify(VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: amount(d) })),
+        18 => verify(VerifyMsg::RegisterVerifier(MsgRegisterVerifier {
+            bond: amount(d),
+        })),
+        19 => verify(VerifyMsg::BondVerifier(MsgBondVerifier {
+            amount: amount(d),
+        })),
+        20 => verify(VerifyMsg::UnbondVerifier(MsgUnbondVerifier {
+            amount: amount(d),
+        })),
         21 => verify(VerifyMsg::SubmitVerdict(MsgSubmitVerdict {
             lease_id: small(d),
             output_hash: bytes32(d),
@@ -252,7 +265,11 @@ fn post_order(d: &mut impl Draw) -> Msg {
 }
 
 /// A transaction from one of `actors` (or an unknown key), valid or mutated.
-pub fn mutated_tx(d: &mut impl Draw, actors: &[Actor], nonce_of: impl Fn(&Address) -> u64) -> Vec<u8> {
+pub fn mutated_tx(
+    d: &mut impl Draw,
+    actors: &[Actor],
+    nonce_of: impl Fn(&Address) -> u64,
+) -> Vec<u8> {
     let n = u64::try_from(actors.len()).unwrap_or(0);
     let stranger = ed25519_dalek::SigningKey::from_bytes(&[0x5A; 32]);
     let key = actors
@@ -345,9 +362,8 @@ impl Harness {
 
     /// The committed nonce of `who`.
     pub fn nonce(&self, who: &Address) -> u64 {
-        self.app.read_committed(|s| {
-            s.get(&gpuchain_chain::state_key::nonce(who)).unwrap_or(0)
-        })
+        self.app
+            .read_committed(|s| s.get(&gpuchain_chain::state_key::nonce(who)).unwrap_or(0))
     }
 
     /// CheckTx's code.
@@ -371,7 +387,11 @@ impl Harness {
         };
         let (outcome, _) = self.app.finalize(&input)?;
         if outcome.tx_results.len() != txs.len() {
-            anyhow::bail!("{} results for {} transactions", outcome.tx_results.len(), txs.len());
+            anyhow::bail!(
+                "{} results for {} transactions",
+                outcome.tx_results.len(),
+                txs.len()
+            );
         }
         if commit {
             self.app.commit()?;

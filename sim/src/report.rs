@@ -36,7 +36,8 @@ pub struct Stats {
 }
 
 fn name(op: Option<usize>) -> &'static str {
-    op.and_then(|i| OPS.get(i)).map_or("liveness.drain", |o| o.name)
+    op.and_then(|i| OPS.get(i))
+        .map_or("liveness.drain", |o| o.name)
 }
 
 impl Stats {
@@ -181,7 +182,10 @@ pub fn write_ops(f: &mut impl fmt::Write, stats: &Stats) -> fmt::Result {
         "  {:<32} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7}",
         "total", t.noop, t.effect, t.sent, t.txs, t.check_ok, t.included, t.passed
     )?;
-    let families = stats.invariant_checks.checked_div(stats.blocks).unwrap_or(0);
+    let families = stats
+        .invariant_checks
+        .checked_div(stats.blocks)
+        .unwrap_or(0);
     writeln!(
         f,
         "  invariant checks: {} ({} blocks × {} families)",

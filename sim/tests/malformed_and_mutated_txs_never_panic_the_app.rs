@@ -29,11 +29,16 @@ fn malformed_and_mutated_txs_never_panic_the_app() {
         }
         block.push(raw);
         if block.len() == 25 || i + 1 == iterations {
-            let codes = h.block(&block, true).unwrap_or_else(|e| panic!("iteration {i}: {e}"));
+            let codes = h
+                .block(&block, true)
+                .unwrap_or_else(|e| panic!("iteration {i}: {e}"));
             passed += codes.iter().filter(|c| **c == 0).count() as u64;
             block.clear();
         }
     }
     eprintln!("{iterations} inputs: {admitted} admitted by CheckTx, {passed} passed in blocks");
-    assert!(passed > 0, "some mutated transactions are still valid and pass");
+    assert!(
+        passed > 0,
+        "some mutated transactions are still valid and pass"
+    );
 }

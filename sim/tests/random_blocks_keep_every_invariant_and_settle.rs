@@ -36,11 +36,17 @@ fn random_blocks_keep_every_invariant_and_settle() {
     );
     // The run must exercise the market, not just refuse everything.
     let passed = |name: &str| total.ops.get(name).map_or(0, |c| c.passed);
-    assert!(passed("auction.post_order") > seeds * 20, "orders were posted");
+    assert!(
+        passed("auction.post_order") > seeds * 20,
+        "orders were posted"
+    );
     assert!(passed("auction.bid") > seeds * 20, "bids were placed");
     assert!(passed("auction.commit") > 0 && passed("auction.reveal") > 0);
     assert!(passed("staking.register_provider") > 0 && passed("slashing.unjail") > 0);
-    assert!(passed("verify.submit_verdict") > 0, "verifiers posted verdicts");
+    assert!(
+        passed("verify.submit_verdict") > 0,
+        "verifiers posted verdicts"
+    );
     assert!(passed("verify.register_verifier") > 0 && passed("verify.appeal") > 0);
     assert!(total.invariant_checks >= total.blocks * 7);
 }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_bank::{BankMsg, MsgSend};
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_client::{build_signed_tx, keys::Keystore};
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::TestNet;
 use gpuchain_tx::Msg;
 use gpuchain_types::Address;
@@ -107,7 +107,12 @@ async fn main() -> anyhow::Result<()> {
             next += 1;
         }
         if Instant::now() >= next_sample {
-            samples.push(resources(&dir, Instant::now().duration_since(stop_at - Duration::from_secs(seconds)).as_secs()));
+            samples.push(resources(
+                &dir,
+                Instant::now()
+                    .duration_since(stop_at - Duration::from_secs(seconds))
+                    .as_secs(),
+            ));
             next_sample += Duration::from_secs(30);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

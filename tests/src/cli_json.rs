@@ -16,7 +16,10 @@ impl NodeCli {
     /// The CLI talking to node `i` of `net`.
     pub fn new(net: &TestNet, i: usize) -> Result<NodeCli> {
         let home = net.keys_home();
-        let home = home.to_str().context("keystore path is not UTF-8")?.to_string();
+        let home = home
+            .to_str()
+            .context("keystore path is not UTF-8")?
+            .to_string();
         let node = net
             .net
             .nodes
@@ -35,7 +38,9 @@ impl NodeCli {
     fn args<'a>(&'a self, head: &str, args: &[&'a str]) -> Vec<&'a str> {
         let mut all: Vec<&str> = vec![if head == "tx" { "tx" } else { "query" }];
         all.extend_from_slice(args);
-        all.extend_from_slice(&["--home", &self.home, "--node", &self.node, "--output", "json"]);
+        all.extend_from_slice(&[
+            "--home", &self.home, "--node", &self.node, "--output", "json",
+        ]);
         all
     }
 

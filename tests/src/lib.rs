@@ -10,8 +10,12 @@ mod provider;
 mod verifier;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
+pub use market::{
+    amount, digits_input, digits_job, order_leases, routed_order, slash_records, supply,
+};
 pub use net::{cli, gpuchaind_path, TestNet};
 pub use ports::free_port_block;
 pub use provider::{provider_cli, provider_path, AgentSpec, BlobHost, ProviderAgent};
-pub use verifier::{verifier_cli, verifier_path, write_provider_config, VerifierAgent, VerifierSpec};
-pub use market::{amount, digits_input, digits_job, order_leases, routed_order, slash_records, supply};
+pub use verifier::{
+    verifier_cli, verifier_path, write_provider_config, VerifierAgent, VerifierSpec,
+};

@@ -91,7 +91,9 @@ async fn apps_killed_at_random_points_under_load_recover() -> anyhow::Result<()>
         let c3 = net.client(3)?;
         c3.wait_for_height(down_at + 3, Duration::from_secs(90))
             .await
-            .map_err(|e| anyhow::anyhow!("trial {trial} (seed {seed}): node 3 did not recover: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!("trial {trial} (seed {seed}): node 3 did not recover: {e}")
+            })?;
         net.assert_same_app_hash(&[0, 1, 2, 3], down_at + 2)
             .await
             .map_err(|e| anyhow::anyhow!("trial {trial} (seed {seed}): {e}"))?;
@@ -105,10 +107,15 @@ async fn apps_killed_at_random_points_under_load_recover() -> anyhow::Result<()>
     // Let the last blocks settle everywhere, then check nothing committed was lost.
     let end = c0.latest_height().await? + 2;
     c0.wait_for_height(end, Duration::from_secs(60)).await?;
-    net.client(3)?.wait_for_height(end, Duration::from_secs(60)).await?;
+    net.client(3)?
+        .wait_for_height(end, Duration::from_secs(60))
+        .await?;
     net.assert_same_app_hash(&[0, 1, 2, 3], end - 1).await?;
     let committed = committed.lock().unwrap().clone();
-    assert!(committed.values().sum::<u128>() > 0, "the load committed transfers");
+    assert!(
+        committed.values().sum::<u128>() > 0,
+        "the load committed transfers"
+    );
     for (node, client) in [(0, net.client(0)?), (3, net.client(3)?)] {
         for to in &recipients {
             assert_eq!(

@@ -58,7 +58,10 @@ fn order() -> MsgPostOrder {
 
 fn code(outcome: &Value) -> (String, u64) {
     (
-        outcome["codespace"].as_str().unwrap_or_default().to_string(),
+        outcome["codespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         outcome["code"].as_u64().unwrap_or_default(),
     )
 }
@@ -116,7 +119,10 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     for p in ["honest", "copier", "idle"] {
         let bond = BOND.to_string();
         let attrs = attrs.to_str().unwrap_or_default();
-        paid(p, &cli.tx(&["provider", "register", p, "--attrs", attrs, "--bond", &bond])?)?;
+        paid(
+            p,
+            &cli.tx(&["provider", "register", p, "--attrs", attrs, "--bond", &bond])?,
+        )?;
     }
     let order_file = dir.path().join("order.json");
     std::fs::write(&order_file, serde_json::to_vec(&order())?)?;
@@ -127,7 +133,14 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
 
     // `watch` runs beside the whole scenario and must end by itself when the order settles.
     let watch_args = [
-        "query", "auction", "watch", &order_id, "--node", cli.node(), "--output", "json",
+        "query",
+        "auction",
+        "watch",
+        &order_id,
+        "--node",
+        cli.node(),
+        "--output",
+        "json",
     ]
     .map(str::to_string);
     let watch = tokio::task::spawn_blocking(move || {
@@ -140,7 +153,11 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     }
     let mut leases = Vec::new();
     for _ in 0..100 {
-        leases = cli.query(&["auction", "leases"])?.as_array().cloned().unwrap_or_default();
+        leases = cli
+            .query(&["auction", "leases"])?
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if leases.len() == 3 {
             break;
         }
@@ -159,7 +176,16 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let other = hex::encode(blake3::hash(b"something else").as_bytes());
     let (salt_h, salt_c) = (hex::encode([1u8; 32]), hex::encode([2u8; 32]));
     let commit = |who, lease: &str, hash: &str, salt: &str| {
-        cli.tx(&["auction", "commit", who, lease, "--result-hash", hash, "--salt", salt])
+        cli.tx(&[
+            "auction",
+            "commit",
+            who,
+            lease,
+            "--result-hash",
+            hash,
+            "--salt",
+            salt,
+        ])
     };
     paid("honest", &commit("honest", &honest, &right, &salt_h)?)?;
     paid("copier", &commit("copier", &copier, &other, &salt_c)?)?;
@@ -168,18 +194,42 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         .wait_for_height(deadline + 1, std::time::Duration::from_secs(120))
         .await?;
     let late = cli.tx_outcome(&[
-        "auction", "commit", "idle", &idle, "--result-hash", &right, "--salt", &salt_h,
+        "auction",
+        "commit",
+        "idle",
+        &idle,
+        "--result-hash",
+        &right,
+        "--salt",
+        &salt_h,
     ])?;
-    assert_eq!(code(&late), ("auction".into(), 23), "a late commit fails: {late}");
+    assert_eq!(
+        code(&late),
+        ("auction".into(), 23),
+        "a late commit fails: {late}"
+    );
 
     let reveal = |who, lease: &str, hash: &str, salt: &str| {
-        cli.tx_outcome(&["auction", "reveal", who, lease, "--result-hash", hash, "--salt", salt])
+        cli.tx_outcome(&[
+            "auction",
+            "reveal",
+            who,
+            lease,
+            "--result-hash",
+            hash,
+            "--salt",
+            salt,
+        ])
     };
     let revealed = reveal("honest", &honest, &right, &salt_h)?;
     assert_eq!(code(&revealed).1, 0, "the honest reveal lands: {revealed}");
     paid("honest", &revealed)?;
     let copied = reveal("copier", &copier, &right, &salt_c)?;
-    assert_eq!(code(&copied), ("auction".into(), 26), "a copied reveal fails: {copied}");
+    assert_eq!(
+        code(&copied),
+        ("auction".into(), 26),
+        "a copied reveal fails: {copied}"
+    );
 
     let watched = watch.await??;
     assert!(
@@ -198,9 +248,18 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
             .map(|t| t["state"].as_str().unwrap_or_default().to_string())
             .collect()
     };
-    assert_eq!(lease_states(&honest).last().map(String::as_str), Some("paid"));
-    assert_eq!(lease_states(&copier).last().map(String::as_str), Some("missed"));
-    assert_eq!(lease_states(&idle).last().map(String::as_str), Some("missed"));
+    assert_eq!(
+        lease_states(&honest).last().map(String::as_str),
+        Some("paid")
+    );
+    assert_eq!(
+        lease_states(&copier).last().map(String::as_str),
+        Some("missed")
+    );
+    assert_eq!(
+        lease_states(&idle).last().map(String::as_str),
+        Some("missed")
+    );
     assert_eq!(
         transitions.iter().filter(|t| t["event"] == "bid").count(),
         3,
@@ -241,7 +300,11 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         "the honest provider is paid the clearing price minus the take rate"
     );
     for p in ["copier", "idle"] {
-        assert_eq!(balance(p).await?, 2_000 * GPU - BOND - fees[p], "{p} is paid nothing");
+        assert_eq!(
+            balance(p).await?,
+            2_000 * GPU - BOND - fees[p],
+            "{p} is paid nothing"
+        );
     }
     let verification_fee = 3 * GPU * FEE_PPM / 1_000_000;
     assert_eq!(

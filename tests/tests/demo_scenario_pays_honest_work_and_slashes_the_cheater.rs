@@ -11,10 +11,20 @@ use gpuchain_tests::demo::{default_minilm_dir, has_minilm, run, DemoOptions, CHE
 fn minilm() -> std::path::PathBuf {
     let dir = default_minilm_dir();
     if !has_minilm(&dir) {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm.sh");
-        let root = dir.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-        let status = std::process::Command::new("bash").arg(script).arg(root).status();
-        assert!(status.is_ok_and(|s| s.success()), "fetching all-MiniLM-L6-v2 failed");
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm.sh");
+        let root = dir
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let status = std::process::Command::new("bash")
+            .arg(script)
+            .arg(root)
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "fetching all-MiniLM-L6-v2 failed"
+        );
     }
     dir
 }
@@ -33,7 +43,11 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
     let report = run(&opts, &say).await?;
     println!("{report}");
 
-    assert_eq!(report.jobs.len(), 4, "training, two digits orders, one embedding order");
+    assert_eq!(
+        report.jobs.len(),
+        4,
+        "training, two digits orders, one embedding order"
+    );
     for job in &report.jobs {
         for lease in &job.leases {
             if lease.provider == CHEATER && job.label.starts_with("inference: digits") {
@@ -49,10 +63,22 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
     }
     let training = &report.jobs[0];
     assert_eq!(training.leases.len(), 3, "one lease per worker");
-    assert!(report.training_accuracy > 0.75, "accuracy {}", report.training_accuracy);
-    assert!(report.compression_ratio > 50.0, "compression {}", report.compression_ratio);
+    assert!(
+        report.training_accuracy > 0.75,
+        "accuracy {}",
+        report.training_accuracy
+    );
+    assert!(
+        report.compression_ratio > 50.0,
+        "compression {}",
+        report.compression_ratio
+    );
 
-    let cheater = report.providers.iter().find(|p| p.name == CHEATER).expect("cheater row");
+    let cheater = report
+        .providers
+        .iter()
+        .find(|p| p.name == CHEATER)
+        .expect("cheater row");
     assert!(cheater.slashed > 0, "the cheater lost stake");
     for honest in report.providers.iter().filter(|p| p.name != CHEATER) {
         assert_eq!(honest.slashed, 0, "{} is never slashed", honest.name);

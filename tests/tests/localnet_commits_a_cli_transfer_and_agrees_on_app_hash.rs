@@ -56,8 +56,17 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     for i in 0..4 {
         let url = &net.net.nodes[i].rpc_url;
         let q = cli(&[
-            "query", "bank", "balance", &bob_addr, "--prove", "--node", url, "--output", "json",
-            "--home", home.to_str().unwrap(),
+            "query",
+            "bank",
+            "balance",
+            &bob_addr,
+            "--prove",
+            "--node",
+            url,
+            "--output",
+            "json",
+            "--home",
+            home.to_str().unwrap(),
         ])?;
         assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
         let v: serde_json::Value = serde_json::from_slice(&q.stdout)?;

@@ -20,11 +20,18 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     assert!(client.verifies_headers());
     let first = client.query_verified(&key).await?;
     assert_eq!(
-        first.value.map(|v| borsh::from_slice::<u128>(&v)).transpose()?,
+        first
+            .value
+            .map(|v| borsh::from_slice::<u128>(&v))
+            .transpose()?,
         Some(5_000_000)
     );
     let trusted_at = LightClient::open(&store)?.trusted_height().unwrap_or(0);
-    assert_eq!(trusted_at, first.height + 1, "trust starts at the verified header");
+    assert_eq!(
+        trusted_at,
+        first.height + 1,
+        "trust starts at the verified header"
+    );
 
     // Later headers verify from the stored trust, on the other node too.
     let plain = net.client(1)?;
@@ -55,7 +62,10 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let genuine = fetch_light_block(&chain, second.height + 1).await?;
-    assert!(matches!(verify_from(&trusted, &genuine, now), Verdict::Success));
+    assert!(matches!(
+        verify_from(&trusted, &genuine, now),
+        Verdict::Success
+    ));
     assert!(
         matches!(verify_from(&trusted, &forged, now), Verdict::Invalid(_)),
         "a forged app hash must fail verification"
@@ -66,7 +76,10 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     let wrong = Hash::Sha256([0x11; 32]).to_string();
     let err = pinned.trust(&chain, trusted_at, &wrong).await.unwrap_err();
     assert!(
-        matches!(err.downcast_ref::<LightError>(), Some(LightError::PinMismatch { .. })),
+        matches!(
+            err.downcast_ref::<LightError>(),
+            Some(LightError::PinMismatch { .. })
+        ),
         "{err:#}"
     );
     assert_eq!(pinned.trusted_height(), None);
@@ -74,8 +87,17 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     // The CLI's --prove goes through the light client and keeps its trust in the home.
     let home = dir.path().join("cli-home");
     let out = run_json(&[
-        "query", "bank", "balance", &alice.to_string(), "--prove", "--home",
-        home.to_str().unwrap_or_default(), "--node", &net.net.nodes[0].rpc_url, "--output", "json",
+        "query",
+        "bank",
+        "balance",
+        &alice.to_string(),
+        "--prove",
+        "--home",
+        home.to_str().unwrap_or_default(),
+        "--node",
+        &net.net.nodes[0].rpc_url,
+        "--output",
+        "json",
     ])?;
     assert_eq!(out["balance"], "5000000");
     assert!(home.join("light").join("gpuchain-e2e.json").exists());

@@ -10,9 +10,9 @@ use gpuchain_auction::{AuctionMsg, LeaseState};
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::BlobRef;
 use gpuchain_tests::{
-    digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order,
-    run_json, slash_records, verifier_cli, write_provider_config, AgentSpec, BlobHost,
-    ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
+    digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order, run_json,
+    slash_records, verifier_cli, write_provider_config, AgentSpec, BlobHost, ProviderAgent,
+    TestNet, VerifierAgent, VerifierSpec,
 };
 use gpuchain_tx::Msg;
 
@@ -64,18 +64,28 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
     .write_config()?;
     let vpath = vconfig.to_str().unwrap_or_default();
     let out = verifier_cli(&["register", "--config", vpath])?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Started once so that it has state on disk, then killed before any assignment.
     let mut verifier = VerifierAgent::spawn(&vconfig)?;
     let started = Instant::now();
     while !verifier.log_text().contains("verifier agent starting") {
-        assert!(started.elapsed() < Duration::from_secs(60), "verifier did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "verifier did not start"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     verifier.kill();
 
     let mut agents = Vec::new();
-    for (i, (name, cheat)) in [("honest", None), ("cheat", Some("random-output"))].iter().enumerate() {
+    for (i, (name, cheat)) in [("honest", None), ("cheat", Some("random-output"))]
+        .iter()
+        .enumerate()
+    {
         let spec = AgentSpec {
             node: node.clone(),
             keys_home: net.keys_home(),
@@ -91,7 +101,11 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
         let config = write_provider_config(&spec, "r-pair", "cpu")?;
         let path = config.to_str().unwrap_or_default();
         let out = provider_cli(&["register", "--config", path])?;
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
         agents.push(ProviderAgent::spawn(&config, &extra)?);
     }
@@ -116,7 +130,9 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
     // Both leases disputed and assigned to v1 while its agent is down.
     let deadline = Instant::now() + Duration::from_secs(150);
     loop {
-        let cases = run_json(&["query", "verify", "cases", "--node", &node, "--output", "json"])?;
+        let cases = run_json(&[
+            "query", "verify", "cases", "--node", &node, "--output", "json",
+        ])?;
         let assigned = cases
             .as_array()
             .map(|c| c.iter().filter(|c| c["assignee"].is_string()).count())
@@ -154,13 +170,29 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
     }
     let records = slash_records(&node)?;
     assert!(
-        records.iter().all(|r| r["subject"] != v1.to_string().as_str()),
+        records
+            .iter()
+            .all(|r| r["subject"] != v1.to_string().as_str()),
         "the verifier is not slashed: {records:?}"
     );
-    let verifiers = run_json(&["query", "verify", "verifiers", "--node", &node, "--output", "json"])?;
+    let verifiers = run_json(&[
+        "query",
+        "verify",
+        "verifiers",
+        "--node",
+        &node,
+        "--output",
+        "json",
+    ])?;
     let bond = &verifiers[0]["bonded"];
-    let bond = bond.as_u64().map(u128::from).or_else(|| bond.as_str()?.parse().ok());
+    let bond = bond
+        .as_u64()
+        .map(u128::from)
+        .or_else(|| bond.as_str()?.parse().ok());
     assert_eq!(bond, Some(1_000 * GPU), "{verifiers}");
-    assert!(verifier.terminate()?, "the verifier exits cleanly on SIGTERM");
+    assert!(
+        verifier.terminate()?,
+        "the verifier exits cleanly on SIGTERM"
+    );
     Ok(())
 }

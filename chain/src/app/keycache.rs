@@ -39,7 +39,11 @@ mod tests {
         let sk = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
         let bytes = sk.verifying_key().to_bytes();
         assert_eq!(verifying_key(&bytes), Some(sk.verifying_key()));
-        assert_eq!(verifying_key(&bytes), Some(sk.verifying_key()), "from the cache");
+        assert_eq!(
+            verifying_key(&bytes),
+            Some(sk.verifying_key()),
+            "from the cache"
+        );
         let mut bad = [0u8; 32];
         bad[31] = 0x80; // not a point on the curve for most such encodings
         assert_eq!(verifying_key(&bad), VerifyingKey::from_bytes(&bad).ok());

@@ -4,8 +4,8 @@ use gpuchain_auction::AuctionRead;
 use gpuchain_bank::BankRead;
 use gpuchain_staking::StakingRead;
 use gpuchain_tx::Msg;
-use gpuchain_verify::VerifyRead;
 use gpuchain_types::{Address, AppError, BlockCtx, StateWrite};
+use gpuchain_verify::VerifyRead;
 
 /// Runs one message on a fork of state; the caller discards the fork on error.
 pub(crate) fn execute(

@@ -52,7 +52,9 @@ pub(crate) async fn run(cli: &Cli, cmd: &LightCmd, out: &Output) -> Result<()> {
     });
     out.print(&value, || match light.trusted_height() {
         Some(h) => format!("trusting {chain_id} at height {h} ({})", path.display()),
-        None => format!("no trusted header yet for {chain_id}; the first proven query trusts the node"),
+        None => {
+            format!("no trusted header yet for {chain_id}; the first proven query trusts the node")
+        }
     });
     Ok(())
 }

@@ -88,12 +88,7 @@ pub(crate) struct Seen {
 
 impl Seen {
     /// Transitions from what was seen to `state` at `height`, and remembers them.
-    pub(crate) fn diff(
-        &mut self,
-        state: &MemState,
-        order: &Order,
-        height: u64,
-    ) -> Vec<Transition> {
+    pub(crate) fn diff(&mut self, state: &MemState, order: &Order, height: u64) -> Vec<Transition> {
         let mut out = Vec::new();
         for bid in state.bids(order.id) {
             let key = bid.provider.to_string();
@@ -191,7 +186,10 @@ pub(crate) async fn run(
             return Ok(());
         }
         if height >= last {
-            bail!("order {order_id} is still {:?} after {timeout_blocks} blocks", order.state);
+            bail!(
+                "order {order_id} is still {:?} after {timeout_blocks} blocks",
+                order.state
+            );
         }
         height = height.saturating_add(1);
         client

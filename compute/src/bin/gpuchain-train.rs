@@ -20,7 +20,11 @@ use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService};
 use gpuchain_jobspec::{JobSpec, TrainingSpec};
 
 #[derive(Parser)]
-#[command(name = "gpuchain-train", version, about = "Client side of networked training jobs")]
+#[command(
+    name = "gpuchain-train",
+    version,
+    about = "Client side of networked training jobs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -52,9 +52,17 @@ pub(crate) async fn produce_training(
     let start = Instant::now();
     // A round waits for the slowest worker; give the whole job a generous bound.
     let timeout = Duration::from_secs(60 + 30 * u64::from(spec.rounds));
-    let result = run_remote_worker(&coordinator, &spec, index, &data, backend, &fetcher, timeout)
-        .await
-        .map_err(|e| format!("training as worker {index}: {e}"))?;
+    let result = run_remote_worker(
+        &coordinator,
+        &spec,
+        index,
+        &data,
+        backend,
+        &fetcher,
+        timeout,
+    )
+    .await
+    .map_err(|e| format!("training as worker {index}: {e}"))?;
     store
         .put(&result.final_weights)
         .map_err(|e| format!("storing the final weights: {e}"))?;

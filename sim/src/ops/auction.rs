@@ -78,8 +78,13 @@ fn client(g: &mut Gen<'_>) -> usize {
     if g.rng.one_in(5) {
         return g.any_actor();
     }
-    g.actor_where(|g, i| g.world.actors.get(i).is_some_and(|a| a.role == Role::Client))
-        .unwrap_or(0)
+    g.actor_where(|g, i| {
+        g.world
+            .actors
+            .get(i)
+            .is_some_and(|a| a.role == Role::Client)
+    })
+    .unwrap_or(0)
 }
 
 /// A client posts an order.
@@ -137,8 +142,7 @@ fn bidder(g: &mut Gen<'_>, order: &Order, meets: bool) -> Option<usize> {
     g.actor_where(|g, i| {
         let a = g.addr(i);
         a != client
-            && g
-                .state
+            && g.state
                 .provider(&a)
                 .is_some_and(|p| order.requirements.matches(&p.attrs) == meets)
     })
@@ -171,7 +175,12 @@ pub(super) fn bid_ineligible(g: &mut Gen<'_>) -> Planned {
     let who = if g.rng.one_in(2) {
         bidder(g, &order, false)
     } else {
-        g.actor_where(|g, i| g.world.actors.get(i).is_some_and(|a| a.role == Role::Client))
+        g.actor_where(|g, i| {
+            g.world
+                .actors
+                .get(i)
+                .is_some_and(|a| a.role == Role::Client)
+        })
     };
     let Some(who) = who else {
         return Planned::NoOp;
@@ -217,8 +226,15 @@ fn wrong_result(order_id: u64, provider: &Address) -> [u8; 32] {
 }
 
 fn salt(lease: &Lease) -> [u8; 32] {
-    *blake3::hash(&[b"salt".as_slice(), &lease.id.to_be_bytes(), &lease.provider.0].concat())
-        .as_bytes()
+    *blake3::hash(
+        &[
+            b"salt".as_slice(),
+            &lease.id.to_be_bytes(),
+            &lease.provider.0,
+        ]
+        .concat(),
+    )
+    .as_bytes()
 }
 
 fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, honest: bool) -> Vec<u8> {
@@ -271,9 +287,9 @@ pub(super) fn commit_foreign_lease(g: &mut Gen<'_>) -> Planned {
     let Some((_, lease)) = lease_in(g, LeaseState::Open) else {
         return Planned::NoOp;
     };
-    let Some(who) = g.actor_where(|g, i| {
-        g.addr(i) != lease.provider && g.state.provider(&g.addr(i)).is_some()
-    }) else {
+    let Some(who) =
+        g.actor_where(|g, i| g.addr(i) != lease.provider && g.state.provider(&g.addr(i)).is_some())
+    else {
         return Planned::NoOp;
     };
     Planned::Txs(vec![commit_tx(g, who, &lease, true)])

@@ -54,7 +54,14 @@ pub(super) fn wrong_chain_id(g: &mut Gen<'_>) -> Planned {
     let Some(actor) = g.world.actors.get(who) else {
         return Planned::NoOp;
     };
-    let tx = build_signed_tx(&actor.key, "other-chain", nonce, &g.world.params, vec![msg], "");
+    let tx = build_signed_tx(
+        &actor.key,
+        "other-chain",
+        nonce,
+        &g.world.params,
+        vec![msg],
+        "",
+    );
     Planned::Txs(vec![tx.encode()])
 }
 

@@ -3,9 +3,9 @@
 
 use gpuchain_slashing::{Evidence, EvidenceKind, MsgUnjail, SlashingMsg};
 use gpuchain_staking::{
-    consensus_address, MsgBondProvider, MsgCreateValidator, MsgDelegateSelf,
-    MsgDeregisterProvider, MsgEditValidator, MsgRegisterProvider, MsgUnbondProvider,
-    MsgUnbondValidator, MsgUpdateProvider, StakingMsg, StakingRead,
+    consensus_address, MsgBondProvider, MsgCreateValidator, MsgDelegateSelf, MsgDeregisterProvider,
+    MsgEditValidator, MsgRegisterProvider, MsgUnbondProvider, MsgUnbondValidator,
+    MsgUpdateProvider, StakingMsg, StakingRead,
 };
 use gpuchain_tx::Msg;
 
@@ -25,7 +25,8 @@ fn is_newcomer(g: &Gen<'_>, i: usize) -> bool {
 
 /// A newcomer registers as a provider (GPU or CPU at random).
 pub(super) fn register_provider(g: &mut Gen<'_>) -> Planned {
-    let Some(who) = g.actor_where(|g, i| is_newcomer(g, i) && g.state.provider(&g.addr(i)).is_none())
+    let Some(who) =
+        g.actor_where(|g, i| is_newcomer(g, i) && g.state.provider(&g.addr(i)).is_none())
     else {
         return Planned::NoOp;
     };
@@ -83,7 +84,8 @@ pub(super) fn update_provider(g: &mut Gen<'_>) -> Planned {
 
 /// A newcomer provider leaves (refused while it has open leases).
 pub(super) fn deregister_provider(g: &mut Gen<'_>) -> Planned {
-    let Some(who) = g.actor_where(|g, i| is_newcomer(g, i) && g.state.provider(&g.addr(i)).is_some())
+    let Some(who) =
+        g.actor_where(|g, i| is_newcomer(g, i) && g.state.provider(&g.addr(i)).is_some())
     else {
         return Planned::NoOp;
     };
@@ -93,11 +95,17 @@ pub(super) fn deregister_provider(g: &mut Gen<'_>) -> Planned {
 
 /// A newcomer creates a validator.
 pub(super) fn create_validator(g: &mut Gen<'_>) -> Planned {
-    let Some(who) = g.actor_where(|g, i| is_newcomer(g, i) && g.state.validator(&g.addr(i)).is_none())
+    let Some(who) =
+        g.actor_where(|g, i| is_newcomer(g, i) && g.state.validator(&g.addr(i)).is_none())
     else {
         return Planned::NoOp;
     };
-    let consensus_pubkey = g.world.actors.get(who).map(|a| a.consensus_key).unwrap_or_default();
+    let consensus_pubkey = g
+        .world
+        .actors
+        .get(who)
+        .map(|a| a.consensus_key)
+        .unwrap_or_default();
     let msg = StakingMsg::CreateValidator(MsgCreateValidator {
         consensus_pubkey,
         moniker: format!("newcomer-{who}"),

@@ -56,7 +56,12 @@ pub(super) fn unbond_verifier(g: &mut Gen<'_>) -> Planned {
     let Some((who, bonded)) = verifier_actor(g) else {
         return Planned::NoOp;
     };
-    let amount = if g.rng.one_in(4) { bonded / 2 } else { bonded / 10 }.max(1);
+    let amount = if g.rng.one_in(4) {
+        bonded / 2
+    } else {
+        bonded / 10
+    }
+    .max(1);
     let msg = VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount });
     Planned::Txs(vec![g.tx(who, vec![verify(msg)])])
 }

@@ -92,7 +92,11 @@ impl Gen<'_> {
 
     /// The actor's account.
     pub fn addr(&self, who: usize) -> Address {
-        self.world.actors.get(who).map(|a| a.address).unwrap_or(Address([0; 20]))
+        self.world
+            .actors
+            .get(who)
+            .map(|a| a.address)
+            .unwrap_or(Address([0; 20]))
     }
 
     /// How `who` behaves now: everyone is honest once faults stop.

@@ -65,7 +65,11 @@ async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
     let key = m.key("client")?;
     let out = m
         .chain
-        .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "demo")
+        .submit(
+            &key,
+            vec![Msg::Auction(AuctionMsg::PostOrder(order))],
+            "demo",
+        )
         .await?
         .ok()?;
     out.event_attr("auction.order_posted", "order_id")
@@ -75,14 +79,22 @@ async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
 }
 
 /// Follows the chain until every order in `ids` settled, printing transitions.
-async fn settle(w: &mut Watcher, ids: &[u64], timeout: Duration, say: &(dyn Fn(&str) + Sync)) -> Result<()> {
+async fn settle(
+    w: &mut Watcher,
+    ids: &[u64],
+    timeout: Duration,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         w.tick(say).await?;
         if ids.iter().all(|id| w.is_settled(*id)) {
             return Ok(());
         }
-        anyhow::ensure!(Instant::now() < deadline, "orders {ids:?} did not settle in {timeout:?}");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "orders {ids:?} did not settle in {timeout:?}"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
@@ -94,7 +106,10 @@ pub(crate) async fn train(
     w: &mut Watcher,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Training> {
-    let dataset = blob(DIGITS_CSV_GZ, m.host.put("digits.csv.gz", DIGITS_CSV_GZ.to_vec()));
+    let dataset = blob(
+        DIGITS_CSV_GZ,
+        m.host.put("digits.csv.gz", DIGITS_CSV_GZ.to_vec()),
+    );
     let addr: SocketAddr = format!("127.0.0.1:{}", m.coordinator_port).parse()?;
     let spec = TrainingSpec {
         arch: ModelArch::DigitsMlp,
@@ -144,7 +159,10 @@ pub(crate) async fn train(
         }
         printed = progress.len();
         w.tick(say).await?;
-        anyhow::ensure!(Instant::now() < deadline, "training order {id} did not settle");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "training order {id} did not settle"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let coordinator = service.coordinator();
@@ -180,7 +198,10 @@ pub(crate) async fn digits(
     let mut ids = Vec::new();
     for i in 0..opts.digits_orders {
         let input = digits_input(&data, 64, 64 * i as usize);
-        let input = blob(&input, m.host.put(&format!("digits-{i}.gct"), input.clone()));
+        let input = blob(
+            &input,
+            m.host.put(&format!("digits-{i}.gct"), input.clone()),
+        );
         let job = JobSpec::Inference(InferenceSpec {
             arch: ModelArch::DigitsMlp,
             weights: weights.clone(),
@@ -211,7 +232,8 @@ pub(crate) async fn embed(
     w: &mut Watcher,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<JobRow>> {
-    let read = |f: &str| std::fs::read(dir.join(f)).with_context(|| format!("{f} in {}", dir.display()));
+    let read =
+        |f: &str| std::fs::read(dir.join(f)).with_context(|| format!("{f} in {}", dir.display()));
     let weights = read("model.safetensors")?;
     let tokenizer = read("tokenizer.json")?;
     let sentences = serde_json::to_vec(&[
@@ -223,7 +245,10 @@ pub(crate) async fn embed(
     let job = JobSpec::Inference(InferenceSpec {
         arch: ModelArch::MiniLmEmbedder,
         weights: blob(&weights, m.host.put("minilm.safetensors", weights.clone())),
-        tokenizer: Some(blob(&tokenizer, m.host.put("tokenizer.json", tokenizer.clone()))),
+        tokenizer: Some(blob(
+            &tokenizer,
+            m.host.put("tokenizer.json", tokenizer.clone()),
+        )),
         input: blob(&sentences, m.host.put("sentences.json", sentences.clone())),
         batch_size: 4,
         llama: None,

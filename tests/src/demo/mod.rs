@@ -137,7 +137,10 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     }
     .write_config()?;
     let vpath = vconfig.to_str().context("config path")?;
-    ensure_ok(verifier_cli(&["register", "--config", vpath])?, "verifier register")?;
+    ensure_ok(
+        verifier_cli(&["register", "--config", vpath])?,
+        "verifier register",
+    )?;
     let verifier = VerifierAgent::spawn(&vconfig)?;
 
     let mut providers = Vec::new();
@@ -145,7 +148,11 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         let cheat = opts.with_cheater && *name == CHEATER;
         say(&format!(
             "registering provider {name} (CPU, {price} ugpu per CPU-second, bond 1,000 GPU){}",
-            if cheat { " — dishonest: runs a wrong model" } else { "" }
+            if cheat {
+                " — dishonest: runs a wrong model"
+            } else {
+                ""
+            }
         ));
         let spec = AgentSpec {
             node: node.clone(),
@@ -161,7 +168,10 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         };
         let config = write_provider_config(&spec, "local", "cpu")?;
         let path = config.to_str().context("config path")?;
-        ensure_ok(provider_cli(&["register", "--config", path])?, "provider register")?;
+        ensure_ok(
+            provider_cli(&["register", "--config", path])?,
+            "provider register",
+        )?;
         let extra: Vec<&str> = if cheat {
             vec!["--dishonest", "wrong-model"]
         } else {
@@ -180,7 +190,10 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         net,
     };
     wait_until(Duration::from_secs(120), "agents to start", || async {
-        let mut ready = market.verifier.log_text().contains("verifier agent starting");
+        let mut ready = market
+            .verifier
+            .log_text()
+            .contains("verifier agent starting");
         for (_, p) in &market.providers {
             ready &= p.log_text().contains("provider agent starting");
         }
@@ -226,7 +239,9 @@ pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Demo
 
 /// Where the demo keeps an all-MiniLM-L6-v2 checkpoint (fetched by scripts/fetch-minilm.sh).
 pub fn default_minilm_dir() -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     std::env::var_os("GPUCHAIN_MODELS")
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".cache/gpuchain/models"))

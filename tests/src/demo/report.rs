@@ -127,7 +127,10 @@ pub(crate) async fn collect(
     started: Instant,
 ) -> Result<DemoReport> {
     let records = slash_records(&m.node)?;
-    let burned: u128 = records.iter().map(|r| amount(&r["outcome"]["burned"])).sum();
+    let burned: u128 = records
+        .iter()
+        .map(|r| amount(&r["outcome"]["burned"]))
+        .sum();
     let height = m.chain.latest_height().await?;
     let reputation = m.chain.snapshot("reputation/").await?;
     let take_ppm = m
@@ -140,7 +143,10 @@ pub(crate) async fn collect(
     let mut provider_seconds = 0.0;
     for (name, _) in PROVIDERS {
         let address = m.address(name)?;
-        let leases = jobs.iter().flat_map(|j| j.leases.iter()).filter(|l| l.provider == name);
+        let leases = jobs
+            .iter()
+            .flat_map(|j| j.leases.iter())
+            .filter(|l| l.provider == name);
         let paid: Vec<&LeaseRow> = leases.filter(|l| l.state == "paid").collect();
         let status = m
             .providers
@@ -209,21 +215,44 @@ pub(crate) async fn collect(
 impl fmt::Display for DemoReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "\njobs")?;
-        writeln!(f, "{:<7} {:<40} {:>3} {:>12}  leases", "order", "job", "k", "price/ugpu")?;
+        writeln!(
+            f,
+            "{:<7} {:<40} {:>3} {:>12}  leases",
+            "order", "job", "k", "price/ugpu"
+        )?;
         for j in &self.jobs {
             let leases: Vec<String> = j
                 .leases
                 .iter()
                 .map(|l| {
-                    let checked = l.verified_by.as_deref().map(|v| format!(", checked by {v}")).unwrap_or_default();
-                    let time = l.paid_after_secs.map(|s| format!(", paid {s:.1} s after posting")).unwrap_or_default();
+                    let checked = l
+                        .verified_by
+                        .as_deref()
+                        .map(|v| format!(", checked by {v}"))
+                        .unwrap_or_default();
+                    let time = l
+                        .paid_after_secs
+                        .map(|s| format!(", paid {s:.1} s after posting"))
+                        .unwrap_or_default();
                     format!("{} {}{checked}{time}", l.provider, l.state)
                 })
                 .collect();
-            writeln!(f, "{:<7} {:<40} {:>3} {:>12}  {}", j.order_id, j.label, j.replicas, j.clearing_price, leases.join("; "))?;
+            writeln!(
+                f,
+                "{:<7} {:<40} {:>3} {:>12}  {}",
+                j.order_id,
+                j.label,
+                j.replicas,
+                j.clearing_price,
+                leases.join("; ")
+            )?;
         }
         writeln!(f, "\nproviders")?;
-        writeln!(f, "{:<6} {:>5} {:>14} {:>14} {:>11} {:>10}", "name", "paid", "earned/ugpu", "slashed/ugpu", "reputation", "compute/s")?;
+        writeln!(
+            f,
+            "{:<6} {:>5} {:>14} {:>14} {:>11} {:>10}",
+            "name", "paid", "earned/ugpu", "slashed/ugpu", "reputation", "compute/s"
+        )?;
         for p in &self.providers {
             writeln!(
                 f,
@@ -238,21 +267,37 @@ impl fmt::Display for DemoReport {
         }
         writeln!(f, "\ntraining: test accuracy {:.1}%, workers sent {} B vs {} B dense ({:.0}× less), transcript root {}",
             self.training_accuracy * 100.0, self.training_bytes_sent, self.training_dense_bytes, self.compression_ratio, self.transcript_root)?;
-        writeln!(f, "verification overhead in this run: {:.1}% (verifier compute ÷ provider compute)", self.verification_overhead * 100.0)?;
+        writeln!(
+            f,
+            "verification overhead in this run: {:.1}% (verifier compute ÷ provider compute)",
+            self.verification_overhead * 100.0
+        )?;
         writeln!(
             f,
             "supply: {} → {} ugpu; burned by slashes {} ({})",
             self.supply_start,
             self.supply_end,
             self.burned,
-            if self.supply_start == self.supply_end + self.burned { "conserved to the unit" } else { "NOT CONSERVED" }
+            if self.supply_start == self.supply_end + self.burned {
+                "conserved to the unit"
+            } else {
+                "NOT CONSERVED"
+            }
         )?;
-        writeln!(f, "app hash on all {} validators: {}", self.validators, self.app_hash)?;
+        writeln!(
+            f,
+            "app hash on all {} validators: {}",
+            self.validators, self.app_hash
+        )?;
         writeln!(
             f,
             "client balance {} ugpu, proven at height {} against a header the validators signed",
             self.client_balance, self.proven_at
         )?;
-        writeln!(f, "wall time {:.0} s; logs in {}", self.wall_secs, self.logs)
+        writeln!(
+            f,
+            "wall time {:.0} s; logs in {}",
+            self.wall_secs, self.logs
+        )
     }
 }

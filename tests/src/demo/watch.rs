@@ -82,18 +82,30 @@ impl Watcher {
         self.orders
             .get(&order_id)
             .and_then(|t| t.order_state)
-            .is_some_and(|s| matches!(s, OrderState::Settled | OrderState::Cancelled | OrderState::Expired))
+            .is_some_and(|s| {
+                matches!(
+                    s,
+                    OrderState::Settled | OrderState::Cancelled | OrderState::Expired
+                )
+            })
     }
 
     /// Reads the chain once and prints what changed.
     pub(crate) async fn tick(&mut self, say: &(dyn Fn(&str) + Sync)) -> Result<()> {
         let mut state = MemState::new();
-        for prefix in ["auction/orders/", "auction/leases", "auction/bids/", "verify/cases/"] {
+        for prefix in [
+            "auction/orders/",
+            "auction/leases",
+            "auction/bids/",
+            "verify/cases/",
+        ] {
             snapshot_into(&mut state, self.chain.snapshot(prefix).await?);
         }
         let ids: Vec<u64> = self.orders.keys().copied().collect();
         for id in ids {
-            let Some(order) = state.order(id) else { continue };
+            let Some(order) = state.order(id) else {
+                continue;
+            };
             let leases = state.leases_of_order(id);
             let mut lines = Vec::new();
             let names = &self.names;
@@ -127,21 +139,34 @@ impl Watcher {
                 if t.leases.get(&lease.id) != Some(&lease.state) {
                     t.leases.insert(lease.id, lease.state);
                     let what = match lease.state {
-                        LeaseState::Open => format!("won by {} at {} ugpu", name(&lease.provider), lease.price),
+                        LeaseState::Open => {
+                            format!("won by {} at {} ugpu", name(&lease.provider), lease.price)
+                        }
                         LeaseState::Revealed => format!(
                             "{} revealed {}",
                             name(&lease.provider),
-                            lease.result_hash.map(|h| hex::encode(&h[..8])).unwrap_or_default()
+                            lease
+                                .result_hash
+                                .map(|h| hex::encode(&h[..8]))
+                                .unwrap_or_default()
                         ),
                         LeaseState::Paid => {
                             t.paid_at.insert(
                                 lease.id,
-                                (t.posted_at.elapsed().as_secs_f64(), lease.payout_height.unwrap_or(0)),
+                                (
+                                    t.posted_at.elapsed().as_secs_f64(),
+                                    lease.payout_height.unwrap_or(0),
+                                ),
                             );
                             format!("{} paid", name(&lease.provider))
                         }
-                        LeaseState::Faulted => format!("{} proven wrong: slashed, client refunded", name(&lease.provider)),
-                        LeaseState::Missed => format!("{} missed its deadline: slashed", name(&lease.provider)),
+                        LeaseState::Faulted => format!(
+                            "{} proven wrong: slashed, client refunded",
+                            name(&lease.provider)
+                        ),
+                        LeaseState::Missed => {
+                            format!("{} missed its deadline: slashed", name(&lease.provider))
+                        }
                         other => format!("{} {}", name(&lease.provider), other.name()),
                     };
                     lines.push(format!("  lease {} (order {id}): {what}", lease.id));
@@ -199,7 +224,9 @@ impl Watcher {
                     state: l.state.name().to_string(),
                     price: l.price,
                     verified_by: t.cases.get(&l.id).and_then(|c| {
-                        c.verdicts.first().map(|v| format!("{} ({})", self.name(&v.verifier), v.verdict.name()))
+                        c.verdicts
+                            .first()
+                            .map(|v| format!("{} ({})", self.name(&v.verifier), v.verdict.name()))
                     }),
                     paid_after_secs: t.paid_at.get(&l.id).map(|p| p.0),
                     payout_height: l.payout_height,

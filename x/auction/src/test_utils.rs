@@ -197,12 +197,7 @@ impl Chain {
     }
 
     /// Runs a message; keeps its writes only on success and checks a failure wrote nothing.
-    pub fn exec(
-        &mut self,
-        height: u64,
-        signer: u8,
-        msg: AuctionMsg,
-    ) -> Result<(), AuctionError> {
+    pub fn exec(&mut self, height: u64, signer: u8, msg: AuctionMsg) -> Result<(), AuctionError> {
         let params = crate::AuctionRead::auction_params(&self.state);
         let mut fork = Overlay::new(&self.state);
         let result = handler::check_stateless(&msg, &params)

@@ -58,7 +58,12 @@ impl Refused {
 impl CoordinatorService {
     /// Starts round 0 of `spec` from `init`; `data` is the full dataset (its test split
     /// measures accuracy after every round). Blobs go to `store`.
-    pub fn new(spec: &TrainingSpec, data: &Digits, init: &Params, store: BlobStore) -> Result<Self> {
+    pub fn new(
+        spec: &TrainingSpec,
+        data: &Digits,
+        init: &Params,
+        store: BlobStore,
+    ) -> Result<Self> {
         let weights = store.put(&init.to_safetensors()?)?;
         let (_, test) = data.split();
         Ok(Self {
@@ -101,7 +106,12 @@ impl CoordinatorService {
     pub fn transcript(&self) -> Transcript {
         let inner = self.lock();
         Transcript {
-            records: inner.coord.records().iter().map(RoundRecordJson::from).collect(),
+            records: inner
+                .coord
+                .records()
+                .iter()
+                .map(RoundRecordJson::from)
+                .collect(),
             checkpoints: inner.checkpoints.clone(),
             updates: inner.updates.clone(),
             progress: inner.progress.clone(),
@@ -140,7 +150,10 @@ impl CoordinatorService {
         if s.round > round {
             return Err(Refused::new(
                 StatusCode::CONFLICT,
-                format!("round {} has not started; the current round is {round}", s.round),
+                format!(
+                    "round {} has not started; the current round is {round}",
+                    s.round
+                ),
             ));
         }
         if s.worker >= inner.coord.workers() {

@@ -81,7 +81,11 @@ pub async fn run_remote_worker(
     let k = spec.workers as usize;
     let (train, _) = data.split();
     let init = crate::models::mlp::init_params(0);
-    let mut worker = Some(Worker::new(index, init.numel(), train.shard(index as usize, k)));
+    let mut worker = Some(Worker::new(
+        index,
+        init.numel(),
+        train.shard(index as usize, k),
+    ));
     let mut sent: Vec<[u8; 32]> = Vec::new();
     let started = Instant::now();
     loop {
@@ -189,7 +193,9 @@ async fn finish(
     leaves.push(weights_hash(&weights));
     let root = merkle_root(&leaves);
     if status.transcript_root.as_deref() != Some(hex::encode(root).as_str()) {
-        return Err(training("the coordinator's transcript root does not recompute"));
+        return Err(training(
+            "the coordinator's transcript root does not recompute",
+        ));
     }
     Ok(RemoteWorkerResult {
         transcript_root: root,

@@ -348,7 +348,11 @@ fn a_released_lease_refunds_at_once_and_slashes_less_than_a_miss() {
     assert_eq!(lease.state, LeaseState::Released);
     let slash = chain.state.slash_records_of(&addr(11));
     assert_eq!(slash.len(), 1);
-    assert_eq!(slash[0].outcome.slashed, 20 * GPU, "2% of a 1,000 GPU bond, not 5%");
+    assert_eq!(
+        slash[0].outcome.slashed,
+        20 * GPU,
+        "2% of a 1,000 GPU bond, not 5%"
+    );
     assert_eq!(
         chain.balance(1),
         client_after_clearing + 900_000 + slash[0].outcome.to_client,
