@@ -6,6 +6,7 @@
 pub mod follow;
 pub mod keys;
 pub mod light;
+pub mod metrics_http;
 mod proof;
 mod rpc;
 pub mod state_file;

@@ -1,13 +1,12 @@
-//! Prometheus metrics over plain HTTP (`GET /metrics`, text format 0.0.4), hand-written on a
-//! tokio listener: assignments, verdicts by kind, fetch failures, training audits,
+//! Prometheus metrics over plain HTTP (`GET /metrics`, served by
+//! `gpuchain_client::metrics_http`): assignments, verdicts by kind, fetch failures, training audits,
 //! challenges, and the process's CPU seconds and resident memory.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use gpuchain_client::metrics_http::{self, metric, process_metrics, Render};
 
 use crate::state::Counters;
 
@@ -24,44 +23,12 @@ pub(crate) struct Gauges {
 /// Shared between the agent and the server.
 pub(crate) type Shared = Arc<Mutex<Gauges>>;
 
-/// Binds `addr` and serves until the task is dropped; returns the bound address.
+/// Binds `addr` and serves the agent's gauges until the runtime stops; returns the bound
+/// address.
 pub(crate) async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                continue;
-            };
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                let n = sock.read(&mut buf).await.unwrap_or(0);
-                let request = String::from_utf8_lossy(&buf[..n]);
-                let (status, body) = if request.starts_with("GET /metrics") {
-                    let gauges = shared.lock().map(|g| g.clone()).unwrap_or_default();
-                    ("200 OK", render(&gauges))
-                } else {
-                    ("404 Not Found", "try /metrics\n".to_string())
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(body.as_bytes()).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    Ok(bound)
-}
-
-fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-    );
+    let text: Render =
+        Arc::new(move || render(&shared.lock().map(|g| g.clone()).unwrap_or_default()));
+    metrics_http::serve(addr, text).await
 }
 
 /// The exposition text.
@@ -177,45 +144,14 @@ pub(crate) fn render(g: &Gauges) -> String {
         "Verifier bond at the last check, ugpu.",
         g.bonded,
     );
-    if let Some((cpu, rss)) = process_usage() {
-        metric(
-            &mut out,
-            "process_cpu_seconds_total",
-            "counter",
-            "CPU time of the agent.",
-            format!("{cpu:.2}"),
-        );
-        metric(
-            &mut out,
-            "process_resident_memory_bytes",
-            "gauge",
-            "Resident memory of the agent.",
-            rss,
-        );
-    }
+    process_metrics(&mut out);
     out
-}
-
-/// `(user+system CPU seconds, resident bytes)` of this process, from /proc.
-pub(crate) fn process_usage() -> Option<(f64, u64)> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Fields after the name start at index 3 (state); utime is 14, stime 15 (1-based).
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let rss_kb: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some((ticks / 100.0, rss_kb * 1024))
 }
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
 
     #[tokio::test]

@@ -1,0 +1,93 @@
+//! What both agents' Prometheus endpoints share: a hand-written `GET /metrics` server on a
+//! tokio listener (text format 0.0.4), the exposition line writer, and the process's own
+//! CPU seconds and resident memory read from /proc.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Renders the exposition text at scrape time.
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Binds `addr` and serves `render()` at `GET /metrics` until the runtime stops; returns the
+/// bound address (port 0 picks one).
+pub async fn serve(addr: SocketAddr, render: Render) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                continue;
+            };
+            let render = render.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]);
+                let (status, body) = if request.starts_with("GET /metrics") {
+                    ("200 OK", render())
+                } else {
+                    ("404 Not Found", "try /metrics\n".to_string())
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// Appends one metric with its HELP and TYPE lines.
+pub fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+    );
+}
+
+/// Appends `process_cpu_seconds_total` and `process_resident_memory_bytes` (when /proc
+/// answers).
+pub fn process_metrics(out: &mut String) {
+    if let Some((cpu, rss)) = process_usage() {
+        metric(
+            out,
+            "process_cpu_seconds_total",
+            "counter",
+            "CPU time of the agent.",
+            format!("{cpu:.2}"),
+        );
+        metric(
+            out,
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the agent.",
+            rss,
+        );
+    }
+}
+
+/// `(user+system CPU seconds, resident bytes)` of this process, from /proc.
+pub fn process_usage() -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields after the name start at index 3 (state); utime is 14, stime 15 (1-based).
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let rss_kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((ticks / 100.0, rss_kb * 1024))
+}
