@@ -12,6 +12,14 @@ pub struct AppConfig {
     pub abci_addr: String,
     /// State database directory, relative to the home directory.
     pub db_path: PathBuf,
+    /// How many recent heights keep Merkle proofs (`query … --prove`); the tree nodes only
+    /// older heights need are deleted at commit. `0` keeps every height (an archive node).
+    #[serde(default = "default_proof_heights")]
+    pub proof_heights: u64,
+}
+
+fn default_proof_heights() -> u64 {
+    crate::store::DEFAULT_PROOF_HEIGHTS
 }
 
 impl AppConfig {
@@ -25,6 +33,11 @@ impl AppConfig {
             )
         })?;
         toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// The store's pruning window: `None` for an archive node.
+    pub fn proof_window(&self) -> Option<u64> {
+        (self.proof_heights > 0).then_some(self.proof_heights)
     }
 
     /// Absolute database path.

@@ -190,7 +190,11 @@ impl Localnet {
             fs::create_dir_all(&app_home)?;
             fs::write(
                 app_home.join("app.toml"),
-                format!("abci_addr = \"{abci_addr}\"\ndb_path = \"data\"\n"),
+                format!(
+                    "abci_addr = \"{abci_addr}\"\ndb_path = \"data\"\n\
+                     # Heights that keep Merkle proofs; older tree nodes are pruned. 0 = archive.\n\
+                     proof_heights = 1000\n"
+                ),
             )?;
             nodes.push(LocalnetNode {
                 moniker,

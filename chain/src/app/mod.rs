@@ -18,10 +18,10 @@ use gpuchain_staking::ValidatorUpdate;
 use gpuchain_tx::Tx;
 use gpuchain_types::{BlockCtx, Overlay, StateWriteExt, Write};
 use tendermint_proto::v0_38::abci::{
-    RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
-    RequestProcessProposal, RequestQuery, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock,
-    ResponseInfo, ResponseInitChain, ResponsePrepareProposal, ResponseProcessProposal,
-    ResponseQuery,
+    CheckTxType as CheckTxKind, RequestCheckTx, RequestFinalizeBlock, RequestInfo,
+    RequestInitChain, RequestPrepareProposal, RequestProcessProposal, RequestQuery,
+    ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock, ResponseInfo, ResponseInitChain,
+    ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
 };
 
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
@@ -56,9 +56,18 @@ fn halt(what: &str, e: impl std::fmt::Display) -> ! {
 }
 
 impl App {
-    /// Opens the state at `db_dir`.
+    /// Opens the state at `db_dir`, keeping proofs for the default number of heights.
     pub fn open(db_dir: &std::path::Path) -> Result<App> {
-        let store = Store::open(db_dir)?;
+        App::open_with_proof_window(db_dir, Some(crate::store::DEFAULT_PROOF_HEIGHTS))
+    }
+
+    /// Opens the state at `db_dir`, keeping proofs for the last `proof_heights` heights
+    /// (`None`: every height).
+    pub fn open_with_proof_window(
+        db_dir: &std::path::Path,
+        proof_heights: Option<u64>,
+    ) -> Result<App> {
+        let store = Store::open(db_dir)?.with_proof_heights(proof_heights);
         let crash_before_commit_at = std::env::var("GPUCHAIN_CRASH_BEFORE_COMMIT_AT")
             .ok()
             .map(|v| {
@@ -168,7 +177,11 @@ impl App {
         Ok(node.store.height())
     }
 
-    fn check_tx(&self, raw: &[u8]) -> TxResult {
+    /// CheckTx against the committed state plus the writes of transactions already accepted
+    /// since the last commit. `recheck` is CometBFT re-checking a transaction it accepted
+    /// before a block: the bytes, and so the signature, are unchanged, so only the stateful
+    /// checks run again (as the Cosmos SDK's ante handler does on recheck).
+    fn check_tx(&self, raw: &[u8], recheck: bool) -> TxResult {
         let mut node = self.lock();
         let node = &mut *node;
         let (chain_id, params) = execute::chain_settings(&node.store);
@@ -180,19 +193,25 @@ impl App {
         let decoded = Tx::decode(raw);
         let sig_ok = decoded
             .as_ref()
-            .is_ok_and(|tx| tx.verify_signature().is_ok());
-        let mut top = node.check_writes.clone();
-        let result = execute::run_tx(
-            &node.store,
-            &mut top,
-            &ctx,
-            &params,
-            raw,
-            decoded.as_ref(),
-            sig_ok,
-        );
+            .is_ok_and(|tx| recheck || tx.verify_signature().is_ok());
+        let mut top = Write::new();
+        let result = {
+            let accepted = layered::Layered {
+                top: &node.check_writes,
+                base: &node.store,
+            };
+            execute::run_tx(
+                &accepted,
+                &mut top,
+                &ctx,
+                &params,
+                raw,
+                decoded.as_ref(),
+                sig_ok,
+            )
+        };
         if result.code == 0 {
-            node.check_writes = top;
+            node.check_writes.extend(top);
         }
         result
     }
@@ -240,7 +259,8 @@ impl tendermint_abci::Application for App {
     }
 
     fn check_tx(&self, req: RequestCheckTx) -> ResponseCheckTx {
-        convert::check_tx_response(self.check_tx(&req.tx))
+        let recheck = req.r#type == CheckTxKind::Recheck as i32;
+        convert::check_tx_response(self.check_tx(&req.tx, recheck))
     }
 
     fn prepare_proposal(&self, req: RequestPrepareProposal) -> ResponsePrepareProposal {

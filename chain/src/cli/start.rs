@@ -23,7 +23,7 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
         .init();
     let config = AppConfig::load(&cli.home)?;
     let addr = args.abci_addr.clone().unwrap_or(config.abci_addr.clone());
-    let app = App::open(&config.db_dir(&cli.home))?;
+    let app = App::open_with_proof_window(&config.db_dir(&cli.home), config.proof_window())?;
     let server = tendermint_abci::ServerBuilder::new(1 << 20)
         .bind(&addr, app)
         .with_context(|| format!("binding ABCI server to {addr}"))?;

@@ -1,7 +1,9 @@
 //! RocksDB-backed state. Column families:
 //! - `latest`: every live state key → its current value (prefix scans, fast reads);
-//! - `jmt_nodes`, `jmt_values`: the Jellyfish Merkle Tree (versions = block heights) whose
-//!   root is the app hash, with every historical value for proofs and old-height queries;
+//! - `jmt_nodes`, `jmt_values`: the Jellyfish Merkle Tree whose root is the app hash (block
+//!   `h` is version `2h`, see [`tree`]), with every historical value for old-height queries;
+//! - `jmt_stale`: which tree nodes each version replaced, so that nodes older than the
+//!   pruning window can be deleted;
 //! - `meta`: last committed height and app hash.
 //!
 //! A block's writes, tree nodes and meta go to disk in one atomic `WriteBatch` at Commit, so
@@ -19,11 +21,12 @@ use jmt::storage::TreeUpdateBatch;
 use jmt::JellyfishMerkleTree;
 use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, DB};
 
-use tree::TreeDb;
+use tree::{version_at, BlockTree, TreeDb};
 
 const CF_LATEST: &str = "latest";
 const CF_NODES: &str = "jmt_nodes";
 const CF_VALUES: &str = "jmt_values";
+const CF_STALE: &str = "jmt_stale";
 const CF_META: &str = "meta";
 const META_HEIGHT: &[u8] = b"height";
 const META_APP_HASH: &[u8] = b"app_hash";
@@ -38,12 +41,20 @@ pub struct PreparedBlock {
     tree_batch: TreeUpdateBatch,
 }
 
+/// How many recent heights keep their Merkle proofs when `app.toml` does not say.
+pub const DEFAULT_PROOF_HEIGHTS: u64 = 1_000;
+
 /// The committed state.
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
     height: u64,
     app_hash: [u8; 32],
+    /// Tree nodes needed only by heights older than this many are deleted at commit;
+    /// `None` keeps every height provable (an archive node).
+    proof_heights: Option<u64>,
+    /// The version pruning reached, once it has run in this process.
+    pruned_through: Option<u64>,
 }
 
 impl Store {
@@ -52,7 +63,7 @@ impl Store {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        let cfs = [CF_LATEST, CF_NODES, CF_VALUES, CF_META]
+        let cfs = [CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_META]
             .into_iter()
             .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)
@@ -76,7 +87,16 @@ impl Store {
             db,
             height,
             app_hash,
+            proof_heights: Some(DEFAULT_PROOF_HEIGHTS),
+            pruned_through: None,
         })
+    }
+
+    /// Keeps Merkle proofs for the last `heights` heights (at least 1), or for every height
+    /// with `None`. Older heights still answer plain queries from their stored values.
+    pub fn with_proof_heights(mut self, heights: Option<u64>) -> Store {
+        self.proof_heights = heights.map(|h| h.max(1));
+        self
     }
 
     /// Last committed height (0 before the first block).
@@ -91,10 +111,7 @@ impl Store {
 
     /// The app hash of the genesis state alone (tree version 0), without touching the disk.
     pub fn genesis_root(&self, genesis: &Write) -> Result<[u8; 32]> {
-        let db = TreeDb(&self.db);
-        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
-        let value_set = genesis.iter().map(|(k, v)| (key_hash(k), v.clone()));
-        Ok(tree.put_value_set(value_set, 0)?.0 .0)
+        Ok(BlockTree::new(&self.db).genesis(genesis)?.finish().0)
     }
 
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
@@ -105,35 +122,23 @@ impl Store {
         genesis: Option<Write>,
         writes: Write,
     ) -> Result<PreparedBlock> {
-        let db = TreeDb(&self.db);
-        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
-        let as_set = |w: &Write| {
-            w.iter()
-                .map(|(k, v)| (key_hash(k), v.clone()))
-                .collect::<Vec<_>>()
-        };
-        let (root, tree_batch, writes) = match genesis {
+        let tree = BlockTree::new(&self.db);
+        let (tree, writes) = match genesis {
             Some(mut genesis) => {
                 anyhow::ensure!(
                     height == 1,
                     "genesis must be followed by block 1, got {height}"
                 );
-                let (roots, batch) =
-                    tree.put_value_sets(vec![as_set(&genesis), as_set(&writes)], 0)?;
-                let root = *roots
-                    .last()
-                    .ok_or_else(|| anyhow!("tree returned no root"))?;
+                let tree = tree.genesis(&genesis)?.block(height, &writes)?;
                 genesis.extend(writes);
-                (root, batch, genesis)
+                (tree, genesis)
             }
-            None => {
-                let (root, batch) = tree.put_value_set(as_set(&writes), height)?;
-                (root, batch, writes)
-            }
+            None => (tree.block(height, &writes)?, writes),
         };
+        let (root, tree_batch) = tree.finish();
         Ok(PreparedBlock {
             height,
-            app_hash: root.0,
+            app_hash: root,
             writes,
             tree_batch,
         })
@@ -149,7 +154,15 @@ impl Store {
                 None => batch.delete_cf(latest, key.as_bytes()),
             }
         }
-        tree::write_tree_batch(&self.db, &mut batch, &block.tree_batch.node_batch)?;
+        tree::write_tree_batch(&self.db, &mut batch, &block.tree_batch)?;
+        let mut pruned_through = self.pruned_through;
+        if let Some(keep) = self.proof_heights {
+            if let Some(newest_dropped) = block.height.checked_sub(keep) {
+                let through = version_at(newest_dropped + 1)?;
+                tree::prune(&self.db, &mut batch, pruned_through, through)?;
+                pruned_through = Some(through);
+            }
+        }
         let meta = cf(&self.db, CF_META)?;
         batch.put_cf(meta, META_HEIGHT, block.height.to_be_bytes());
         batch.put_cf(meta, META_APP_HASH, block.app_hash);
@@ -158,6 +171,7 @@ impl Store {
             .context("writing block to the state database")?;
         self.height = block.height;
         self.app_hash = block.app_hash;
+        self.pruned_through = pruned_through;
         Ok(())
     }
 
@@ -169,12 +183,18 @@ impl Store {
     ) -> Result<(Option<Vec<u8>>, SparseMerkleProof<Blake3Hasher>)> {
         let db = TreeDb(&self.db);
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
-        tree.get_with_proof(key_hash(key), height)
+        tree.get_with_proof(key_hash(key), version_at(height)?)
+            .with_context(|| match self.proof_heights {
+                Some(keep) if height.saturating_add(keep) <= self.height => format!(
+                    "height {height} is older than the {keep} heights this node keeps proofs for"
+                ),
+                _ => format!("no proof for {key} at height {height}"),
+            })
     }
 
     /// The value of `key` at a past `height`.
     pub fn get_at(&self, key: &str, height: u64) -> Result<Option<Vec<u8>>> {
-        tree::get_value_at(&self.db, key_hash(key), height)
+        tree::get_value_at(&self.db, key_hash(key), version_at(height)?)
     }
 }
 
@@ -216,3 +236,6 @@ impl StateRead for Store {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

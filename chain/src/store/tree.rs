@@ -1,12 +1,31 @@
-//! The JMT's storage: nodes by borsh(NodeKey); values by `key_hash || version (big-endian)`
-//! so that "newest value at or below version v" is one reverse seek.
+//! The JMT's storage and how a block becomes tree versions.
+//!
+//! Nodes are stored by borsh(NodeKey); values by `key_hash || version (big-endian)` so that
+//! "newest value at or below version v" is one reverse seek; stale-node records by
+//! `stale_since_version (big-endian) || borsh(NodeKey)` so that pruning is one forward scan.
+//!
+//! The state after block `h` is tree version `2h` (genesis is version 0). Version `2h - 1`
+//! holds block `h`'s inserts and updates, applied as one sorted batch that builds and hashes
+//! each touched internal node once; version `2h` holds its deletions, applied key by key,
+//! because the JMT's batched insertion cannot delete. The tree's shape depends only on its
+//! key set, so the root equals the one a key-by-key update of all writes would give.
 
 use anyhow::{anyhow, Result};
-use jmt::storage::{LeafNode, Node, NodeBatch, NodeKey, TreeReader};
-use jmt::{KeyHash, OwnedValue, Version};
+use gpuchain_types::{key_hash, Blake3Hasher, Write};
+use jmt::storage::{
+    LeafNode, NibblePath, Node, NodeBatch, NodeKey, StaleNodeIndex, TreeReader, TreeUpdateBatch,
+};
+use jmt::{JellyfishMerkleTree, KeyHash, OwnedValue, Version};
 use rocksdb::{WriteBatch, DB};
 
-use super::{cf, CF_NODES, CF_VALUES};
+use super::{cf, CF_NODES, CF_STALE, CF_VALUES};
+
+/// The tree version that holds the state after block `height`.
+pub(super) fn version_at(height: u64) -> Result<Version> {
+    height
+        .checked_mul(2)
+        .ok_or_else(|| anyhow!("height {height} is past the tree's version range"))
+}
 
 pub(super) struct TreeDb<'a>(pub(super) &'a DB);
 
@@ -49,20 +68,63 @@ pub(super) fn get_value_at(
     }
 }
 
-pub(super) fn write_tree_batch(db: &DB, batch: &mut WriteBatch, nodes: &NodeBatch) -> Result<()> {
+/// Adds a block's tree nodes, values and stale-node records to `batch`.
+pub(super) fn write_tree_batch(
+    db: &DB,
+    batch: &mut WriteBatch,
+    update: &TreeUpdateBatch,
+) -> Result<()> {
     let node_cf = cf(db, CF_NODES)?;
-    for (key, node) in nodes.nodes() {
+    for (key, node) in update.node_batch.nodes() {
         batch.put_cf(node_cf, borsh::to_vec(key)?, borsh::to_vec(node)?);
     }
     let value_cf = cf(db, CF_VALUES)?;
-    for ((version, key_hash), value) in nodes.values() {
+    for ((version, key_hash), value) in update.node_batch.values() {
         batch.put_cf(
             value_cf,
             value_key(*key_hash, *version),
             encode_value(value),
         );
     }
+    let stale_cf = cf(db, CF_STALE)?;
+    for stale in &update.stale_node_index_batch {
+        let mut key = stale.stale_since_version.to_be_bytes().to_vec();
+        key.extend(borsh::to_vec(&stale.node_key)?);
+        batch.put_cf(stale_cf, key, []);
+    }
     Ok(())
+}
+
+/// Adds to `batch` the deletion of every node that went stale after version `from` and at or
+/// before `through`: nodes that no version from `through` on can reach. Starting at `from`
+/// (the previous call's `through`) skips the deletion markers earlier calls left behind.
+pub(super) fn prune(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<usize> {
+    let (stale_cf, node_cf) = (cf(db, CF_STALE)?, cf(db, CF_NODES)?);
+    let mut iter = db.raw_iterator_cf(stale_cf);
+    match from.and_then(|v| v.checked_add(1)) {
+        Some(start) => iter.seek(start.to_be_bytes()),
+        None => iter.seek_to_first(),
+    }
+    let mut pruned = 0;
+    while let Some(key) = iter.key() {
+        let (since, node_key) = key
+            .split_first_chunk::<8>()
+            .ok_or_else(|| anyhow!("corrupt stale-node record"))?;
+        if u64::from_be_bytes(*since) > through {
+            break;
+        }
+        batch.delete_cf(node_cf, node_key);
+        batch.delete_cf(stale_cf, key);
+        pruned += 1;
+        iter.next();
+    }
+    iter.status()?;
+    Ok(pruned)
 }
 
 impl TreeReader for TreeDb<'_> {
@@ -88,4 +150,131 @@ impl TreeReader for TreeDb<'_> {
             "state-sync restore is not supported: sync by replaying blocks"
         ))
     }
+}
+
+/// The committed tree with the versions hashed so far in this block on top.
+struct PendingTree<'a> {
+    db: TreeDb<'a>,
+    pending: &'a NodeBatch,
+}
+
+impl TreeReader for PendingTree<'_> {
+    fn get_node_option(&self, node_key: &NodeKey) -> Result<Option<Node>> {
+        match self.pending.get_node(node_key) {
+            Some(node) => Ok(Some(node.clone())),
+            None => self.db.get_node_option(node_key),
+        }
+    }
+
+    fn get_value_option(
+        &self,
+        max_version: Version,
+        key_hash: KeyHash,
+    ) -> Result<Option<OwnedValue>> {
+        let newest_pending = self
+            .pending
+            .values()
+            .iter()
+            .rev()
+            .find(|((version, key), _)| *version <= max_version && *key == key_hash);
+        match newest_pending {
+            Some((_, value)) => Ok(value.clone()),
+            None => self.db.get_value_option(max_version, key_hash),
+        }
+    }
+
+    fn get_rightmost_leaf(&self) -> Result<Option<(NodeKey, LeafNode)>> {
+        self.db.get_rightmost_leaf()
+    }
+}
+
+/// A block's tree update, built one version at a time.
+pub(super) struct BlockTree<'a> {
+    db: &'a DB,
+    update: TreeUpdateBatch,
+    root: [u8; 32],
+}
+
+impl<'a> BlockTree<'a> {
+    pub(super) fn new(db: &'a DB) -> Self {
+        BlockTree {
+            db,
+            update: TreeUpdateBatch::default(),
+            root: [0; 32],
+        }
+    }
+
+    /// Applies the genesis writes as version 0.
+    pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
+        // Nothing precedes genesis, so its deletions (if any) delete nothing.
+        self.apply(0, upserts(writes), true)?;
+        Ok(self)
+    }
+
+    /// Applies block `height`'s writes as versions `2h - 1` (upserts) and `2h` (deletions).
+    pub(super) fn block(mut self, height: u64, writes: &Write) -> Result<Self> {
+        let version = version_at(height)?;
+        let upsert_version = version
+            .checked_sub(1)
+            .ok_or_else(|| anyhow!("blocks start at height 1"))?;
+        self.apply(upsert_version, upserts(writes), true)?;
+        let deletions = writes
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| (key_hash(k), None))
+            .collect();
+        self.apply(version, deletions, false)?;
+        Ok(self)
+    }
+
+    pub(super) fn finish(self) -> ([u8; 32], TreeUpdateBatch) {
+        (self.root, self.update)
+    }
+
+    fn apply(
+        &mut self,
+        version: Version,
+        set: Vec<(KeyHash, Option<OwnedValue>)>,
+        batched: bool,
+    ) -> Result<()> {
+        let reader = PendingTree {
+            db: TreeDb(self.db),
+            pending: &self.update.node_batch,
+        };
+        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&reader);
+        let (roots, update) = if batched && !set.is_empty() {
+            let set = set
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+            tree.batch_put_value_sets(vec![set], None, version)?
+        } else {
+            tree.put_value_sets(vec![set], version)?
+        };
+        self.root = roots
+            .last()
+            .ok_or_else(|| anyhow!("tree returned no root for version {version}"))?
+            .0;
+        if update.stale_node_index_batch.is_empty() && version > 0 {
+            // Nothing changed, so the JMT copied the previous root to this version; the old
+            // copy is reachable only as the previous version's root.
+            self.update.stale_node_index_batch.insert(StaleNodeIndex {
+                stale_since_version: version,
+                node_key: NodeKey::new(version - 1, NibblePath::from_iter(std::iter::empty())),
+            });
+        }
+        self.update.node_batch.merge(update.node_batch);
+        self.update
+            .stale_node_index_batch
+            .extend(update.stale_node_index_batch);
+        self.update.node_stats.extend(update.node_stats);
+        Ok(())
+    }
+}
+
+fn upserts(writes: &Write) -> Vec<(KeyHash, Option<OwnedValue>)> {
+    writes
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (key_hash(k), Some(v.clone()))))
+        .collect()
 }
