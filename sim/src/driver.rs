@@ -304,6 +304,9 @@ impl Sim {
                     if c.appellant.is_some() {
                         bump("cases appealed".into());
                     }
+                    if c.challenge_id.is_some() {
+                        bump("cases opened by a ringer".into());
+                    }
                 }
                 let verifiers = s.verifiers();
                 out.insert(

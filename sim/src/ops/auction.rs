@@ -18,7 +18,7 @@ fn auction(m: AuctionMsg) -> Msg {
     Msg::Auction(m)
 }
 
-fn job(seed: u64) -> JobSpec {
+pub(super) fn job(seed: u64) -> JobSpec {
     let blob = |size, tag: u64| BlobRef {
         blake3: *blake3::hash(&[seed.to_le_bytes(), tag.to_le_bytes()].concat()).as_bytes(),
         size,
@@ -58,7 +58,7 @@ fn requirements(g: &mut Gen<'_>) -> Requirements {
     }
 }
 
-fn order_msg(g: &mut Gen<'_>, max_price: u128) -> MsgPostOrder {
+pub(super) fn order_msg(g: &mut Gen<'_>, max_price: u128) -> MsgPostOrder {
     MsgPostOrder {
         job: job(g.rng.next_u64()),
         requirements: requirements(g),
@@ -216,8 +216,22 @@ fn our_leases(g: &Gen<'_>, state: LeaseState) -> Vec<(usize, Lease)> {
 }
 
 /// The correct result of an order.
-pub(super) fn right_result(order_id: u64) -> [u8; 32] {
-    *blake3::hash(&[b"result".as_slice(), &order_id.to_be_bytes()].concat()).as_bytes()
+/// The right output of a job: a function of its input, so that a ringer's poster knows it
+/// before its order exists.
+pub(super) fn expected_output(job: &JobSpec) -> [u8; 32] {
+    let input = match job {
+        JobSpec::Inference(spec) => spec.input.blake3,
+        _ => [0; 32],
+    };
+    *blake3::hash(&[b"result".as_slice(), &input].concat()).as_bytes()
+}
+
+/// The right output of an order's job.
+pub(super) fn right_result(g: &Gen<'_>, order_id: u64) -> [u8; 32] {
+    match g.state.order(order_id) {
+        Some(order) => expected_output(&order.job),
+        None => *blake3::hash(&order_id.to_be_bytes()).as_bytes(),
+    }
 }
 
 /// A liar's result: differs per provider, so replicas disagree.
@@ -239,7 +253,7 @@ fn salt(lease: &Lease) -> [u8; 32] {
 
 fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, honest: bool) -> Vec<u8> {
     let result = if honest {
-        right_result(lease.order_id)
+        right_result(g, lease.order_id)
     } else {
         wrong_result(lease.order_id, &lease.provider)
     };
@@ -251,8 +265,8 @@ fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, honest: bool) -> Vec<u8
 }
 
 /// The result a lease committed to (right or wrong), found by recomputing the commitment.
-fn committed_result(lease: &Lease) -> [u8; 32] {
-    let right = right_result(lease.order_id);
+fn committed_result(g: &Gen<'_>, lease: &Lease) -> [u8; 32] {
+    let right = right_result(g, lease.order_id);
     if lease.commitment == Some(commitment(&right, &lease.provider, &salt(lease))) {
         right
     } else {
@@ -263,7 +277,7 @@ fn committed_result(lease: &Lease) -> [u8; 32] {
 fn reveal_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, salt: [u8; 32]) -> Vec<u8> {
     let msg = AuctionMsg::RevealResult(MsgRevealResult {
         lease_id: lease.id,
-        result_hash: committed_result(lease),
+        result_hash: committed_result(g, lease),
         salt,
     });
     g.tx(who, vec![auction(msg)])

@@ -7,6 +7,7 @@
 mod auction;
 mod bank;
 mod malformed;
+mod ringer;
 mod staking;
 mod verify;
 mod world;
@@ -294,6 +295,23 @@ pub const OPS: &[OpSpec] = &[
         Fault,
         Rejected,
         verify::verdict_non_verifier,
+    ),
+    // x/verify: ringers
+    op("verify.commit_challenge", 2, NewWork, Any, ringer::commit),
+    op(
+        "verify.post_ringer_order",
+        3,
+        NewWork,
+        Any,
+        ringer::post_order,
+    ),
+    op("verify.reveal_challenge", 4, Honest, Any, ringer::reveal),
+    op(
+        "verify.reveal_wrong_salt",
+        1,
+        Fault,
+        Rejected,
+        ringer::reveal_wrong_salt,
     ),
     // malformed and adversarial transactions
     op(

@@ -20,7 +20,7 @@ fn verify(m: VerifyMsg) -> Msg {
 }
 
 /// A verifier of ours, with its bond.
-fn verifier_actor(g: &mut Gen<'_>) -> Option<(usize, u128)> {
+pub(super) fn verifier_actor(g: &mut Gen<'_>) -> Option<(usize, u128)> {
     let ours: Vec<(usize, u128)> = g
         .state
         .verifiers()
@@ -80,9 +80,9 @@ fn awaiting(g: &Gen<'_>) -> Vec<(usize, Case)> {
 }
 
 /// The truth about a lease: `faulty` iff its revealed result is not the right one.
-fn truth(lease: Option<Lease>, order_id: u64) -> VerdictKind {
+fn truth(g: &Gen<'_>, lease: Option<Lease>, order_id: u64) -> VerdictKind {
     match lease.and_then(|l| l.result_hash) {
-        Some(h) if h == right_result(order_id) => VerdictKind::Honest,
+        Some(h) if h == right_result(g, order_id) => VerdictKind::Honest,
         _ => VerdictKind::Faulty,
     }
 }
@@ -90,7 +90,7 @@ fn truth(lease: Option<Lease>, order_id: u64) -> VerdictKind {
 fn verdict_tx(g: &mut Gen<'_>, who: usize, case: &Case, verdict: VerdictKind) -> Vec<u8> {
     let msg = VerifyMsg::SubmitVerdict(MsgSubmitVerdict {
         lease_id: case.lease_id,
-        output_hash: right_result(case.order_id),
+        output_hash: right_result(g, case.order_id),
         verdict,
     });
     g.tx(who, vec![verify(msg)])
@@ -110,7 +110,7 @@ pub(super) fn submit_verdict(g: &mut Gen<'_>) -> Planned {
     let Some((who, case)) = g.rng.pick(&cases).cloned() else {
         return Planned::NoOp;
     };
-    let truth = truth(g.state.lease(case.lease_id), case.order_id);
+    let truth = truth(g, g.state.lease(case.lease_id), case.order_id);
     let verdict = match g.profile(who) {
         Profile::Lazy => return Planned::NoOp,
         Profile::Liar => opposite(truth),
@@ -226,7 +226,7 @@ fn fake_case(l: &Lease) -> Case {
 pub fn drain(g: &mut Gen<'_>) -> Vec<Vec<u8>> {
     let mut txs = Vec::new();
     for (who, case) in awaiting(g) {
-        let truth = truth(g.state.lease(case.lease_id), case.order_id);
+        let truth = truth(g, g.state.lease(case.lease_id), case.order_id);
         txs.push(verdict_tx(g, who, &case, truth));
     }
     txs

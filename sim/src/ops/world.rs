@@ -30,6 +30,8 @@ pub struct World {
     pub old_txs: Vec<Vec<u8>>,
     /// Transaction parameters (from genesis).
     pub params: TxParams,
+    /// Ringers planted and not yet revealed or expired.
+    pub ringers: Vec<super::ringer::Ringer>,
 }
 
 impl World {
@@ -46,6 +48,7 @@ impl World {
             offline: BTreeSet::new(),
             old_txs: Vec::new(),
             params,
+            ringers: Vec::new(),
         }
     }
 

@@ -206,9 +206,23 @@ pub trait VerifyWrite: StateWrite {
 impl<S: StateWrite + ?Sized> VerifyWrite for S {}
 
 /// Checks the module's accounting: `verify_bonded` holds the sum of bonds,
-/// `verify_unbonding` the queued unbondings and `verify_appeals` the open deposits. For
-/// tests and simulations, not for an on-chain check.
+/// `verify_unbonding` the queued unbondings and `verify_appeals` the open deposits; each
+/// verifier's `open_challenges` counts its unrevealed challenges. For tests and
+/// simulations, not for an on-chain check.
 pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
+    let challenges = state.challenges();
+    for v in state.verifiers() {
+        let open = challenges
+            .iter()
+            .filter(|c| c.verifier == v.operator)
+            .count() as u64;
+        if u64::from(v.open_challenges) != open {
+            return Err(format!(
+                "verifier {} counts {} open challenges, state holds {open}",
+                v.operator, v.open_challenges
+            ));
+        }
+    }
     let sum = |xs: Vec<Amount>| {
         xs.into_iter()
             .try_fold(0u128, |a, x| a.checked_add(x))
