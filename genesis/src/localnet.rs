@@ -43,6 +43,8 @@ pub struct LocalnetSpec {
     pub extra_nodes: usize,
     /// Genesis template: parameters set here are kept; balances and validators are added.
     pub genesis: AppGenesis,
+    /// `proof_heights` written to every node's app.toml (0 = archive).
+    pub proof_heights: u64,
 }
 
 impl LocalnetSpec {
@@ -58,6 +60,7 @@ impl LocalnetSpec {
             accounts: vec![("faucet".into(), 1_000_000_000_000_000)],
             extra_nodes: 0,
             genesis: AppGenesis::default(),
+            proof_heights: 1_000,
         }
     }
 }
@@ -193,7 +196,8 @@ impl Localnet {
                 format!(
                     "abci_addr = \"{abci_addr}\"\ndb_path = \"data\"\n\
                      # Heights that keep Merkle proofs; older tree nodes are pruned. 0 = archive.\n\
-                     proof_heights = 1000\n"
+                     proof_heights = {}\n",
+                    spec.proof_heights
                 ),
             )?;
             nodes.push(LocalnetNode {

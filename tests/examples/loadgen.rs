@@ -5,7 +5,9 @@
 //! `gpuchaind` and `cometbft` process) and disk (the localnet directory) at the start, every
 //! 30 s, and at the end.
 //!
-//! `loadgen <validators> <seconds> <rate/s> [senders] [market %]` — with a market share,
+//! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights]` — the
+//! nodes keep Merkle proofs for the last `proof heights` heights (default 1,000; 0 keeps
+//! all), so a short run can show the pruned disk footprint. With a market share,
 //! that percentage of the senders post 1-replica orders (escrow locked, bid window 3
 //! blocks, no bids: expired and refunded by the chain) instead of transfers.
 
@@ -37,10 +39,14 @@ async fn main() -> anyhow::Result<()> {
     let rate = args.get(2).copied().unwrap_or(2_000).max(1);
     let senders = args.get(3).copied().unwrap_or(100).max(1);
     let market_pct = args.get(4).copied().unwrap_or(0).min(100);
+    let proof_heights = args.get(5).copied().unwrap_or(1_000);
 
     let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
     let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
-    let net = TestNet::start(validators, &accounts).await?;
+    let net = TestNet::start_with(validators, &accounts, |spec| {
+        spec.proof_heights = proof_heights;
+    })
+    .await?;
     let keystore = Keystore::open(&net.net.keys_dir)?;
     let client = net.client(0)?;
     let chain_id = client.chain_id().await?;
@@ -82,7 +88,9 @@ async fn main() -> anyhow::Result<()> {
 
     // Resource samples every 30 s while the load runs.
     let dir = net.dir().to_path_buf();
-    let mut samples = vec![resources(&dir, 0)];
+    let app_homes: Vec<_> = net.net.nodes.iter().map(|n| n.app_home.clone()).collect();
+    let resources = |at_secs| resources(&dir, &app_homes, at_secs);
+    let mut samples = vec![resources(0)];
     let mut next_sample = Instant::now() + Duration::from_secs(30);
     // Watch blocks: the time a block is first seen is the commit time of its transactions.
     let mut latencies = Vec::new();
@@ -108,7 +116,6 @@ async fn main() -> anyhow::Result<()> {
         }
         if Instant::now() >= next_sample {
             samples.push(resources(
-                &dir,
                 Instant::now()
                     .duration_since(stop_at - Duration::from_secs(seconds))
                     .as_secs(),
@@ -117,7 +124,7 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    samples.push(resources(&dir, seconds + 5));
+    samples.push(resources(seconds + 5));
     for t in tasks {
         t.abort();
     }
@@ -184,7 +191,8 @@ fn expiring_order() -> MsgPostOrder {
 }
 
 /// RSS (KiB) of every process whose command line names `dir`, and the bytes under `dir`.
-fn resources(dir: &Path, at_secs: u64) -> serde_json::Value {
+/// RSS of the localnet's processes, and disk: the whole localnet and the apps' state alone.
+fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serde_json::Value {
     let needle = dir.to_string_lossy().to_string();
     let mut rss_kib = 0u64;
     let mut processes = 0u32;
@@ -210,6 +218,7 @@ fn resources(dir: &Path, at_secs: u64) -> serde_json::Value {
         "processes": processes,
         "rss_mib": rss_kib / 1024,
         "disk_mib": disk_bytes(dir) / (1 << 20),
+        "app_state_mib": app_homes.iter().map(|h| disk_bytes(h)).sum::<u64>() / (1 << 20),
     })
 }
 

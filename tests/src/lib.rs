@@ -11,7 +11,8 @@ mod verifier;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
 pub use market::{
-    amount, digits_input, digits_job, order_leases, routed_order, slash_records, supply,
+    amount, blob, digits_input, digits_job, order_leases, routed_order, slash_records, supply,
+    wait_for,
 };
 pub use net::{cli, gpuchaind_path, TestNet};
 pub use ports::free_port_block;

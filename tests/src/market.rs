@@ -104,3 +104,27 @@ pub fn amount(v: &serde_json::Value) -> u128 {
         .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
         .unwrap_or(0)
 }
+
+/// A reference to `bytes` served at `url`.
+pub fn blob(bytes: &[u8], url: String) -> BlobRef {
+    BlobRef {
+        blake3: *blake3::hash(bytes).as_bytes(),
+        size: bytes.len() as u64,
+        urls: vec![url],
+    }
+}
+
+/// Polls `f` every 250 ms until it returns a value; panics naming `what` after `secs`.
+pub async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}

@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::{AuctionMsg, LeaseState};
 use gpuchain_client::keys::Keystore;
-use gpuchain_jobspec::BlobRef;
 use gpuchain_tests::{
-    amount, digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order,
-    slash_records, supply, verifier_cli, write_provider_config, AgentSpec, BlobHost, ProviderAgent,
-    TestNet, VerifierAgent, VerifierSpec,
+    amount, blob, digits_input, digits_job, free_port_block, order_leases, provider_cli,
+    routed_order, slash_records, supply, verifier_cli, wait_for, write_provider_config, AgentSpec,
+    BlobHost, ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
 };
 use gpuchain_tx::Msg;
 
@@ -41,25 +40,6 @@ fn root() -> std::path::PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-fn blob(bytes: &[u8], url: String) -> BlobRef {
-    BlobRef {
-        blake3: *blake3::hash(bytes).as_bytes(),
-        size: bytes.len() as u64,
-        urls: vec![url],
-    }
-}
-
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,12 +3,12 @@
 //! second bid (one bid transaction on chain), resumes the job, commits, reveals and is
 //! paid; its bond is intact and its balance is exactly start − bond − fees + payment.
 
-use std::time::{Duration, Instant};
-
 use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_client::keys::Keystore;
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{free_port_block, provider_cli, AgentSpec, BlobHost, ProviderAgent, TestNet};
+use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
+use gpuchain_tests::{
+    blob, free_port_block, provider_cli, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
+};
 use gpuchain_tx::Msg;
 use tendermint_rpc::query::Query;
 use tendermint_rpc::{Client, Order};
@@ -24,25 +24,6 @@ fn digits_input(n: u32) -> Vec<u8> {
         out.extend_from_slice(&(((i * 5) % 17) as f32).to_le_bytes());
     }
     out
-}
-
-fn blob(bytes: &[u8], url: String) -> BlobRef {
-    BlobRef {
-        blake3: *blake3::hash(bytes).as_bytes(),
-        size: bytes.len() as u64,
-        urls: vec![url],
-    }
-}
-
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Transactions signed by `address` whose message is `action`, and the sum of the fees

@@ -7,12 +7,14 @@
 //! clearing price minus the take; the other's reserved capacity is released. Prints the
 //! auction / fetch / execute / commit-reveal split for docs/benchmarks.md.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{free_port_block, provider_cli, AgentSpec, BlobHost, ProviderAgent, TestNet};
+use gpuchain_tests::{
+    blob, free_port_block, provider_cli, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
+};
 use gpuchain_tx::Msg;
 
 const GPU: u128 = 1_000_000;
@@ -27,14 +29,6 @@ pub fn digits_input(n: u32) -> Vec<u8> {
         out.extend_from_slice(&(((i * 7) % 17) as f32).to_le_bytes());
     }
     out
-}
-
-fn blob(bytes: &[u8], url: String) -> BlobRef {
-    BlobRef {
-        blake3: *blake3::hash(bytes).as_bytes(),
-        size: bytes.len() as u64,
-        urls: vec![url],
-    }
 }
 
 fn order(
@@ -75,17 +69,6 @@ fn root() -> std::path::PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,23 +8,14 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::{AuctionMsg, LeaseState};
 use gpuchain_client::keys::Keystore;
-use gpuchain_jobspec::BlobRef;
 use gpuchain_tests::{
-    digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order, run_json,
-    slash_records, verifier_cli, write_provider_config, AgentSpec, BlobHost, ProviderAgent,
-    TestNet, VerifierAgent, VerifierSpec,
+    blob, digits_input, digits_job, free_port_block, order_leases, provider_cli, routed_order,
+    run_json, slash_records, verifier_cli, write_provider_config, AgentSpec, BlobHost,
+    ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
 };
 use gpuchain_tx::Msg;
 
 const GPU: u128 = 1_000_000;
-
-fn blob(bytes: &[u8], url: String) -> BlobRef {
-    BlobRef {
-        blake3: *blake3::hash(bytes).as_bytes(),
-        size: bytes.len() as u64,
-        urls: vec![url],
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Result<()> {

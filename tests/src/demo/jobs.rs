@@ -12,14 +12,13 @@ use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
 use gpuchain_compute::tensor_io::encode_f32;
 use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
-use gpuchain_jobspec::{
-    BlobRef, InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit,
-};
+use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit};
 use gpuchain_tx::Msg;
 
 use super::report::JobRow;
 use super::watch::Watcher;
 use super::{DemoOptions, Market, GPU};
+use crate::blob;
 
 /// What training produced.
 #[derive(Clone, Debug)]
@@ -32,14 +31,6 @@ pub(crate) struct Training {
     pub(crate) final_weights: Vec<u8>,
     /// The transcript root the providers committed.
     pub(crate) transcript_root: String,
-}
-
-fn blob(bytes: &[u8], url: String) -> BlobRef {
-    BlobRef {
-        blake3: *blake3::hash(bytes).as_bytes(),
-        size: bytes.len() as u64,
-        urls: vec![url],
-    }
 }
 
 fn order(job: JobSpec, replicas: u32, max_price: u128, exec_deadline: u64) -> MsgPostOrder {
