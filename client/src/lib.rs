@@ -3,6 +3,7 @@
 //! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash of a header the
 //! light client verified.
 
+pub mod agent_config;
 pub mod follow;
 pub mod keys;
 pub mod light;

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use gpuchain_client::agent_config::{read_toml, write_toml};
+pub(crate) use gpuchain_client::agent_config::{ChainConfig, KeyConfig};
 use gpuchain_jobspec::ModelArch;
 use serde::{Deserialize, Serialize};
 
@@ -23,28 +25,6 @@ pub(crate) struct Config {
     pub(crate) capacity: CapacityConfig,
     /// How it prices bids.
     pub(crate) pricing: PricingConfig,
-}
-
-/// `[chain]`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ChainConfig {
-    /// CometBFT RPC, e.g. `http://127.0.0.1:26657`.
-    pub(crate) node: String,
-    /// Websocket URL; derived from `node` when absent.
-    #[serde(default)]
-    pub(crate) websocket: Option<String>,
-}
-
-/// `[key]`: a gpuchaind key file `<home>/keys/<name>.json`; an encrypted key reads its
-/// passphrase from `GPUCHAIN_PASSPHRASE`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct KeyConfig {
-    /// gpuchaind home holding `keys/`.
-    pub(crate) home: PathBuf,
-    /// Key name.
-    pub(crate) name: String,
 }
 
 /// `[provider]`.
@@ -136,10 +116,7 @@ fn default_min_exec_blocks() -> u64 {
 impl Config {
     /// Reads and checks a config file.
     pub(crate) fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config {}", path.display()))?;
-        let config: Config =
-            toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
+        let config: Config = read_toml(path)?;
         anyhow::ensure!(
             config.capacity.max_concurrent_jobs > 0,
             "capacity.max_concurrent_jobs must be at least 1"
@@ -153,24 +130,12 @@ impl Config {
 
     /// Writes the file (refuses to overwrite unless `force`).
     pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
-        anyhow::ensure!(
-            force || !path.exists(),
-            "{} exists; pass --force to overwrite",
-            path.display()
-        );
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, toml::to_string_pretty(self)?)
-            .with_context(|| format!("writing {}", path.display()))
+        write_toml(self, path, force)
     }
 
     /// The websocket URL to follow.
     pub(crate) fn websocket_url(&self) -> String {
-        self.chain
-            .websocket
-            .clone()
-            .unwrap_or_else(|| gpuchain_client::follow::websocket_url(&self.chain.node))
+        self.chain.websocket_url()
     }
 
     /// `state.json`.

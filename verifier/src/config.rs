@@ -5,8 +5,10 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use gpuchain_auction::ClassRequirement;
+use gpuchain_client::agent_config::{read_toml, write_toml};
+pub(crate) use gpuchain_client::agent_config::{ChainConfig, KeyConfig};
 use serde::{Deserialize, Serialize};
 
 /// The whole file.
@@ -22,28 +24,6 @@ pub(crate) struct Config {
     /// Ringer challenges.
     #[serde(default)]
     pub(crate) challenge: ChallengeConfig,
-}
-
-/// `[chain]`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ChainConfig {
-    /// CometBFT RPC, e.g. `http://127.0.0.1:26657`.
-    pub(crate) node: String,
-    /// Websocket URL; derived from `node` when absent.
-    #[serde(default)]
-    pub(crate) websocket: Option<String>,
-}
-
-/// `[key]`: a gpuchaind key file `<home>/keys/<name>.json`; an encrypted key reads its
-/// passphrase from `GPUCHAIN_PASSPHRASE`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct KeyConfig {
-    /// gpuchaind home holding `keys/`.
-    pub(crate) home: PathBuf,
-    /// Key name of the verifier account.
-    pub(crate) name: String,
 }
 
 /// `[verifier]`.
@@ -161,10 +141,7 @@ fn any_class() -> ClassRequirement {
 impl Config {
     /// Reads and checks a config file.
     pub(crate) fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config {}", path.display()))?;
-        let config: Config =
-            toml::from_str(&text).with_context(|| format!("parsing config {}", path.display()))?;
+        let config: Config = read_toml(path)?;
         let c = &config.challenge;
         if c.enabled {
             anyhow::ensure!(
@@ -185,24 +162,12 @@ impl Config {
 
     /// Writes the file (refuses to overwrite unless `force`).
     pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
-        anyhow::ensure!(
-            force || !path.exists(),
-            "{} exists; pass --force to overwrite",
-            path.display()
-        );
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, toml::to_string_pretty(self)?)
-            .with_context(|| format!("writing {}", path.display()))
+        write_toml(self, path, force)
     }
 
     /// The websocket URL to follow.
     pub(crate) fn websocket_url(&self) -> String {
-        self.chain
-            .websocket
-            .clone()
-            .unwrap_or_else(|| gpuchain_client::follow::websocket_url(&self.chain.node))
+        self.chain.websocket_url()
     }
 
     /// `state.json`.
