@@ -12,8 +12,9 @@ pub struct AppConfig {
     pub abci_addr: String,
     /// State database directory, relative to the home directory.
     pub db_path: PathBuf,
-    /// How many recent heights keep Merkle proofs (`query … --prove`); the tree nodes only
-    /// older heights need are deleted at commit. `0` keeps every height (an archive node).
+    /// How many recent heights stay queryable and provable (`query … --height/--prove`);
+    /// what only older heights can read is deleted at commit. `0` keeps every height (an
+    /// archive node).
     #[serde(default = "default_proof_heights")]
     pub proof_heights: u64,
 }

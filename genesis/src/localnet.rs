@@ -195,7 +195,7 @@ impl Localnet {
                 app_home.join("app.toml"),
                 format!(
                     "abci_addr = \"{abci_addr}\"\ndb_path = \"data\"\n\
-                     # Heights that keep Merkle proofs; older tree nodes are pruned. 0 = archive.\n\
+                     # Heights whose state stays queryable and provable; older state is pruned. 0 = archive.\n\
                      proof_heights = {}\n",
                     spec.proof_heights
                 ),

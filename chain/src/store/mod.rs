@@ -1,9 +1,9 @@
 //! RocksDB-backed state. Column families:
 //! - `latest`: every live state key → its current value (prefix scans, fast reads);
 //! - `jmt_nodes`, `jmt_values`: the Jellyfish Merkle Tree whose root is the app hash (block
-//!   `h` is version `2h`, see [`tree`]), with every historical value for old-height queries;
-//! - `jmt_stale`: which tree nodes each version replaced, so that nodes older than the
-//!   pruning window can be deleted;
+//!   `h` is version `2h`, see [`tree`]), with its values by version for old-height queries;
+//! - `jmt_stale`, `jmt_written`: which tree nodes each version replaced and which keys it
+//!   wrote, so that what only heights older than the window can read is deleted;
 //! - `meta`: last committed height and app hash.
 //!
 //! A block's writes, tree nodes and meta go to disk in one atomic `WriteBatch` at Commit, so
@@ -27,9 +27,11 @@ const CF_LATEST: &str = "latest";
 const CF_NODES: &str = "jmt_nodes";
 const CF_VALUES: &str = "jmt_values";
 const CF_STALE: &str = "jmt_stale";
+const CF_WRITTEN: &str = "jmt_written";
 const CF_META: &str = "meta";
 const META_HEIGHT: &[u8] = b"height";
 const META_APP_HASH: &[u8] = b"app_hash";
+const META_PRUNED_THROUGH: &[u8] = b"pruned_through";
 
 /// A block's changes, hashed into the tree but not yet on disk.
 pub struct PreparedBlock {
@@ -53,7 +55,7 @@ pub struct Store {
     /// Tree nodes needed only by heights older than this many are deleted at commit;
     /// `None` keeps every height provable (an archive node).
     proof_heights: Option<u64>,
-    /// The version pruning reached, once it has run in this process.
+    /// The tree version pruning has reached: older versions cannot be read.
     pruned_through: Option<u64>,
 }
 
@@ -63,9 +65,11 @@ impl Store {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        let cfs = [CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_META]
-            .into_iter()
-            .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let cfs = [
+            CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_WRITTEN, CF_META,
+        ]
+        .into_iter()
+        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)
             .with_context(|| format!("opening state database at {}", path.display()))?;
         let db = Arc::new(db);
@@ -83,17 +87,25 @@ impl Store {
                 .map_err(|_| anyhow!("bad app hash"))?,
             None => [0u8; 32],
         };
+        let pruned_through = match db.get_cf(meta, META_PRUNED_THROUGH)? {
+            Some(b) => Some(u64::from_be_bytes(
+                b.as_slice()
+                    .try_into()
+                    .map_err(|_| anyhow!("bad pruned_through"))?,
+            )),
+            None => None,
+        };
         Ok(Store {
             db,
             height,
             app_hash,
             proof_heights: Some(DEFAULT_PROOF_HEIGHTS),
-            pruned_through: None,
+            pruned_through,
         })
     }
 
-    /// Keeps Merkle proofs for the last `heights` heights (at least 1), or for every height
-    /// with `None`. Older heights still answer plain queries from their stored values.
+    /// Keeps the state of the last `heights` heights (at least 1) readable and provable, or
+    /// of every height with `None`; what only older heights can read is deleted at commit.
     pub fn with_proof_heights(mut self, heights: Option<u64>) -> Store {
         self.proof_heights = heights.map(|h| h.max(1));
         self
@@ -159,13 +171,18 @@ impl Store {
         if let Some(keep) = self.proof_heights {
             if let Some(newest_dropped) = block.height.checked_sub(keep) {
                 let through = version_at(newest_dropped + 1)?;
-                tree::prune(&self.db, &mut batch, pruned_through, through)?;
-                pruned_through = Some(through);
+                if pruned_through.is_none_or(|p| p < through) {
+                    tree::prune(&self.db, &mut batch, pruned_through, through)?;
+                    pruned_through = Some(through);
+                }
             }
         }
         let meta = cf(&self.db, CF_META)?;
         batch.put_cf(meta, META_HEIGHT, block.height.to_be_bytes());
         batch.put_cf(meta, META_APP_HASH, block.app_hash);
+        if let Some(p) = pruned_through {
+            batch.put_cf(meta, META_PRUNED_THROUGH, p.to_be_bytes());
+        }
         self.db
             .write(batch)
             .context("writing block to the state database")?;
@@ -181,20 +198,29 @@ impl Store {
         key: &str,
         height: u64,
     ) -> Result<(Option<Vec<u8>>, SparseMerkleProof<Blake3Hasher>)> {
+        let version = self.readable_version(height)?;
         let db = TreeDb(&self.db);
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
-        tree.get_with_proof(key_hash(key), version_at(height)?)
-            .with_context(|| match self.proof_heights {
-                Some(keep) if height.saturating_add(keep) <= self.height => format!(
-                    "height {height} is older than the {keep} heights this node keeps proofs for"
-                ),
-                _ => format!("no proof for {key} at height {height}"),
-            })
+        tree.get_with_proof(key_hash(key), version)
+            .with_context(|| format!("no proof for {key} at height {height}"))
     }
 
     /// The value of `key` at a past `height`.
     pub fn get_at(&self, key: &str, height: u64) -> Result<Option<Vec<u8>>> {
-        tree::get_value_at(&self.db, key_hash(key), version_at(height)?)
+        tree::get_value_at(&self.db, key_hash(key), self.readable_version(height)?)
+    }
+
+    /// The tree version of `height`, if pruning has not deleted it.
+    fn readable_version(&self, height: u64) -> Result<u64> {
+        let version = version_at(height)?;
+        match self.pruned_through {
+            Some(p) if version < p => anyhow::bail!(
+                "height {height} is pruned: this node keeps the state of heights {} and later \
+                 (proof_heights in app.toml)",
+                p / 2
+            ),
+            _ => Ok(version),
+        }
     }
 }
 

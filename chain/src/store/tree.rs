@@ -2,7 +2,8 @@
 //!
 //! Nodes are stored by borsh(NodeKey); values by `key_hash || version (big-endian)` so that
 //! "newest value at or below version v" is one reverse seek; stale-node records by
-//! `stale_since_version (big-endian) || borsh(NodeKey)` so that pruning is one forward scan.
+//! `stale_since_version (big-endian) || borsh(NodeKey)` and written-value records by
+//! `version (big-endian) || key_hash`, so that pruning is a forward scan of each.
 //!
 //! The state after block `h` is tree version `2h` (genesis is version 0). Version `2h - 1`
 //! holds block `h`'s inserts and updates, applied as one sorted batch that builds and hashes
@@ -18,7 +19,7 @@ use jmt::storage::{
 use jmt::{JellyfishMerkleTree, KeyHash, OwnedValue, Version};
 use rocksdb::{WriteBatch, DB};
 
-use super::{cf, CF_NODES, CF_STALE, CF_VALUES};
+use super::{cf, CF_NODES, CF_STALE, CF_VALUES, CF_WRITTEN};
 
 /// The tree version that holds the state after block `height`.
 pub(super) fn version_at(height: u64) -> Result<Version> {
@@ -78,13 +79,16 @@ pub(super) fn write_tree_batch(
     for (key, node) in update.node_batch.nodes() {
         batch.put_cf(node_cf, borsh::to_vec(key)?, borsh::to_vec(node)?);
     }
-    let value_cf = cf(db, CF_VALUES)?;
+    let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
     for ((version, key_hash), value) in update.node_batch.values() {
         batch.put_cf(
             value_cf,
             value_key(*key_hash, *version),
             encode_value(value),
         );
+        let mut written = version.to_be_bytes().to_vec();
+        written.extend_from_slice(&key_hash.0);
+        batch.put_cf(written_cf, written, []);
     }
     let stale_cf = cf(db, CF_STALE)?;
     for stale in &update.stale_node_index_batch {
@@ -95,22 +99,36 @@ pub(super) fn write_tree_batch(
     Ok(())
 }
 
-/// Adds to `batch` the deletion of every node that went stale after version `from` and at or
-/// before `through`: nodes that no version from `through` on can reach. Starting at `from`
-/// (the previous call's `through`) skips the deletion markers earlier calls left behind.
+/// Adds to `batch` the deletion of what no version from `through` on can read: nodes that
+/// went stale after version `from` and at or before `through`, and every value a version in
+/// that range overwrote. Starting at `from` (the previous call's `through`) skips the
+/// deletion markers earlier calls left behind.
 pub(super) fn prune(
     db: &DB,
     batch: &mut WriteBatch,
     from: Option<Version>,
     through: Version,
-) -> Result<usize> {
-    let (stale_cf, node_cf) = (cf(db, CF_STALE)?, cf(db, CF_NODES)?);
-    let mut iter = db.raw_iterator_cf(stale_cf);
+) -> Result<()> {
+    prune_nodes(db, batch, from, through)?;
+    prune_values(db, batch, from, through)
+}
+
+fn seek_after(iter: &mut rocksdb::DBRawIterator<'_>, from: Option<Version>) {
     match from.and_then(|v| v.checked_add(1)) {
         Some(start) => iter.seek(start.to_be_bytes()),
         None => iter.seek_to_first(),
     }
-    let mut pruned = 0;
+}
+
+fn prune_nodes(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<()> {
+    let (stale_cf, node_cf) = (cf(db, CF_STALE)?, cf(db, CF_NODES)?);
+    let mut iter = db.raw_iterator_cf(stale_cf);
+    seek_after(&mut iter, from);
     while let Some(key) = iter.key() {
         let (since, node_key) = key
             .split_first_chunk::<8>()
@@ -120,11 +138,51 @@ pub(super) fn prune(
         }
         batch.delete_cf(node_cf, node_key);
         batch.delete_cf(stale_cf, key);
-        pruned += 1;
         iter.next();
     }
     iter.status()?;
-    Ok(pruned)
+    Ok(())
+}
+
+/// For each key written at a version `v` in `(from, through]`, deletes its values older than
+/// `v`: every version from `through` on reads `v` or newer.
+fn prune_values(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<()> {
+    let (written_cf, value_cf) = (cf(db, CF_WRITTEN)?, cf(db, CF_VALUES)?);
+    let mut written = db.raw_iterator_cf(written_cf);
+    seek_after(&mut written, from);
+    let mut values = db.raw_iterator_cf(value_cf);
+    while let Some(key) = written.key() {
+        let (version, key_hash) = key
+            .split_first_chunk::<8>()
+            .ok_or_else(|| anyhow!("corrupt written-value record"))?;
+        let version = u64::from_be_bytes(*version);
+        if version > through {
+            break;
+        }
+        let key_hash = KeyHash(
+            key_hash
+                .try_into()
+                .map_err(|_| anyhow!("corrupt written-value record"))?,
+        );
+        values.seek(value_key(key_hash, 0));
+        while let Some(old) = values.key() {
+            if old >= value_key(key_hash, version).as_slice() {
+                break;
+            }
+            batch.delete_cf(value_cf, old);
+            values.next();
+        }
+        values.status()?;
+        batch.delete_cf(written_cf, key);
+        written.next();
+    }
+    written.status()?;
+    Ok(())
 }
 
 impl TreeReader for TreeDb<'_> {
