@@ -2,7 +2,11 @@
 //! and the Merkle tree included), blocks of 5,000 transactions, on one thread; and the
 //! ed25519 batch-verification ceiling for the same signatures on the same machine.
 //!
-//! `cargo run -p gpuchain-chain --example bench_app [blocks] [txs_per_block]`
+//! `cargo run -p gpuchain-chain --example bench_app [blocks] [txs_per_block] [proof_heights]`
+//!
+//! With `proof_heights` (0 = archive, the default) the store prunes what only older heights
+//! can read, and the report adds the state directory's size, sampled through the run, to
+//! show disk growth with and without pruning.
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a benchmark, not consensus code
 
@@ -27,6 +31,7 @@ fn main() -> anyhow::Result<()> {
         .collect();
     let blocks = args.first().copied().unwrap_or(6);
     let per_block = args.get(1).copied().unwrap_or(5_000);
+    let proof_heights = args.get(2).copied().filter(|&h| h > 0);
     let senders = per_block;
     let keys: Vec<SigningKey> = (0..senders).map(key).collect();
     let addrs: Vec<Address> = keys
@@ -54,7 +59,8 @@ fn main() -> anyhow::Result<()> {
         .collect();
 
     let dir = tempfile::tempdir()?;
-    let app = App::open(dir.path())?;
+    let app = App::open_with_proof_window(dir.path(), proof_heights)?;
+    let mut state_mib = Vec::new();
     app.init_chain_with("bench", &genesis)?;
     // Block 1 carries genesis (5,000 accounts); time the blocks after it.
     let mut times = Vec::new();
@@ -80,11 +86,16 @@ fn main() -> anyhow::Result<()> {
         if b > 0 {
             times.push(elapsed.as_secs_f64());
         }
-        eprintln!(
-            "block {height}: {} txs in {:.3}s",
-            txs.len(),
-            elapsed.as_secs_f64()
-        );
+        if blocks <= 20 {
+            eprintln!(
+                "block {height}: {} txs in {:.3}s",
+                txs.len(),
+                elapsed.as_secs_f64()
+            );
+        }
+        if height % (blocks / 10).max(1) == 0 {
+            state_mib.push((height, dir_bytes(dir.path()) / (1 << 20)));
+        }
     }
     let app_tps = (times.len() as f64 * per_block as f64) / times.iter().sum::<f64>();
 
@@ -111,7 +122,22 @@ fn main() -> anyhow::Result<()> {
             "app_txs_per_sec": app_tps.round(),
             "batch_verify_sigs_per_sec": verify_tps.round(),
             "ratio_app_to_verify_ceiling": (app_tps / verify_tps * 1000.0).round() / 1000.0,
+            "proof_heights": proof_heights.unwrap_or(0),
+            "state_mib_at_height": state_mib,
         })
     );
     Ok(())
+}
+
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }

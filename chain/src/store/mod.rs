@@ -65,6 +65,10 @@ impl Store {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
+        // Six column families share one write-ahead log, and a log file is kept until every
+        // family's memtable holding its writes is flushed; the small ones (meta) fill slowly,
+        // so without a cap the log alone grows by hundreds of MiB.
+        opts.set_max_total_wal_size(64 << 20);
         let cfs = [
             CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_WRITTEN, CF_META,
         ]

@@ -144,8 +144,9 @@ fn prune_nodes(
     Ok(())
 }
 
-/// For each key written at a version `v` in `(from, through]`, deletes its values older than
-/// `v`: every version from `through` on reads `v` or newer.
+/// For each key written at a version `v` in `(from, through]`, deletes the value that write
+/// replaced: every version from `through` on reads `v` or newer. Each value is deleted once,
+/// when the write after it is pruned, so no older one is left.
 fn prune_values(
     db: &DB,
     batch: &mut WriteBatch,
@@ -169,15 +170,16 @@ fn prune_values(
                 .try_into()
                 .map_err(|_| anyhow!("corrupt written-value record"))?,
         );
-        values.seek(value_key(key_hash, 0));
-        while let Some(old) = values.key() {
-            if old >= value_key(key_hash, version).as_slice() {
-                break;
+        // The value this write replaced is the newest one before it. Seeking backwards lands
+        // on it directly; a forward scan from the key's start would wade through the
+        // deletion markers of every earlier prune of the same key.
+        if let Some(before) = version.checked_sub(1) {
+            values.seek_for_prev(value_key(key_hash, before));
+            values.status()?;
+            if let Some(old) = values.key().filter(|k| k.starts_with(&key_hash.0)) {
+                batch.delete_cf(value_cf, old);
             }
-            batch.delete_cf(value_cf, old);
-            values.next();
         }
-        values.status()?;
         batch.delete_cf(written_cf, key);
         written.next();
     }
