@@ -133,11 +133,6 @@ impl Config {
         write_toml(self, path, force)
     }
 
-    /// The websocket URL to follow.
-    pub(crate) fn websocket_url(&self) -> String {
-        self.chain.websocket_url()
-    }
-
     /// `state.json`.
     pub(crate) fn state_path(&self) -> PathBuf {
         self.provider.data_dir.join("state.json")
@@ -187,7 +182,7 @@ min_margin_ppm = 100000
             c.capacity.archs,
             [ModelArch::DigitsMlp, ModelArch::DigitsCnn]
         );
-        assert_eq!(c.websocket_url(), "ws://127.0.0.1:26657/websocket");
+        assert_eq!(c.chain.websocket_url(), "ws://127.0.0.1:26657/websocket");
         let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
         assert_eq!(again.pricing.per_gpu_second, c.pricing.per_gpu_second);
     }

@@ -89,8 +89,8 @@ async fn main() -> anyhow::Result<()> {
     // Resource samples every 30 s while the load runs.
     let dir = net.dir().to_path_buf();
     let app_homes: Vec<_> = net.net.nodes.iter().map(|n| n.app_home.clone()).collect();
-    let resources = |at_secs| resources(&dir, &app_homes, at_secs);
-    let mut samples = vec![resources(0)];
+    let sample = |at_secs| resources(&dir, &app_homes, at_secs);
+    let mut samples = vec![sample(0)];
     let mut next_sample = Instant::now() + Duration::from_secs(30);
     // Watch blocks: the time a block is first seen is the commit time of its transactions.
     let mut latencies = Vec::new();
@@ -115,7 +115,7 @@ async fn main() -> anyhow::Result<()> {
             next += 1;
         }
         if Instant::now() >= next_sample {
-            samples.push(resources(
+            samples.push(sample(
                 Instant::now()
                     .duration_since(stop_at - Duration::from_secs(seconds))
                     .as_secs(),
@@ -124,7 +124,7 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    samples.push(resources(seconds + 5));
+    samples.push(sample(seconds + 5));
     for t in tasks {
         t.abort();
     }

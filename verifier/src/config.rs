@@ -165,11 +165,6 @@ impl Config {
         write_toml(self, path, force)
     }
 
-    /// The websocket URL to follow.
-    pub(crate) fn websocket_url(&self) -> String {
-        self.chain.websocket_url()
-    }
-
     /// `state.json`.
     pub(crate) fn state_path(&self) -> PathBuf {
         self.verifier.data_dir.join("state.json")
@@ -212,7 +207,7 @@ pool = [{ spec = "/tmp/job.json", max_price_per_replica = 1000000, region = "eu"
         assert_eq!(c.challenge.max_open, 4);
         assert_eq!(c.challenge.pool[0].replicas, 1);
         assert_eq!(c.challenge.pool[0].class, ClassRequirement::Any);
-        assert_eq!(c.websocket_url(), "ws://127.0.0.1:26657/websocket");
+        assert_eq!(c.chain.websocket_url(), "ws://127.0.0.1:26657/websocket");
         let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
         assert_eq!(again.challenge.pool[0].region.as_deref(), Some("eu"));
     }

@@ -267,7 +267,7 @@ impl<'a> BlockTree<'a> {
     /// Applies the genesis writes as version 0.
     pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
         // Nothing precedes genesis, so its deletions (if any) delete nothing.
-        self.apply(0, upserts(writes), true)?;
+        self.apply(0, Change::Upserts(upserts(writes)))?;
         Ok(self)
     }
 
@@ -277,13 +277,13 @@ impl<'a> BlockTree<'a> {
         let upsert_version = version
             .checked_sub(1)
             .ok_or_else(|| anyhow!("blocks start at height 1"))?;
-        self.apply(upsert_version, upserts(writes), true)?;
+        self.apply(upsert_version, Change::Upserts(upserts(writes)))?;
         let deletions = writes
             .iter()
             .filter(|(_, v)| v.is_none())
-            .map(|(k, _)| (key_hash(k), None))
+            .map(|(k, _)| key_hash(k))
             .collect();
-        self.apply(version, deletions, false)?;
+        self.apply(version, Change::Deletions(deletions))?;
         Ok(self)
     }
 
@@ -291,25 +291,21 @@ impl<'a> BlockTree<'a> {
         (self.root, self.update)
     }
 
-    fn apply(
-        &mut self,
-        version: Version,
-        set: Vec<(KeyHash, Option<OwnedValue>)>,
-        batched: bool,
-    ) -> Result<()> {
+    fn apply(&mut self, version: Version, change: Change) -> Result<()> {
         let reader = PendingTree {
             db: TreeDb(self.db),
             pending: &self.update.node_batch,
         };
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&reader);
-        let (roots, update) = if batched && !set.is_empty() {
-            let set = set
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k, v)))
-                .collect();
-            tree.batch_put_value_sets(vec![set], None, version)?
-        } else {
-            tree.put_value_sets(vec![set], version)?
+        let (roots, update) = match change {
+            Change::Upserts(set) if !set.is_empty() => {
+                tree.batch_put_value_sets(vec![set], None, version)?
+            }
+            // The batched insert refuses an empty set; an empty version copies the root.
+            Change::Upserts(_) => tree.put_value_sets([Vec::new()], version)?,
+            Change::Deletions(keys) => {
+                tree.put_value_sets([keys.into_iter().map(|k| (k, None))], version)?
+            }
         };
         self.root = roots
             .last()
@@ -332,9 +328,17 @@ impl<'a> BlockTree<'a> {
     }
 }
 
-fn upserts(writes: &Write) -> Vec<(KeyHash, Option<OwnedValue>)> {
+/// What one tree version of a block holds.
+enum Change {
+    /// Inserts and updates, applied as one sorted batch.
+    Upserts(Vec<(KeyHash, OwnedValue)>),
+    /// Deletions, applied key by key.
+    Deletions(Vec<KeyHash>),
+}
+
+fn upserts(writes: &Write) -> Vec<(KeyHash, OwnedValue)> {
     writes
         .iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (key_hash(k), Some(v.clone()))))
+        .filter_map(|(k, v)| v.as_ref().map(|v| (key_hash(k), v.clone())))
         .collect()
 }

@@ -71,7 +71,7 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     agent.height = latest;
     let from = agent.reconcile(latest).await?;
     let mut follow_config = FollowConfig::new(&agent.config.chain.node, from);
-    follow_config.websocket_url = agent.config.websocket_url();
+    follow_config.websocket_url = agent.config.chain.websocket_url();
     let mut blocks = follow(agent.chain.client.clone(), follow_config)?;
     let mut term = signal(SignalKind::terminate())?;
     loop {

@@ -37,13 +37,13 @@ impl Ringer {
         challenge_commitment(&g.addr(self.verifier), &self.expected, &self.salt)
     }
 
-    /// Its challenge on chain, once committed and until revealed or expired.
-    fn challenge(&self, g: &Gen<'_>) -> Option<Challenge> {
+    /// Its challenge among `open` (the challenges on chain), once committed and until
+    /// revealed or expired.
+    fn challenge(&self, g: &Gen<'_>, open: &[Challenge]) -> Option<Challenge> {
         let (owner, commitment) = (g.addr(self.verifier), self.commitment(g));
-        g.state
-            .challenges()
-            .into_iter()
+        open.iter()
             .find(|c| c.verifier == owner && c.commitment == commitment)
+            .cloned()
     }
 
     /// Its order on chain, once posted.
@@ -64,9 +64,10 @@ fn verify(m: VerifyMsg) -> Msg {
 /// expired) or never landed.
 pub(super) fn commit(g: &mut Gen<'_>) -> Planned {
     let ringers = std::mem::take(&mut g.world.ringers);
+    let open = g.state.challenges();
     let kept = ringers
         .into_iter()
-        .filter(|r| r.sent_at.saturating_add(2) >= g.height || r.challenge(g).is_some())
+        .filter(|r| r.sent_at.saturating_add(2) >= g.height || r.challenge(g, &open).is_some())
         .collect();
     g.world.ringers = kept;
     let Some((who, _)) = verifier_actor(g) else {
@@ -94,10 +95,11 @@ pub(super) fn commit(g: &mut Gen<'_>) -> Planned {
 
 /// A verifier whose challenge is on chain posts the ringer order.
 pub(super) fn post_order(g: &mut Gen<'_>) -> Planned {
+    let open = g.state.challenges();
     let ready: Vec<usize> = (0..g.world.ringers.len())
         .filter(|&i| {
             let r = &g.world.ringers[i];
-            !r.order_posted && r.challenge(g).is_some_and(|c| c.height < g.height)
+            !r.order_posted && r.challenge(g, &open).is_some_and(|c| c.height < g.height)
         })
         .collect();
     let Some(&i) = g.rng.pick(&ready) else {
@@ -116,12 +118,13 @@ pub(super) fn post_order(g: &mut Gen<'_>) -> Planned {
 
 /// A ringer whose order is on chain, with its challenge and order.
 fn revealable(g: &mut Gen<'_>) -> Option<(Ringer, Challenge, Order)> {
+    let open = g.state.challenges();
     let candidates: Vec<(Ringer, Challenge, Order)> = g
         .world
         .ringers
         .iter()
         .filter(|r| r.order_posted)
-        .filter_map(|r| Some((r.clone(), r.challenge(g)?, r.order(g)?)))
+        .filter_map(|r| Some((r.clone(), r.challenge(g, &open)?, r.order(g)?)))
         .collect();
     g.rng.pick(&candidates).cloned()
 }
