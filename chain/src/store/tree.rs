@@ -1,9 +1,11 @@
 //! The JMT's storage and how a block becomes tree versions.
 //!
 //! Nodes are stored by borsh(NodeKey); values by `key_hash || version (big-endian)` so that
-//! "newest value at or below version v" is one reverse seek; stale-node records by
-//! `stale_since_version (big-endian) || borsh(NodeKey)` and written-value records by
-//! `version (big-endian) || key_hash`, so that pruning is a forward scan of each.
+//! "newest value at or below version v" is one reverse seek. The pruning indexes hold one
+//! record per version, keyed by the version (big-endian): the stale-node record is the
+//! borsh `Vec<NodeKey>` of the nodes that version replaced, the written-value record the
+//! concatenated key hashes it wrote. One record per version instead of one per entry keeps
+//! a block's commit batch (and its memtable inserts) small; pruning is a forward scan.
 //!
 //! The state after block `h` is tree version `2h` (genesis is version 0). Version `2h - 1`
 //! holds block `h`'s inserts and updates, applied as one sorted batch that builds and hashes
@@ -69,32 +71,49 @@ pub(super) fn get_value_at(
     }
 }
 
-/// Adds a block's tree nodes, values and stale-node records to `batch`.
+/// Adds a block's tree nodes, values and per-version pruning records to `batch`.
 pub(super) fn write_tree_batch(
     db: &DB,
     batch: &mut WriteBatch,
     update: &TreeUpdateBatch,
 ) -> Result<()> {
     let node_cf = cf(db, CF_NODES)?;
+    let mut key_buf = Vec::with_capacity(64);
+    let mut node_buf = Vec::with_capacity(1024);
     for (key, node) in update.node_batch.nodes() {
-        batch.put_cf(node_cf, borsh::to_vec(key)?, borsh::to_vec(node)?);
+        key_buf.clear();
+        node_buf.clear();
+        borsh::to_writer(&mut key_buf, key)?;
+        borsh::to_writer(&mut node_buf, node)?;
+        batch.put_cf(node_cf, &key_buf, &node_buf);
     }
     let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
+    let mut written: Vec<(Version, Vec<u8>)> = Vec::new();
     for ((version, key_hash), value) in update.node_batch.values() {
         batch.put_cf(
             value_cf,
             value_key(*key_hash, *version),
             encode_value(value),
         );
-        let mut written = version.to_be_bytes().to_vec();
-        written.extend_from_slice(&key_hash.0);
-        batch.put_cf(written_cf, written, []);
+        match written.last_mut() {
+            Some((v, hashes)) if v == version => hashes.extend_from_slice(&key_hash.0),
+            _ => written.push((*version, key_hash.0.to_vec())),
+        }
     }
+    for (version, hashes) in written {
+        batch.put_cf(written_cf, version.to_be_bytes(), hashes);
+    }
+    // The index batch is ordered by version, so each version's nodes are contiguous.
     let stale_cf = cf(db, CF_STALE)?;
-    for stale in &update.stale_node_index_batch {
-        let mut key = stale.stale_since_version.to_be_bytes().to_vec();
-        key.extend(borsh::to_vec(&stale.node_key)?);
-        batch.put_cf(stale_cf, key, []);
+    let mut stale: Vec<(Version, Vec<&NodeKey>)> = Vec::new();
+    for index in &update.stale_node_index_batch {
+        match stale.last_mut() {
+            Some((v, keys)) if *v == index.stale_since_version => keys.push(&index.node_key),
+            _ => stale.push((index.stale_since_version, vec![&index.node_key])),
+        }
+    }
+    for (version, keys) in stale {
+        batch.put_cf(stale_cf, version.to_be_bytes(), borsh::to_vec(&keys)?);
     }
     Ok(())
 }
@@ -113,11 +132,36 @@ pub(super) fn prune(
     prune_values(db, batch, from, through)
 }
 
-fn seek_after(iter: &mut rocksdb::DBRawIterator<'_>, from: Option<Version>) {
+/// Calls `f` with each record of an index column family whose version is in
+/// `(from, through]`, then adds the record's deletion to `batch`.
+fn for_each_record(
+    db: &DB,
+    batch: &mut WriteBatch,
+    index_cf: &str,
+    from: Option<Version>,
+    through: Version,
+    mut f: impl FnMut(Version, &[u8], &mut WriteBatch) -> Result<()>,
+) -> Result<()> {
+    let index = cf(db, index_cf)?;
+    let mut iter = db.raw_iterator_cf(index);
     match from.and_then(|v| v.checked_add(1)) {
         Some(start) => iter.seek(start.to_be_bytes()),
         None => iter.seek_to_first(),
     }
+    while let (Some(key), Some(record)) = (iter.key(), iter.value()) {
+        let version = Version::from_be_bytes(
+            key.try_into()
+                .map_err(|_| anyhow!("corrupt {index_cf} record key"))?,
+        );
+        if version > through {
+            break;
+        }
+        f(version, record, batch)?;
+        batch.delete_cf(index, key);
+        iter.next();
+    }
+    iter.status()?;
+    Ok(())
 }
 
 fn prune_nodes(
@@ -126,22 +170,14 @@ fn prune_nodes(
     from: Option<Version>,
     through: Version,
 ) -> Result<()> {
-    let (stale_cf, node_cf) = (cf(db, CF_STALE)?, cf(db, CF_NODES)?);
-    let mut iter = db.raw_iterator_cf(stale_cf);
-    seek_after(&mut iter, from);
-    while let Some(key) = iter.key() {
-        let (since, node_key) = key
-            .split_first_chunk::<8>()
-            .ok_or_else(|| anyhow!("corrupt stale-node record"))?;
-        if u64::from_be_bytes(*since) > through {
-            break;
+    let node_cf = cf(db, CF_NODES)?;
+    for_each_record(db, batch, CF_STALE, from, through, |_, record, batch| {
+        let keys: Vec<NodeKey> = borsh::from_slice(record)?;
+        for key in keys {
+            batch.delete_cf(node_cf, borsh::to_vec(&key)?);
         }
-        batch.delete_cf(node_cf, node_key);
-        batch.delete_cf(stale_cf, key);
-        iter.next();
-    }
-    iter.status()?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// For each key written at a version `v` in `(from, through]`, deletes the value that write
@@ -153,38 +189,28 @@ fn prune_values(
     from: Option<Version>,
     through: Version,
 ) -> Result<()> {
-    let (written_cf, value_cf) = (cf(db, CF_WRITTEN)?, cf(db, CF_VALUES)?);
-    let mut written = db.raw_iterator_cf(written_cf);
-    seek_after(&mut written, from);
+    let value_cf = cf(db, CF_VALUES)?;
     let mut values = db.raw_iterator_cf(value_cf);
-    while let Some(key) = written.key() {
-        let (version, key_hash) = key
-            .split_first_chunk::<8>()
-            .ok_or_else(|| anyhow!("corrupt written-value record"))?;
-        let version = u64::from_be_bytes(*version);
-        if version > through {
-            break;
+    for_each_record(db, batch, CF_WRITTEN, from, through, |version, record, batch| {
+        if record.len() % 32 != 0 {
+            return Err(anyhow!("corrupt written-value record at version {version}"));
         }
-        let key_hash = KeyHash(
-            key_hash
-                .try_into()
-                .map_err(|_| anyhow!("corrupt written-value record"))?,
-        );
-        // The value this write replaced is the newest one before it. Seeking backwards lands
-        // on it directly; a forward scan from the key's start would wade through the
-        // deletion markers of every earlier prune of the same key.
-        if let Some(before) = version.checked_sub(1) {
+        let Some(before) = version.checked_sub(1) else {
+            return Ok(());
+        };
+        for hash in record.chunks_exact(32) {
+            // The value this write replaced is the newest one before it. Seeking backwards
+            // lands on it directly; a forward scan from the key's start would wade through
+            // the deletion markers of every earlier prune of the same key.
+            let key_hash = KeyHash(hash.try_into()?);
             values.seek_for_prev(value_key(key_hash, before));
             values.status()?;
-            if let Some(old) = values.key().filter(|k| k.starts_with(&key_hash.0)) {
+            if let Some(old) = values.key().filter(|k| k.starts_with(hash)) {
                 batch.delete_cf(value_cf, old);
             }
         }
-        batch.delete_cf(written_cf, key);
-        written.next();
-    }
-    written.status()?;
-    Ok(())
+        Ok(())
+    })
 }
 
 impl TreeReader for TreeDb<'_> {
@@ -319,10 +345,19 @@ impl<'a> BlockTree<'a> {
                 node_key: NodeKey::new(version - 1, NibblePath::from_iter(std::iter::empty())),
             });
         }
-        self.update.node_batch.merge(update.node_batch);
-        self.update
-            .stale_node_index_batch
-            .extend(update.stale_node_index_batch);
+        // Merging inserts entry by entry; the first version of a block merges into nothing.
+        if self.update.node_batch.is_empty() {
+            self.update.node_batch = update.node_batch;
+        } else {
+            self.update.node_batch.merge(update.node_batch);
+        }
+        if self.update.stale_node_index_batch.is_empty() {
+            self.update.stale_node_index_batch = update.stale_node_index_batch;
+        } else {
+            self.update
+                .stale_node_index_batch
+                .extend(update.stale_node_index_batch);
+        }
         self.update.node_stats.extend(update.node_stats);
         Ok(())
     }
