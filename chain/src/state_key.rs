@@ -21,5 +21,5 @@ pub fn tx_params() -> &'static str {
 
 /// Next nonce of an account: borsh `u64` (absent = 0).
 pub fn nonce(address: &Address) -> String {
-    format!("auth/nonces/{}", address.to_hex())
+    address.key_under("auth/nonces/")
 }

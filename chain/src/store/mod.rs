@@ -9,6 +9,7 @@
 //! A block's writes, tree nodes and meta go to disk in one atomic `WriteBatch` at Commit, so
 //! a kill -9 at any instant leaves either the previous block or this one, never a mix.
 
+mod cache;
 mod tree;
 
 use std::path::Path;
@@ -21,6 +22,7 @@ use jmt::storage::TreeUpdateBatch;
 use jmt::JellyfishMerkleTree;
 use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, DB};
 
+use cache::Caches;
 use tree::{version_at, BlockTree, TreeDb};
 
 const CF_LATEST: &str = "latest";
@@ -50,6 +52,7 @@ pub const DEFAULT_PROOF_HEIGHTS: u64 = 1_000;
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
+    caches: Arc<Caches>,
     height: u64,
     app_hash: [u8; 32],
     /// Tree nodes needed only by heights older than this many are deleted at commit;
@@ -101,6 +104,7 @@ impl Store {
         };
         Ok(Store {
             db,
+            caches: Arc::new(Caches::new(cache::CAPACITY)),
             height,
             app_hash,
             proof_heights: Some(DEFAULT_PROOF_HEIGHTS),
@@ -112,6 +116,14 @@ impl Store {
     /// of every height with `None`; what only older heights can read is deleted at commit.
     pub fn with_proof_heights(mut self, heights: Option<u64>) -> Store {
         self.proof_heights = heights.map(|h| h.max(1));
+        self
+    }
+
+    /// The same store with read caches of `capacity` entries (tests use tiny ones so that
+    /// entries leave within a block or two).
+    #[cfg(test)]
+    fn with_cache_capacity(mut self, capacity: usize) -> Store {
+        self.caches = Arc::new(Caches::new(capacity));
         self
     }
 
@@ -127,7 +139,7 @@ impl Store {
 
     /// The app hash of the genesis state alone (tree version 0), without touching the disk.
     pub fn genesis_root(&self, genesis: &Write) -> Result<[u8; 32]> {
-        Ok(BlockTree::new(&self.db).genesis(genesis)?.finish().0)
+        Ok(BlockTree::new(self.tree_db()).genesis(genesis)?.finish().0)
     }
 
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
@@ -138,7 +150,7 @@ impl Store {
         genesis: Option<Write>,
         writes: Write,
     ) -> Result<PreparedBlock> {
-        let tree = BlockTree::new(&self.db);
+        let tree = BlockTree::new(self.tree_db());
         let (tree, writes) = match genesis {
             Some(mut genesis) => {
                 anyhow::ensure!(
@@ -190,6 +202,9 @@ impl Store {
         self.db
             .write(batch)
             .context("writing block to the state database")?;
+        // Only now are the block's values and nodes committed, so only now may they be cached.
+        self.caches
+            .committed(block.writes, block.tree_batch.node_batch);
         self.height = block.height;
         self.app_hash = block.app_hash;
         self.pruned_through = pruned_through;
@@ -203,7 +218,7 @@ impl Store {
         height: u64,
     ) -> Result<(Option<Vec<u8>>, SparseMerkleProof<Blake3Hasher>)> {
         let version = self.readable_version(height)?;
-        let db = TreeDb(&self.db);
+        let db = self.tree_db();
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
         tree.get_with_proof(key_hash(key), version)
             .with_context(|| format!("no proof for {key} at height {height}"))
@@ -212,6 +227,13 @@ impl Store {
     /// The value of `key` at a past `height`.
     pub fn get_at(&self, key: &str, height: u64) -> Result<Option<Vec<u8>>> {
         tree::get_value_at(&self.db, key_hash(key), self.readable_version(height)?)
+    }
+
+    fn tree_db(&self) -> TreeDb<'_> {
+        TreeDb {
+            db: &self.db,
+            caches: &self.caches,
+        }
     }
 
     /// The tree version of `height`, if pruning has not deleted it.
@@ -242,10 +264,22 @@ fn fatal(e: impl std::fmt::Display) -> ! {
 
 impl StateRead for Store {
     fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
+        let epoch = {
+            let values = self.caches.values();
+            if let Some(value) = values.value(key) {
+                return value;
+            }
+            values.epoch()
+        };
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
-        self.db
+        let value = self
+            .db
             .get_cf(latest, key.as_bytes())
-            .unwrap_or_else(|e| fatal(e))
+            .unwrap_or_else(|e| fatal(e));
+        self.caches
+            .values()
+            .fill(epoch, key.to_string(), value.clone());
+        value
     }
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {

@@ -1,6 +1,6 @@
 //! The store's tree: the batched two-versions-per-block update must give the root a plain
-//! key-by-key update gives, proofs must verify, and pruning must bound the node count
-//! without touching the heights it keeps.
+//! key-by-key update gives, proofs must verify, pruning must bound the node count without
+//! touching the heights it keeps, and the read caches must never change an answer.
 
 use super::*;
 
@@ -35,7 +35,7 @@ fn genesis() -> Write {
 fn reference_roots(heights: u64) -> Vec<[u8; 32]> {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let db = TreeDb(&store.db);
+    let db = store.tree_db();
     let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
     let as_set = |w: &Write| {
         w.iter()
@@ -164,5 +164,45 @@ fn pruning_keeps_the_window_readable_and_bounds_the_store() {
             )
             .unwrap();
         assert_eq!(value, archive.get_at(&key(k), 57).unwrap());
+    }
+}
+
+#[test]
+fn reads_through_small_caches_match_the_written_state_as_entries_leave() {
+    // 16 entries: blocks and disk reads leave the caches every block; 600: a few blocks stay.
+    for capacity in [16, 600] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path())
+            .unwrap()
+            .with_proof_heights(Some(3))
+            .with_cache_capacity(capacity);
+        let mut model = gpuchain_types::MemState::new();
+        let reference = reference_roots(30);
+        model.apply(genesis());
+        for h in 1..=30 {
+            let block = store.prepare(h, (h == 1).then(genesis), writes(h)).unwrap();
+            assert_eq!(block.app_hash, reference[h as usize], "root at {h}");
+            store.commit(block).unwrap();
+            model.apply(writes(h));
+            // Read every key twice: the first read may fill the cache, the second hits it.
+            for _ in 0..2 {
+                for k in 0..400 {
+                    assert_eq!(
+                        store.get_raw(&key(k)),
+                        model.get_raw(&key(k)),
+                        "key {k} at {h}, capacity {capacity}"
+                    );
+                }
+            }
+        }
+        // A proof read through the node cache verifies against the root.
+        let (value, proof) = store.get_with_proof(&key(5), 30).unwrap();
+        proof
+            .verify(
+                jmt::RootHash(reference[30]),
+                key_hash(&key(5)),
+                value.as_deref(),
+            )
+            .unwrap();
     }
 }

@@ -21,6 +21,7 @@ use jmt::storage::{
 use jmt::{JellyfishMerkleTree, KeyHash, OwnedValue, Version};
 use rocksdb::{WriteBatch, DB};
 
+use super::cache::Caches;
 use super::{cf, CF_NODES, CF_STALE, CF_VALUES, CF_WRITTEN};
 
 /// The tree version that holds the state after block `height`.
@@ -30,7 +31,11 @@ pub(super) fn version_at(height: u64) -> Result<Version> {
         .ok_or_else(|| anyhow!("height {height} is past the tree's version range"))
 }
 
-pub(super) struct TreeDb<'a>(pub(super) &'a DB);
+/// The committed tree, read through the node cache.
+pub(super) struct TreeDb<'a> {
+    pub(super) db: &'a DB,
+    pub(super) caches: &'a Caches,
+}
 
 fn value_key(key_hash: KeyHash, version: Version) -> [u8; 40] {
     let mut out = [0u8; 40];
@@ -191,33 +196,53 @@ fn prune_values(
 ) -> Result<()> {
     let value_cf = cf(db, CF_VALUES)?;
     let mut values = db.raw_iterator_cf(value_cf);
-    for_each_record(db, batch, CF_WRITTEN, from, through, |version, record, batch| {
-        if record.len() % 32 != 0 {
-            return Err(anyhow!("corrupt written-value record at version {version}"));
-        }
-        let Some(before) = version.checked_sub(1) else {
-            return Ok(());
-        };
-        for hash in record.chunks_exact(32) {
-            // The value this write replaced is the newest one before it. Seeking backwards
-            // lands on it directly; a forward scan from the key's start would wade through
-            // the deletion markers of every earlier prune of the same key.
-            let key_hash = KeyHash(hash.try_into()?);
-            values.seek_for_prev(value_key(key_hash, before));
-            values.status()?;
-            if let Some(old) = values.key().filter(|k| k.starts_with(hash)) {
-                batch.delete_cf(value_cf, old);
+    for_each_record(
+        db,
+        batch,
+        CF_WRITTEN,
+        from,
+        through,
+        |version, record, batch| {
+            if record.len() % 32 != 0 {
+                return Err(anyhow!("corrupt written-value record at version {version}"));
             }
-        }
-        Ok(())
-    })
+            let Some(before) = version.checked_sub(1) else {
+                return Ok(());
+            };
+            for hash in record.chunks_exact(32) {
+                // The value this write replaced is the newest one before it. Seeking backwards
+                // lands on it directly; a forward scan from the key's start would wade through
+                // the deletion markers of every earlier prune of the same key.
+                let key_hash = KeyHash(hash.try_into()?);
+                values.seek_for_prev(value_key(key_hash, before));
+                values.status()?;
+                if let Some(old) = values.key().filter(|k| k.starts_with(hash)) {
+                    batch.delete_cf(value_cf, old);
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 impl TreeReader for TreeDb<'_> {
     fn get_node_option(&self, node_key: &NodeKey) -> Result<Option<Node>> {
-        let nodes = cf(self.0, CF_NODES)?;
-        match self.0.get_cf(nodes, borsh::to_vec(node_key)?)? {
-            Some(bytes) => Ok(Some(borsh::from_slice(&bytes)?)),
+        let epoch = {
+            let cache = self.caches.nodes();
+            if let Some(node) = cache.node(node_key) {
+                return Ok(Some(node));
+            }
+            cache.epoch()
+        };
+        let nodes = cf(self.db, CF_NODES)?;
+        match self.db.get_cf(nodes, borsh::to_vec(node_key)?)? {
+            Some(bytes) => {
+                let node: Node = borsh::from_slice(&bytes)?;
+                self.caches
+                    .nodes()
+                    .fill(epoch, node_key.clone(), node.clone());
+                Ok(Some(node))
+            }
             None => Ok(None),
         }
     }
@@ -227,7 +252,7 @@ impl TreeReader for TreeDb<'_> {
         max_version: Version,
         key_hash: KeyHash,
     ) -> Result<Option<OwnedValue>> {
-        get_value_at(self.0, key_hash, max_version)
+        get_value_at(self.db, key_hash, max_version)
     }
 
     fn get_rightmost_leaf(&self) -> Result<Option<(NodeKey, LeafNode)>> {
@@ -240,7 +265,7 @@ impl TreeReader for TreeDb<'_> {
 
 /// The committed tree with the versions hashed so far in this block on top.
 struct PendingTree<'a> {
-    db: TreeDb<'a>,
+    db: &'a TreeDb<'a>,
     pending: &'a NodeBatch,
 }
 
@@ -276,13 +301,13 @@ impl TreeReader for PendingTree<'_> {
 
 /// A block's tree update, built one version at a time.
 pub(super) struct BlockTree<'a> {
-    db: &'a DB,
+    db: TreeDb<'a>,
     update: TreeUpdateBatch,
     root: [u8; 32],
 }
 
 impl<'a> BlockTree<'a> {
-    pub(super) fn new(db: &'a DB) -> Self {
+    pub(super) fn new(db: TreeDb<'a>) -> Self {
         BlockTree {
             db,
             update: TreeUpdateBatch::default(),
@@ -319,7 +344,7 @@ impl<'a> BlockTree<'a> {
 
     fn apply(&mut self, version: Version, change: Change) -> Result<()> {
         let reader = PendingTree {
-            db: TreeDb(self.db),
+            db: &self.db,
             pending: &self.update.node_batch,
         };
         let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&reader);

@@ -130,7 +130,7 @@ pub fn verdict_pending_prefix() -> &'static str {
 
 /// A validator's accrued, unwithdrawn rewards: borsh `u128`.
 pub fn reward(validator: &Address) -> String {
-    format!("auction/rewards/{}", validator.to_hex())
+    validator.key_under("auction/rewards/")
 }
 
 /// Prefix of all accrued rewards.

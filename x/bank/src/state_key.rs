@@ -5,7 +5,7 @@ use gpuchain_types::Address;
 
 /// Balance of one account: borsh `u128`.
 pub fn balance(address: &Address) -> String {
-    format!("bank/balances/{}", address.to_hex())
+    address.key_under("bank/balances/")
 }
 
 /// Prefix of all balances.

@@ -10,7 +10,7 @@ pub fn params() -> &'static str {
 
 /// One provider's record: borsh [`crate::Reputation`]; absent means neutral.
 pub fn record(provider: &Address) -> String {
-    format!("reputation/records/{}", provider.to_hex())
+    provider.key_under("reputation/records/")
 }
 
 /// One history entry: borsh [`crate::HistoryEntry`].

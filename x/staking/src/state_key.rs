@@ -13,7 +13,7 @@ pub fn params() -> &'static str {
 
 /// One validator by operator: borsh [`crate::Validator`].
 pub fn validator(operator: &Address) -> String {
-    format!("staking/validators/{}", operator.to_hex())
+    operator.key_under("staking/validators/")
 }
 
 /// Prefix of all validators.
@@ -38,7 +38,7 @@ pub fn active_prefix() -> &'static str {
 
 /// One provider by operator: borsh [`crate::Provider`].
 pub fn provider(operator: &Address) -> String {
-    format!("staking/providers/{}", operator.to_hex())
+    operator.key_under("staking/providers/")
 }
 
 /// Prefix of all providers.
@@ -48,7 +48,7 @@ pub fn providers_prefix() -> &'static str {
 
 /// Open leases of a provider: borsh `u64`, absent when 0.
 pub fn open_leases(provider: &Address) -> String {
-    format!("staking/open_leases/{}", provider.to_hex())
+    provider.key_under("staking/open_leases/")
 }
 
 /// One unbonding entry, ordered by completion height then id: borsh

@@ -1,9 +1,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use bech32::{Bech32, Hrp};
 use borsh::{BorshDeserialize, BorshSerialize};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::address_text;
 
 /// Human-readable prefix of every account address.
 pub const ADDRESS_HRP: &str = "gpu";
@@ -54,17 +55,26 @@ impl Address {
 
     /// Lower-case hex of the 20 bytes, used in state keys.
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        let mut out = String::with_capacity(2 * ADDRESS_LEN);
+        address_text::push_hex(&mut out, &self.0);
+        out
+    }
+
+    /// The state key `prefix` followed by this address in hex, e.g.
+    /// `"bank/balances/" + hex`.
+    pub fn key_under(&self, prefix: &str) -> String {
+        let mut out = String::with_capacity(prefix.len() + 2 * ADDRESS_LEN);
+        out.push_str(prefix);
+        address_text::push_hex(&mut out, &self.0);
+        out
     }
 }
 
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hrp = Hrp::parse_unchecked(ADDRESS_HRP);
-        match bech32::encode::<Bech32>(hrp, &self.0) {
-            Ok(s) => f.write_str(&s),
-            Err(_) => write!(f, "0x{}", self.to_hex()),
-        }
+        let text = address_text::bech32(&self.0);
+        // The encoder emits only the prefix, '1' and charset characters: always ASCII.
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -106,6 +116,8 @@ impl<'de> Deserialize<'de> for Address {
 
 #[cfg(test)]
 mod tests {
+    use bech32::{Bech32, Hrp};
+
     use super::*;
 
     #[test]

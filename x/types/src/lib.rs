@@ -6,6 +6,7 @@
 //! into consensus code.
 
 mod address;
+mod address_text;
 mod context;
 mod error;
 mod event;

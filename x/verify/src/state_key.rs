@@ -14,7 +14,7 @@ pub fn params() -> &'static str {
 
 /// One verifier: borsh [`crate::Verifier`].
 pub fn verifier(operator: &Address) -> String {
-    format!("verify/verifiers/{}", operator.to_hex())
+    operator.key_under("verify/verifiers/")
 }
 
 /// Prefix of all verifiers.

@@ -1,0 +1,184 @@
+//! Bounded read caches in front of RocksDB: the latest value of each recently used state
+//! key, and recently used tree nodes. Both hold only committed data, so they never change a
+//! result, only how fast it comes: a block's reads of the accounts and tree paths that the
+//! previous blocks touched skip RocksDB's memtable and block lookups and the decoding.
+//!
+//! Each cache keeps the last few committed blocks' own write maps (moved in at commit, so
+//! caching a block costs nothing) plus the values read from disk since a block last left.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use gpuchain_types::Write;
+use jmt::storage::{Node, NodeBatch, NodeKey};
+
+/// Entries (written or read) a cache holds before its oldest block leaves: a few blocks of
+/// 5,000 transfers, about 10 MB per cache.
+pub(super) const CAPACITY: usize = 64 * 1024;
+
+/// Recent committed blocks' maps `B`, newest last, over the entries read from disk since a
+/// block last left (`misses`). When a block leaves, `misses` is emptied too: an entry read
+/// before a block wrote the same key would otherwise surface once that block is gone.
+pub(super) struct Recent<B, K: Ord, V> {
+    blocks: VecDeque<(B, usize)>,
+    in_blocks: usize,
+    misses: BTreeMap<K, V>,
+    /// Bumped at every commit: a disk read that started before a commit is not cached.
+    epoch: u64,
+    capacity: usize,
+}
+
+impl<B, K: Ord, V: Clone> Recent<B, K, V> {
+    fn new(capacity: usize) -> Self {
+        Recent {
+            blocks: VecDeque::new(),
+            in_blocks: 0,
+            misses: BTreeMap::new(),
+            epoch: 0,
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn get<Q>(&self, key: &Q, find: impl Fn(&B, &Q) -> Option<V>) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.blocks
+            .iter()
+            .rev()
+            .find_map(|(block, _)| find(block, key))
+            .or_else(|| self.misses.get(key).cloned())
+    }
+
+    /// The epoch to pass to [`Recent::fill`] for a disk read about to start.
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Caches `value`, read from disk in `epoch`, unless a block was committed since.
+    pub(super) fn fill(&mut self, epoch: u64, key: K, value: V) {
+        if epoch != self.epoch {
+            return;
+        }
+        if self.misses.len() >= self.capacity {
+            self.misses.clear();
+        }
+        self.misses.insert(key, value);
+    }
+
+    /// Adds a just-committed block of `len` entries, retiring the oldest beyond capacity.
+    fn push(&mut self, block: B, len: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.blocks.push_back((block, len));
+        self.in_blocks = self.in_blocks.saturating_add(len);
+        while self.in_blocks > self.capacity && self.blocks.len() > 1 {
+            if let Some((_, gone)) = self.blocks.pop_front() {
+                self.in_blocks -= gone;
+                self.misses.clear();
+            }
+        }
+    }
+}
+
+/// Latest values of state keys, `None` for an absent key.
+pub(super) type ValueCache = Recent<Write, String, Option<Vec<u8>>>;
+/// Committed tree nodes. A node key names one immutable node, and pruning removes only
+/// nodes that no readable version reaches, so a cached node is never wrong.
+pub(super) type NodeCache = Recent<NodeBatch, NodeKey, Node>;
+
+impl ValueCache {
+    pub(super) fn value(&self, key: &str) -> Option<Option<Vec<u8>>> {
+        self.get(key, |block, key| block.get(key).cloned())
+    }
+}
+
+impl NodeCache {
+    pub(super) fn node(&self, key: &NodeKey) -> Option<Node> {
+        self.get(key, |block, key| block.get_node(key).cloned())
+    }
+}
+
+/// The store's caches, shared by every clone of a [`super::Store`].
+pub(super) struct Caches {
+    values: Mutex<ValueCache>,
+    nodes: Mutex<NodeCache>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every cache operation leaves the maps consistent before it could panic.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Caches {
+    /// Caches of `capacity` entries each.
+    pub(super) fn new(capacity: usize) -> Self {
+        Caches {
+            values: Mutex::new(Recent::new(capacity)),
+            nodes: Mutex::new(Recent::new(capacity)),
+        }
+    }
+
+    pub(super) fn values(&self) -> MutexGuard<'_, ValueCache> {
+        lock(&self.values)
+    }
+
+    pub(super) fn nodes(&self) -> MutexGuard<'_, NodeCache> {
+        lock(&self.nodes)
+    }
+
+    /// Takes a committed block's writes and tree nodes.
+    pub(super) fn committed(&self, writes: Write, nodes: NodeBatch) {
+        let len = writes.len();
+        self.values().push(writes, len);
+        let len = nodes.nodes().len();
+        self.nodes().push(nodes, len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(entries: &[(u64, u64)]) -> BTreeMap<u64, u64> {
+        entries.iter().copied().collect()
+    }
+
+    fn find(b: &BTreeMap<u64, u64>, k: &u64) -> Option<u64> {
+        b.get(k).copied()
+    }
+
+    #[test]
+    fn the_newest_block_wins_and_old_blocks_leave_beyond_capacity() {
+        let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(4);
+        cache.push(block(&[(1, 10), (2, 20)]), 2);
+        cache.push(block(&[(1, 11), (3, 30)]), 2);
+        assert_eq!(cache.get(&1, find), Some(11));
+        assert_eq!(cache.get(&2, find), Some(20));
+        cache.push(block(&[(4, 40)]), 1); // 5 entries: the first block leaves
+        assert_eq!(cache.get(&2, find), None);
+        assert_eq!(cache.get(&1, find), Some(11));
+    }
+
+    #[test]
+    fn a_read_from_before_a_write_never_resurfaces() {
+        let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(2);
+        let epoch = cache.epoch();
+        cache.fill(epoch, 7, 70); // read from disk
+        cache.push(block(&[(7, 71)]), 1); // then written
+        assert_eq!(cache.get(&7, find), Some(71));
+        cache.push(block(&[(8, 80), (9, 90)]), 2); // the writing block leaves
+        assert_eq!(cache.get(&7, find), None, "the old read must not come back");
+    }
+
+    #[test]
+    fn a_read_that_straddles_a_commit_is_not_cached() {
+        let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(8);
+        let epoch = cache.epoch();
+        cache.push(block(&[(7, 71)]), 1); // committed while the read was in flight
+        cache.fill(epoch, 7, 70);
+        assert_eq!(cache.get(&7, find), Some(71));
+        cache.fill(cache.epoch(), 5, 50);
+        assert_eq!(cache.get(&5, find), Some(50));
+    }
+}
