@@ -103,7 +103,10 @@ fn main() -> anyhow::Result<()> {
     let app_tps = timed_txs / app_secs;
     let verify_tps = timed_txs / verify_secs;
     block_ratios.sort_by(f64::total_cmp);
-    let median_ratio = block_ratios.get(block_ratios.len() / 2).copied().unwrap_or(0.0);
+    let median_ratio = block_ratios
+        .get(block_ratios.len() / 2)
+        .copied()
+        .unwrap_or(0.0);
 
     println!(
         "{}",
@@ -126,10 +129,7 @@ fn verify_ceiling(txs: &[Vec<u8>]) -> f64 {
     let txs: Vec<Tx> = txs.iter().map(|raw| Tx::decode(raw).unwrap()).collect();
     let messages: Vec<Vec<u8>> = txs.iter().map(|t| sign_bytes(&t.body)).collect();
     let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-    let (keys, sigs): (Vec<_>, Vec<_>) = txs
-        .iter()
-        .map(|t| t.key_and_signature().unwrap())
-        .unzip();
+    let (keys, sigs): (Vec<_>, Vec<_>) = txs.iter().map(|t| t.key_and_signature().unwrap()).unzip();
     let start = Instant::now();
     ed25519_dalek::verify_batch(&refs, &sigs, &keys).expect("valid batch");
     start.elapsed().as_secs_f64()

@@ -56,13 +56,13 @@ pub fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl 
 /// Appends `process_cpu_seconds_total` and `process_resident_memory_bytes` (when /proc
 /// answers).
 pub fn process_metrics(out: &mut String) {
-    if let Some((cpu, rss)) = process_usage() {
+    if let Some((cpu_centis, rss)) = process_usage() {
         metric(
             out,
             "process_cpu_seconds_total",
             "counter",
             "CPU time of the agent.",
-            format!("{cpu:.2}"),
+            format!("{}.{:02}", cpu_centis / 100, cpu_centis % 100),
         );
         metric(
             out,
@@ -74,13 +74,18 @@ pub fn process_metrics(out: &mut String) {
     }
 }
 
-/// `(user+system CPU seconds, resident bytes)` of this process, from /proc.
-pub fn process_usage() -> Option<(f64, u64)> {
+/// `(user+system CPU time in hundredths of a second, resident bytes)` of this process, from
+/// /proc (whose tick is 1/100 s on Linux).
+pub fn process_usage() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let after = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = after.split_whitespace().collect();
     // Fields after the name start at index 3 (state); utime is 14, stime 15 (1-based).
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    let ticks = fields
+        .get(11)?
+        .parse::<u64>()
+        .ok()?
+        .checked_add(fields.get(12)?.parse::<u64>().ok()?)?;
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let rss_kb: u64 = status
         .lines()
@@ -89,5 +94,5 @@ pub fn process_usage() -> Option<(f64, u64)> {
         .nth(1)?
         .parse()
         .ok()?;
-    Some((ticks / 100.0, rss_kb * 1024))
+    Some((ticks, rss_kb.saturating_mul(1024)))
 }
