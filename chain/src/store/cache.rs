@@ -16,9 +16,10 @@ use jmt::storage::{Node, NodeBatch, NodeKey};
 /// 5,000 transfers, about 10 MB per cache.
 pub(super) const CAPACITY: usize = 64 * 1024;
 
-/// Recent committed blocks' maps `B`, newest last, over the entries read from disk since a
-/// block last left (`misses`). When a block leaves, `misses` is emptied too: an entry read
-/// before a block wrote the same key would otherwise surface once that block is gone.
+/// Recent committed blocks' maps `B`, newest last, and the entries read from disk
+/// (`misses`). A committed block's keys are removed from `misses`, so an entry there is
+/// always current and is looked up first: keys read every block but rarely written (module
+/// parameters) then cost one lookup in a small map.
 pub(super) struct Recent<B, K: Ord, V> {
     blocks: VecDeque<(B, usize)>,
     in_blocks: usize,
@@ -44,11 +45,12 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
         K: std::borrow::Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.blocks
-            .iter()
-            .rev()
-            .find_map(|(block, _)| find(block, key))
-            .or_else(|| self.misses.get(key).cloned())
+        self.misses.get(key).cloned().or_else(|| {
+            self.blocks
+                .iter()
+                .rev()
+                .find_map(|(block, _)| find(block, key))
+        })
     }
 
     /// The epoch to pass to [`Recent::fill`] for a disk read about to start.
@@ -67,15 +69,24 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
         self.misses.insert(key, value);
     }
 
-    /// Adds a just-committed block of `len` entries, retiring the oldest beyond capacity.
-    fn push(&mut self, block: B, len: usize) {
+    /// Adds a just-committed block of `len` entries whose keys are `written` (only keys
+    /// that can have been read from disk before need to be named), retiring the oldest
+    /// blocks beyond capacity.
+    fn push<'k>(&mut self, block: B, len: usize, written: impl Iterator<Item = &'k K>)
+    where
+        K: 'k,
+    {
         self.epoch = self.epoch.wrapping_add(1);
+        if !self.misses.is_empty() {
+            for key in written {
+                self.misses.remove(key);
+            }
+        }
         self.blocks.push_back((block, len));
         self.in_blocks = self.in_blocks.saturating_add(len);
         while self.in_blocks > self.capacity && self.blocks.len() > 1 {
             if let Some((_, gone)) = self.blocks.pop_front() {
                 self.in_blocks -= gone;
-                self.misses.clear();
             }
         }
     }
@@ -129,10 +140,22 @@ impl Caches {
 
     /// Takes a committed block's writes and tree nodes.
     pub(super) fn committed(&self, writes: Write, nodes: NodeBatch) {
+        let mut values = self.values();
+        let stale: Vec<String> = if values.misses.is_empty() {
+            Vec::new()
+        } else {
+            writes
+                .keys()
+                .filter(|k| values.misses.contains_key(*k))
+                .cloned()
+                .collect()
+        };
         let len = writes.len();
-        self.values().push(writes, len);
+        values.push(writes, len, stale.iter());
+        drop(values);
+        // Node keys carry their version, so a committed block never rewrites a cached node.
         let len = nodes.nodes().len();
-        self.nodes().push(nodes, len);
+        self.nodes().push(nodes, len, std::iter::empty());
     }
 }
 
@@ -151,11 +174,11 @@ mod tests {
     #[test]
     fn the_newest_block_wins_and_old_blocks_leave_beyond_capacity() {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(4);
-        cache.push(block(&[(1, 10), (2, 20)]), 2);
-        cache.push(block(&[(1, 11), (3, 30)]), 2);
+        cache.push(block(&[(1, 10), (2, 20)]), 2, [1, 2].iter());
+        cache.push(block(&[(1, 11), (3, 30)]), 2, [1, 3].iter());
         assert_eq!(cache.get(&1, find), Some(11));
         assert_eq!(cache.get(&2, find), Some(20));
-        cache.push(block(&[(4, 40)]), 1); // 5 entries: the first block leaves
+        cache.push(block(&[(4, 40)]), 1, [4].iter()); // 5 entries: the first block leaves
         assert_eq!(cache.get(&2, find), None);
         assert_eq!(cache.get(&1, find), Some(11));
     }
@@ -165,9 +188,9 @@ mod tests {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(2);
         let epoch = cache.epoch();
         cache.fill(epoch, 7, 70); // read from disk
-        cache.push(block(&[(7, 71)]), 1); // then written
+        cache.push(block(&[(7, 71)]), 1, [7].iter()); // then written
         assert_eq!(cache.get(&7, find), Some(71));
-        cache.push(block(&[(8, 80), (9, 90)]), 2); // the writing block leaves
+        cache.push(block(&[(8, 80), (9, 90)]), 2, [8, 9].iter()); // the writing block leaves
         assert_eq!(cache.get(&7, find), None, "the old read must not come back");
     }
 
@@ -175,7 +198,7 @@ mod tests {
     fn a_read_that_straddles_a_commit_is_not_cached() {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(8);
         let epoch = cache.epoch();
-        cache.push(block(&[(7, 71)]), 1); // committed while the read was in flight
+        cache.push(block(&[(7, 71)]), 1, [7].iter()); // committed while the read was in flight
         cache.fill(epoch, 7, 70);
         assert_eq!(cache.get(&7, find), Some(71));
         cache.fill(cache.epoch(), 5, 50);
