@@ -144,16 +144,16 @@ impl App {
         Ok((root, validators))
     }
 
-    /// Executes a block (as FinalizeBlock does) and returns its outcome and app hash.
+    /// Executes a block (as FinalizeBlock does) and returns its outcome and app hash. The
+    /// outcome's `writes` come back empty: the pending block holds them until Commit.
     pub fn finalize(&self, input: &BlockInput<'_>) -> Result<(BlockOutcome, [u8; 32])> {
         let mut node = self.lock();
         let genesis = node.genesis.take();
-        let outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input)
+        let mut outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input)
             .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
-        let prepared = node
-            .store
-            .prepare(input.height, genesis, outcome.writes.clone())?;
+        let writes = std::mem::take(&mut outcome.writes);
+        let prepared = node.store.prepare(input.height, genesis, writes)?;
         let app_hash = prepared.app_hash;
         node.pending = Some(prepared);
         Ok((outcome, app_hash))
