@@ -288,7 +288,7 @@ mod tests {
             ],
             block_events: vec![ev("c")],
         };
-        let kinds: Vec<_> = block.events().map(|e| e.kind.as_str()).collect();
+        let kinds: Vec<_> = block.events().map(|e| &*e.kind).collect();
         assert_eq!(kinds, ["a", "c"]);
         assert_eq!(block.block_events[0].attr_u64("order_id"), Some(7));
     }

@@ -18,12 +18,12 @@ fn to_i64(v: u64) -> i64 {
 
 fn event(e: Event) -> abci::Event {
     abci::Event {
-        r#type: e.kind,
+        r#type: e.kind.into_owned(),
         attributes: e
             .attributes
             .into_iter()
             .map(|(key, value)| abci::EventAttribute {
-                key,
+                key: key.into_owned(),
                 value,
                 index: true,
             })

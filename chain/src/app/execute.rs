@@ -10,7 +10,7 @@ use gpuchain_types::{
     StateWriteExt, Write,
 };
 
-use super::layered::Layered;
+use super::layered::{Layered, LayeredMut};
 use super::{ante, router};
 use crate::state_key;
 
@@ -107,15 +107,16 @@ pub(crate) fn run_tx(
         return TxResult::rejected(TxError::BadSignature);
     }
     let signer = tx.signer();
-    let (ante_writes, mut events) = {
-        let layered = Layered { top, base };
-        let mut fork = Overlay::new(&layered);
-        if let Err(e) = ante::charge(&mut fork, tx) {
-            return TxResult::rejected(e);
-        }
-        fork.into_parts()
+    // The ante handler writes nothing unless it succeeds, so it writes straight into `top`.
+    let mut ante_state = LayeredMut {
+        top,
+        base,
+        events: Vec::new(),
     };
-    top.extend(ante_writes);
+    if let Err(e) = ante::charge(&mut ante_state, tx) {
+        return TxResult::rejected(e);
+    }
+    let mut events = ante_state.events;
     events.push(
         Event::new("tx")
             .attr("signer", signer)

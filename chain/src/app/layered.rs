@@ -1,4 +1,4 @@
-use gpuchain_types::{layered_get, layered_prefix, StateRead, Write};
+use gpuchain_types::{layered_get, layered_prefix, Event, EventSink, StateRead, StateWrite, Write};
 
 /// Uncommitted writes (a block's, or the mempool check state's) seen on top of a base
 /// state, without copying either.
@@ -14,5 +14,39 @@ impl StateRead for Layered<'_> {
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
         layered_prefix(self.top, self.base, prefix)
+    }
+}
+
+/// Like [`Layered`], but writes go straight into `top`: only for code that writes nothing
+/// unless it succeeds (the ante handler), which then needs no fork of its own.
+pub(crate) struct LayeredMut<'a> {
+    pub(crate) top: &'a mut Write,
+    pub(crate) base: &'a dyn StateRead,
+    pub(crate) events: Vec<Event>,
+}
+
+impl StateRead for LayeredMut<'_> {
+    fn get_raw(&self, key: &str) -> Option<Vec<u8>> {
+        layered_get(self.top, self.base, key)
+    }
+
+    fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        layered_prefix(self.top, self.base, prefix)
+    }
+}
+
+impl EventSink for LayeredMut<'_> {
+    fn emit(&mut self, event: Event) {
+        self.events.push(event);
+    }
+}
+
+impl StateWrite for LayeredMut<'_> {
+    fn put_raw(&mut self, key: String, value: Vec<u8>) {
+        self.top.insert(key, Some(value));
+    }
+
+    fn delete(&mut self, key: String) {
+        self.top.insert(key, None);
     }
 }

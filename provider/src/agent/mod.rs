@@ -86,7 +86,7 @@ impl Agent {
         let mut closed = Vec::new();
         for e in block.events() {
             let mine = e.attr("provider") == Some(me.as_str());
-            match e.kind.as_str() {
+            match &*e.kind {
                 "auction.order_posted" => posted.extend(e.attr_u64("order_id")),
                 "auction.order_cleared" | "auction.order_closed" => {
                     closed.extend(e.attr_u64("order_id"))

@@ -85,7 +85,7 @@ impl Agent {
         let me = self.chain.address.to_string();
         let mut orders = 0u64;
         for e in block.events() {
-            match e.kind.as_str() {
+            match &*e.kind {
                 "verify.assigned" if e.attr("verifier") == Some(me.as_str()) => {
                     let (Some(lease_id), Some(deadline)) =
                         (e.attr_u64("lease_id"), e.attr_u64("deadline"))

@@ -1,19 +1,23 @@
+use std::borrow::Cow;
+
 use borsh::{BorshDeserialize, BorshSerialize};
 use serde::{Deserialize, Serialize};
 
 /// A typed event flattened into an ABCI event: a kind (`"bank.transfer"`) and ordered
-/// string attributes. Modules build these through their own typed event structs.
+/// string attributes. Modules build these through their own typed event structs. Kinds and
+/// attribute names are almost always literals, so they are borrowed rather than allocated
+/// for every event of every transaction.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct Event {
     /// Event type, `<module>.<what>`.
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     /// Attributes in emission order.
-    pub attributes: Vec<(String, String)>,
+    pub attributes: Vec<(Cow<'static, str>, String)>,
 }
 
 impl Event {
     /// A new event with no attributes.
-    pub fn new(kind: impl Into<String>) -> Self {
+    pub fn new(kind: impl Into<Cow<'static, str>>) -> Self {
         Event {
             kind: kind.into(),
             attributes: Vec::new(),
@@ -21,7 +25,7 @@ impl Event {
     }
 
     /// Adds an attribute.
-    pub fn attr(mut self, key: impl Into<String>, value: impl ToString) -> Self {
+    pub fn attr(mut self, key: impl Into<Cow<'static, str>>, value: impl ToString) -> Self {
         self.attributes.push((key.into(), value.to_string()));
         self
     }

@@ -143,7 +143,7 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
         .events
         .iter()
         .filter(|e| e.get("order_id") == Some(&id.to_string()))
-        .map(|e| e.kind.as_str())
+        .map(|e| &*e.kind)
         .collect();
     for kind in [
         "auction.order_posted",
