@@ -95,7 +95,7 @@ fn main() -> anyhow::Result<()> {
         if blocks <= 20 {
             eprintln!("block {height}: {} txs in {elapsed:.3}s", txs.len());
         }
-        if height % (blocks / 10).max(1) == 0 {
+        if height.is_multiple_of((blocks / 10).max(1)) {
             state_mib.push((height, dir_bytes(dir.path()) / (1 << 20)));
         }
     }

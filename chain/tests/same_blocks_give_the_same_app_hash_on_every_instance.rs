@@ -22,7 +22,7 @@ fn block(height: u64, nonces: &mut [u64]) -> Vec<Vec<u8>> {
                 continue;
             }
         }
-        if b[1] % 5 == 0 {
+        if b[1].is_multiple_of(5) {
             nonces[i as usize] += 1; // an overdraft still pays its fee and uses its nonce
         }
     }

@@ -11,6 +11,7 @@
 //!   the order, a wrong-model cheat wins it, its result is accepted (no audit), and the
 //!   verifier's reveal proves the fault: the cheat is faulted and slashed with the verifier
 //!   as prover.
+//!
 //! The supply moves only by the burns the slash records show.
 
 use std::collections::BTreeMap;
