@@ -1,7 +1,5 @@
-//! Chain-level state keys (the `chain/`, `auth/` and `tx/` prefixes). Part of the public
-//! state API documented in docs/protocol.md.
-
-use gpuchain_types::Address;
+//! Chain-level state keys (the `chain/` and `tx/` prefixes; an account's nonce lives in its
+//! bank account record). Part of the public state API documented in docs/protocol.md.
 
 /// The chain id set at InitChain: borsh `String`.
 pub fn chain_id() -> &'static str {
@@ -17,9 +15,4 @@ pub fn height() -> &'static str {
 /// Transaction parameters: borsh `TxParams`.
 pub fn tx_params() -> &'static str {
     "tx/params"
-}
-
-/// Next nonce of an account: borsh `u64` (absent = 0).
-pub fn nonce(address: &Address) -> String {
-    address.key_under("auth/nonces/")
 }

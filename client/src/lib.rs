@@ -27,9 +27,9 @@ pub mod paths {
         format!("/store/{key}")
     }
 
-    /// Balance of an account.
-    pub fn balance(address: &Address) -> String {
-        format!("/bank/balance/{address}")
+    /// An account's record (balance and nonce).
+    pub fn account(address: &Address) -> String {
+        format!("/bank/account/{address}")
     }
 
     /// Total supply.

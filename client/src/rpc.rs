@@ -258,9 +258,10 @@ impl ChainClient {
     /// Balance of `address` in ugpu.
     pub async fn balance(&self, address: &Address) -> Result<Amount> {
         Ok(self
-            .get(&gpuchain_bank::state_key::balance(address))
+            .get::<gpuchain_bank::Account>(&gpuchain_bank::state_key::account(address))
             .await?
-            .unwrap_or(0))
+            .unwrap_or_default()
+            .balance)
     }
 
     /// The next nonce `address` must use.

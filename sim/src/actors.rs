@@ -154,7 +154,12 @@ pub fn attrs(i: usize, cpu: bool) -> ProviderAttrs {
         compute_capability: if h200 { 90 } else { 80 },
         driver_version: "550.54.15".into(),
         cuda_version: if h200 { 12_040 } else { 11_080 },
-        region: if i.is_multiple_of(2) { "eu-west" } else { "us-east" }.into(),
+        region: if i.is_multiple_of(2) {
+            "eu-west"
+        } else {
+            "us-east"
+        }
+        .into(),
         endpoint_url: format!("https://gpu{i}.example.org"),
     }
 }

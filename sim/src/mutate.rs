@@ -16,7 +16,7 @@ use gpuchain_staking::{
     MsgRegisterProvider, MsgUnbondProvider, MsgUnbondValidator, MsgUpdateProvider, StakingMsg,
 };
 use gpuchain_tx::{Msg, Tx, TxParams};
-use gpuchain_types::{Address, StateReadExt};
+use gpuchain_types::Address;
 use gpuchain_verify::{
     MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge,
     MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
@@ -363,7 +363,7 @@ impl Harness {
     /// The committed nonce of `who`.
     pub fn nonce(&self, who: &Address) -> u64 {
         self.app
-            .read_committed(|s| s.get(&gpuchain_chain::state_key::nonce(who)).unwrap_or(0))
+            .read_committed(|s| gpuchain_bank::BankRead::nonce(s, who))
     }
 
     /// CheckTx's code.

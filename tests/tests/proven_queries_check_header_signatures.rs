@@ -14,7 +14,7 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store = dir.path().join("light.json");
     let alice = net.net.account("alice")?;
-    let key = gpuchain_bank::state_key::balance(&alice);
+    let key = gpuchain_bank::state_key::account(&alice);
 
     let client = net.client(0)?.with_light_client(LightClient::open(&store)?);
     assert!(client.verifies_headers());
@@ -22,8 +22,9 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
     assert_eq!(
         first
             .value
-            .map(|v| borsh::from_slice::<u128>(&v))
-            .transpose()?,
+            .map(|v| borsh::from_slice::<gpuchain_bank::Account>(&v))
+            .transpose()?
+            .map(|a| a.balance),
         Some(5_000_000)
     );
     let trusted_at = LightClient::open(&store)?.trusted_height().unwrap_or(0);

@@ -2,9 +2,7 @@
 
 use gpuchain_bank::{module_account, BankRead, BankWrite};
 use gpuchain_tx::{intrinsic_gas, Tx, TxError, TxParams};
-use gpuchain_types::{StateReadExt, StateWrite, StateWriteExt};
-
-use crate::state_key;
+use gpuchain_types::StateWrite;
 
 /// Checks that need no state beyond the parameters and chain id.
 pub(crate) fn check_stateless(
@@ -61,24 +59,22 @@ pub(crate) fn check_stateless(
 /// has been written.
 pub(crate) fn charge(state: &mut impl StateWrite, tx: &Tx) -> Result<(), TxError> {
     let signer = tx.signer();
-    let key = state_key::nonce(&signer);
-    let expected: u64 = state.get(&key).unwrap_or(0);
-    if tx.body.nonce != expected {
+    let account = state.account(&signer);
+    if tx.body.nonce != account.nonce {
         return Err(TxError::BadNonce {
-            expected,
+            expected: account.nonce,
             got: tx.body.nonce,
         });
     }
     if tx.body.fee > 0 {
-        let balance = state.balance(&signer);
         state
             .transfer(&signer, &module_account::fee_pool(), tx.body.fee)
             .map_err(|_| TxError::CannotPayFee {
                 fee: tx.body.fee,
-                balance,
+                balance: account.balance,
             })?;
     }
     // A u64 nonce cannot be exhausted by any real account; saturate rather than wrap.
-    state.put(key, &expected.saturating_add(1));
+    state.set_nonce(&signer, account.nonce.saturating_add(1));
     Ok(())
 }

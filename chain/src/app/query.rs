@@ -1,14 +1,15 @@
 //! ABCI queries. Paths (docs/protocol.md):
 //! `/store/<key>` raw state value, with a JMT proof when `prove` is set;
-//! `/bank/balance/<address>`, `/bank/supply` (borsh u128, provable like `/store`);
-//! `/auth/nonce/<address>` (borsh u64); `/tx/params` (borsh TxParams);
+//! `/bank/account/<address>` (borsh `Account`: balance and nonce), `/bank/supply` (borsh
+//! u128), both provable like `/store`; `/auth/nonce/<address>` (borsh u64, the account's
+//! nonce); `/tx/params` (borsh TxParams);
 //! `/prefix/<prefix>` (borsh `Vec<(String, Vec<u8>)>` of the latest state under a prefix).
 
-use gpuchain_types::{Address, StateReadExt, PROOF_OP_TYPE};
+use gpuchain_bank::BankRead;
+use gpuchain_types::{Address, PROOF_OP_TYPE};
 use tendermint_proto::v0_38::abci::{RequestQuery, ResponseQuery};
 use tendermint_proto::v0_38::crypto::{ProofOp, ProofOps};
 
-use crate::state_key;
 use crate::store::Store;
 
 const CODESPACE: &str = "query";
@@ -45,9 +46,9 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
     let path = req.path.as_str();
     let key = if let Some(key) = path.strip_prefix("/store/") {
         key.to_string()
-    } else if let Some(addr) = path.strip_prefix("/bank/balance/") {
+    } else if let Some(addr) = path.strip_prefix("/bank/account/") {
         match parse_address(addr) {
-            Ok(a) => gpuchain_bank::state_key::balance(&a),
+            Ok(a) => gpuchain_bank::state_key::account(&a),
             Err(e) => return e,
         }
     } else if path == "/bank/supply" {
@@ -57,8 +58,7 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let nonce: u64 = store.get(&state_key::nonce(&address)).unwrap_or(0);
-        return encoded(&nonce, latest);
+        return encoded(&store.nonce(&address), latest);
     } else if let Some(prefix) = path.strip_prefix("/prefix/") {
         let entries = gpuchain_types::StateRead::prefix_raw(store, prefix);
         if entries.len() > MAX_PREFIX_ENTRIES {

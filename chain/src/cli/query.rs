@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use borsh::BorshDeserialize;
 use gpuchain_client::ChainClient;
 use gpuchain_types::{Address, Amount};
 use serde_json::json;
@@ -49,20 +50,22 @@ pub(crate) enum BankQuery {
     },
 }
 
-async fn amount(
+/// The borsh value under `key` (its default when absent), with the height and app hash it
+/// was proven against when `prove` is set.
+async fn value<T: BorshDeserialize + Default>(
     client: &ChainClient,
     key: &str,
     prove: bool,
-) -> Result<(Amount, Option<(u64, String)>)> {
+) -> Result<(T, Option<(u64, String)>)> {
     if prove {
         let v = client.query_verified(key).await?;
-        let amount = match &v.value {
+        let value = match &v.value {
             Some(bytes) => borsh::from_slice(bytes)?,
-            None => 0,
+            None => T::default(),
         };
-        Ok((amount, Some((v.height, hex::encode(v.app_hash)))))
+        Ok((value, Some((v.height, hex::encode(v.app_hash)))))
     } else {
-        Ok((client.get(key).await?.unwrap_or(0), None))
+        Ok((client.get(key).await?.unwrap_or_default(), None))
     }
 }
 
@@ -79,8 +82,9 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
     };
     match cmd {
         QueryCmd::Bank(BankQuery::Balance { address, prove }) => {
-            let key = gpuchain_bank::state_key::balance(address);
-            let (balance, proof) = amount(&client, &key, *prove).await?;
+            let key = gpuchain_bank::state_key::account(address);
+            let (account, proof) = value::<gpuchain_bank::Account>(&client, &key, *prove).await?;
+            let balance = account.balance;
             let value = json!({"address": address, "balance": balance.to_string(), "denom": "ugpu",
                 "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
             out.print(&value, || match &proof {
@@ -90,7 +94,7 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
         }
         QueryCmd::Bank(BankQuery::Supply { prove }) => {
             let (supply, proof) =
-                amount(&client, gpuchain_bank::state_key::supply(), *prove).await?;
+                value::<Amount>(&client, gpuchain_bank::state_key::supply(), *prove).await?;
             let value = json!({"supply": supply.to_string(), "denom": "ugpu",
                 "proven_at": proof.as_ref().map(|(h, a)| json!({"height": h, "app_hash": a}))});
             out.print(&value, || format!("{supply} ugpu"));

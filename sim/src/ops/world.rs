@@ -10,7 +10,7 @@ use gpuchain_client::build_signed_tx;
 use gpuchain_slashing::Evidence;
 use gpuchain_staking::{Provider, StakingRead};
 use gpuchain_tx::{Msg, Tx, TxParams};
-use gpuchain_types::{Address, StateRead, StateReadExt};
+use gpuchain_types::{Address, StateRead};
 
 use crate::actors::{Actor, Profile, CHAIN_ID};
 use crate::Rng;
@@ -113,11 +113,10 @@ impl Gen<'_> {
     /// The next nonce of `who` in this block.
     pub fn nonce(&self, who: usize) -> u64 {
         let addr = self.addr(who);
-        self.nonces.get(&addr).copied().unwrap_or_else(|| {
-            self.state
-                .get(&gpuchain_chain::state_key::nonce(&addr))
-                .unwrap_or(0)
-        })
+        self.nonces
+            .get(&addr)
+            .copied()
+            .unwrap_or_else(|| gpuchain_bank::BankRead::nonce(self.state, &addr))
     }
 
     /// A correctly signed transaction from `who` that uses its next nonce.

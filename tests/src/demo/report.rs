@@ -182,10 +182,10 @@ pub(crate) async fn collect(
     let light = gpuchain_client::LightClient::open(m.dir.join("client").join("light.json"))?;
     let proving = m.chain.clone().with_light_client(light);
     let proof = proving
-        .query_verified(&gpuchain_bank::state_key::balance(&m.address("client")?))
+        .query_verified(&gpuchain_bank::state_key::account(&m.address("client")?))
         .await?;
     let client_balance = match &proof.value {
-        Some(bytes) => borsh::from_slice(bytes)?,
+        Some(bytes) => borsh::from_slice::<gpuchain_bank::Account>(bytes)?.balance,
         None => 0,
     };
     let at = m.chain.latest_height().await?;

@@ -1,6 +1,8 @@
-//! x/bank: balances of `ugpu`, transfers, module accounts (fee pool, escrow, bonded pool…)
+//! x/bank: accounts (the `ugpu` balance and the transaction nonce, one state leaf each),
+//! transfers, module accounts (fee pool, escrow, bonded pool…)
 //! and total-supply tracking. Invariant: the sum of all balances equals the supply.
 
+mod account;
 mod error;
 mod events;
 mod genesis;
@@ -10,6 +12,7 @@ mod params;
 pub mod state_key;
 mod view;
 
+pub use account::Account;
 pub use error::BankError;
 pub use events::TransferEvent;
 pub use genesis::BankGenesis;

@@ -3,14 +3,14 @@
 
 use gpuchain_types::Address;
 
-/// Balance of one account: borsh `u128`.
-pub fn balance(address: &Address) -> String {
-    address.key_under("bank/balances/")
+/// One account's balance and nonce: borsh [`crate::Account`] (absent = both zero).
+pub fn account(address: &Address) -> String {
+    address.key_under("bank/accounts/")
 }
 
-/// Prefix of all balances.
-pub fn balances_prefix() -> &'static str {
-    "bank/balances/"
+/// Prefix of all accounts.
+pub fn accounts_prefix() -> &'static str {
+    "bank/accounts/"
 }
 
 /// Total supply: borsh `u128`.

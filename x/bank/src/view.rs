@@ -1,12 +1,22 @@
 use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, StateWriteExt};
 
-use crate::{state_key, BankError, BankParams, TransferEvent};
+use crate::{state_key, Account, BankError, BankParams, TransferEvent};
 
 /// Typed bank reads.
 pub trait BankRead: StateRead {
+    /// The account record of `address` (both fields zero for unknown accounts).
+    fn account(&self, address: &Address) -> Account {
+        self.get(&state_key::account(address)).unwrap_or_default()
+    }
+
     /// Balance of `address` in ugpu (0 for unknown accounts).
     fn balance(&self, address: &Address) -> Amount {
-        self.get(&state_key::balance(address)).unwrap_or(0)
+        self.account(address).balance
+    }
+
+    /// The nonce the next transaction signed by `address` must carry.
+    fn nonce(&self, address: &Address) -> u64 {
+        self.account(address).nonce
     }
 
     /// Total supply in ugpu.
@@ -19,9 +29,13 @@ pub trait BankRead: StateRead {
         self.get(state_key::params()).unwrap_or_default()
     }
 
-    /// Every non-zero balance, in address order.
+    /// Every account's balance (accounts that only hold a nonce included, at 0), in
+    /// address order.
     fn all_balances(&self) -> Vec<(String, Amount)> {
-        self.prefix(state_key::balances_prefix())
+        self.prefix::<Account>(state_key::accounts_prefix())
+            .into_iter()
+            .map(|(key, account)| (key, account.balance))
+            .collect()
     }
 }
 
@@ -39,23 +53,26 @@ pub trait BankWrite: StateWrite {
         if amount == 0 {
             return Err(BankError::ZeroAmount);
         }
-        let from_balance = self.balance(from);
-        let new_from = from_balance
+        let mut payer = self.account(from);
+        let new_from = payer
+            .balance
             .checked_sub(amount)
             .ok_or(BankError::InsufficientFunds {
                 address: *from,
-                available: from_balance,
+                available: payer.balance,
                 required: amount,
             })?;
         if from == to {
             return Ok(());
         }
-        let new_to = self
-            .balance(to)
+        let mut payee = self.account(to);
+        payee.balance = payee
+            .balance
             .checked_add(amount)
             .ok_or(BankError::Overflow)?;
-        set_balance(self, from, new_from);
-        set_balance(self, to, new_to);
+        payer.balance = new_from;
+        put_account(self, from, &payer);
+        put_account(self, to, &payee);
         self.emit(
             TransferEvent {
                 from: *from,
@@ -65,6 +82,13 @@ pub trait BankWrite: StateWrite {
             .into(),
         );
         Ok(())
+    }
+
+    /// Records that `address` has signed one more transaction: its nonce becomes `nonce`.
+    fn set_nonce(&mut self, address: &Address, nonce: u64) {
+        let mut account = self.account(address);
+        account.nonce = nonce;
+        put_account(self, address, &account);
     }
 
     /// Creates `amount` new ugpu in `to` (genesis and protocol rewards only).
@@ -104,12 +128,19 @@ pub trait BankWrite: StateWrite {
 
 impl<S: StateWrite + ?Sized> BankWrite for S {}
 
-/// Zero balances are deleted so that state holds only live accounts.
+/// Sets the balance of `address`, keeping its nonce.
 fn set_balance<S: StateWrite + ?Sized>(state: &mut S, address: &Address, amount: Amount) {
-    let key = state_key::balance(address);
-    if amount == 0 {
+    let mut account = state.account(address);
+    account.balance = amount;
+    put_account(state, address, &account);
+}
+
+/// Empty accounts are deleted so that state holds only live accounts.
+fn put_account<S: StateWrite + ?Sized>(state: &mut S, address: &Address, account: &Account) {
+    let key = state_key::account(address);
+    if account.is_empty() {
         state.delete(key);
     } else {
-        state.put(key, &amount);
+        state.put(key, account);
     }
 }

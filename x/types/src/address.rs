@@ -61,7 +61,7 @@ impl Address {
     }
 
     /// The state key `prefix` followed by this address in hex, e.g.
-    /// `"bank/balances/" + hex`.
+    /// `"bank/accounts/" + hex`.
     pub fn key_under(&self, prefix: &str) -> String {
         let mut out = String::with_capacity(prefix.len() + 2 * ADDRESS_LEN);
         out.push_str(prefix);

@@ -1,4 +1,4 @@
-//! State access for modules. Keys are strings under a module prefix (`"bank/balances/…"`);
+//! State access for modules. Keys are strings under a module prefix (`"bank/accounts/…"`);
 //! values are borsh. Reads never fail: a storage fault or an undecodable stored value is a
 //! broken invariant, and the node halts loudly rather than diverge from its peers.
 
