@@ -1,6 +1,6 @@
 //! Transaction admission: the checks every transaction passes before its messages run.
 
-use gpuchain_bank::{module_account, BankRead, BankWrite};
+use gpuchain_bank::{module_account, BankWrite, ChargeError};
 use gpuchain_tx::{intrinsic_gas, Tx, TxError, TxParams};
 use gpuchain_types::StateWrite;
 
@@ -58,23 +58,19 @@ pub(crate) fn check_stateless(
 /// Checks the nonce, takes the fee into the fee pool and bumps the nonce. On error nothing
 /// has been written.
 pub(crate) fn charge(state: &mut impl StateWrite, tx: &Tx) -> Result<(), TxError> {
-    let signer = tx.signer();
-    let account = state.account(&signer);
-    if tx.body.nonce != account.nonce {
-        return Err(TxError::BadNonce {
-            expected: account.nonce,
-            got: tx.body.nonce,
-        });
-    }
-    if tx.body.fee > 0 {
-        state
-            .transfer(&signer, &module_account::fee_pool(), tx.body.fee)
-            .map_err(|_| TxError::CannotPayFee {
-                fee: tx.body.fee,
-                balance: account.balance,
-            })?;
-    }
-    // A u64 nonce cannot be exhausted by any real account; saturate rather than wrap.
-    state.set_nonce(&signer, account.nonce.saturating_add(1));
-    Ok(())
+    let fee = tx.body.fee;
+    state
+        .charge_signer(
+            &tx.signer(),
+            tx.body.nonce,
+            fee,
+            &module_account::fee_pool(),
+        )
+        .map_err(|e| match e {
+            ChargeError::BadNonce { expected } => TxError::BadNonce {
+                expected,
+                got: tx.body.nonce,
+            },
+            ChargeError::CannotPayFee { balance } => TxError::CannotPayFee { fee, balance },
+        })
 }

@@ -18,7 +18,7 @@ pub use events::TransferEvent;
 pub use genesis::BankGenesis;
 pub use msgs::{BankMsg, MsgMultiSend, MsgSend, Output};
 pub use params::BankParams;
-pub use view::{BankRead, BankWrite};
+pub use view::{BankRead, BankWrite, ChargeError};
 
 use gpuchain_types::Address;
 

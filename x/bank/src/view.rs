@@ -2,6 +2,21 @@ use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, State
 
 use crate::{state_key, Account, BankError, BankParams, TransferEvent};
 
+/// Why [`BankWrite::charge_signer`] refused a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChargeError {
+    /// The transaction's nonce is not the account's next one.
+    BadNonce {
+        /// The account's next nonce.
+        expected: u64,
+    },
+    /// The account cannot pay the fee.
+    CannotPayFee {
+        /// The account's balance.
+        balance: Amount,
+    },
+}
+
 /// Typed bank reads.
 pub trait BankRead: StateRead {
     /// The account record of `address` (both fields zero for unknown accounts).
@@ -81,6 +96,52 @@ pub trait BankWrite: StateWrite {
             }
             .into(),
         );
+        Ok(())
+    }
+
+    /// The ante handler's update of a transaction signer's account: checks that the
+    /// transaction carries the account's `nonce`, moves the `fee` to `to` and bumps the
+    /// nonce, reading and writing the signer's account once. Nothing is written on error.
+    fn charge_signer(
+        &mut self,
+        signer: &Address,
+        nonce: u64,
+        fee: Amount,
+        to: &Address,
+    ) -> Result<(), ChargeError> {
+        let mut account = self.account(signer);
+        if nonce != account.nonce {
+            return Err(ChargeError::BadNonce {
+                expected: account.nonce,
+            });
+        }
+        let cannot_pay = ChargeError::CannotPayFee {
+            balance: account.balance,
+        };
+        let remaining = account.balance.checked_sub(fee).ok_or(cannot_pay)?;
+        // As in `transfer`, a payment to oneself checks the funds and moves nothing.
+        let payee = if fee > 0 && signer != to {
+            let mut payee = self.account(to);
+            payee.balance = payee.balance.checked_add(fee).ok_or(cannot_pay)?;
+            account.balance = remaining;
+            Some(payee)
+        } else {
+            None
+        };
+        // A u64 nonce cannot be exhausted by any real account; saturate rather than wrap.
+        account.nonce = account.nonce.saturating_add(1);
+        put_account(self, signer, &account);
+        if let Some(payee) = payee {
+            put_account(self, to, &payee);
+            self.emit(
+                TransferEvent {
+                    from: *signer,
+                    to: *to,
+                    amount: fee,
+                }
+                .into(),
+            );
+        }
         Ok(())
     }
 

@@ -107,3 +107,38 @@ fn multi_send_is_all_or_nothing() {
     ));
     assert!(fork.writes().is_empty());
 }
+
+#[test]
+fn charging_a_signer_checks_the_nonce_and_funds_and_writes_nothing_on_refusal() {
+    use crate::{Account, BankWrite, ChargeError};
+    let (alice, pool) = (Address([1; 20]), Address([9; 20]));
+    let base = funded(alice, 100);
+
+    let mut fork = Overlay::new(&base);
+    assert_eq!(
+        fork.charge_signer(&alice, 1, 10, &pool),
+        Err(ChargeError::BadNonce { expected: 0 })
+    );
+    assert_eq!(
+        fork.charge_signer(&alice, 0, 101, &pool),
+        Err(ChargeError::CannotPayFee { balance: 100 })
+    );
+    assert!(fork.writes().is_empty(), "a refused charge writes nothing");
+
+    fork.charge_signer(&alice, 0, 10, &pool).unwrap();
+    assert_eq!(
+        fork.account(&alice),
+        Account {
+            balance: 90,
+            nonce: 1
+        }
+    );
+    assert_eq!(fork.balance(&pool), 10);
+    fork.charge_signer(&alice, 1, 0, &pool).unwrap();
+    assert_eq!(
+        fork.nonce(&alice),
+        2,
+        "a free transaction still uses its nonce"
+    );
+    assert_eq!(sum_balances(&fork), fork.supply());
+}
