@@ -69,19 +69,24 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
         self.misses.insert(key, value);
     }
 
-    /// Adds a just-committed block of `len` entries whose keys are `written` (only keys
-    /// that can have been read from disk before need to be named), retiring the oldest
-    /// blocks beyond capacity.
-    fn push<'k>(&mut self, block: B, len: usize, written: impl Iterator<Item = &'k K>)
+    /// Drops the disk reads of keys a block about to be pushed has written: only a key that
+    /// can have been read from disk before needs to be named.
+    fn forget<'k, Q>(&mut self, written: impl Iterator<Item = &'k Q>)
     where
-        K: 'k,
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized + 'k,
     {
-        self.epoch = self.epoch.wrapping_add(1);
         if !self.misses.is_empty() {
             for key in written {
                 self.misses.remove(key);
             }
         }
+    }
+
+    /// Adds a just-committed block of `len` entries, retiring the oldest blocks beyond
+    /// capacity.
+    fn push(&mut self, block: B, len: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
         self.blocks.push_back((block, len));
         self.in_blocks = self.in_blocks.saturating_add(len);
         while self.in_blocks > self.capacity && self.blocks.len() > 1 {
@@ -141,21 +146,13 @@ impl Caches {
     /// Takes a committed block's writes and tree nodes.
     pub(super) fn committed(&self, writes: Write, nodes: NodeBatch) {
         let mut values = self.values();
-        let stale: Vec<String> = if values.misses.is_empty() {
-            Vec::new()
-        } else {
-            writes
-                .keys()
-                .filter(|k| values.misses.contains_key(*k))
-                .cloned()
-                .collect()
-        };
+        values.forget(writes.keys());
         let len = writes.len();
-        values.push(writes, len, stale.iter());
+        values.push(writes, len);
         drop(values);
         // Node keys carry their version, so a committed block never rewrites a cached node.
         let len = nodes.nodes().len();
-        self.nodes().push(nodes, len, std::iter::empty());
+        self.nodes().push(nodes, len);
     }
 }
 
@@ -171,14 +168,22 @@ mod tests {
         b.get(k).copied()
     }
 
+    /// What `Caches::committed` does with a block.
+    fn commit(cache: &mut Recent<BTreeMap<u64, u64>, u64, u64>, entries: &[(u64, u64)]) {
+        let block = block(entries);
+        cache.forget(block.keys());
+        let len = block.len();
+        cache.push(block, len);
+    }
+
     #[test]
     fn the_newest_block_wins_and_old_blocks_leave_beyond_capacity() {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(4);
-        cache.push(block(&[(1, 10), (2, 20)]), 2, [1, 2].iter());
-        cache.push(block(&[(1, 11), (3, 30)]), 2, [1, 3].iter());
+        commit(&mut cache, &[(1, 10), (2, 20)]);
+        commit(&mut cache, &[(1, 11), (3, 30)]);
         assert_eq!(cache.get(&1, find), Some(11));
         assert_eq!(cache.get(&2, find), Some(20));
-        cache.push(block(&[(4, 40)]), 1, [4].iter()); // 5 entries: the first block leaves
+        commit(&mut cache, &[(4, 40)]); // 5 entries: the first block leaves
         assert_eq!(cache.get(&2, find), None);
         assert_eq!(cache.get(&1, find), Some(11));
     }
@@ -188,9 +193,9 @@ mod tests {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(2);
         let epoch = cache.epoch();
         cache.fill(epoch, 7, 70); // read from disk
-        cache.push(block(&[(7, 71)]), 1, [7].iter()); // then written
+        commit(&mut cache, &[(7, 71)]); // then written
         assert_eq!(cache.get(&7, find), Some(71));
-        cache.push(block(&[(8, 80), (9, 90)]), 2, [8, 9].iter()); // the writing block leaves
+        commit(&mut cache, &[(8, 80), (9, 90)]); // the writing block leaves
         assert_eq!(cache.get(&7, find), None, "the old read must not come back");
     }
 
@@ -198,7 +203,7 @@ mod tests {
     fn a_read_that_straddles_a_commit_is_not_cached() {
         let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(8);
         let epoch = cache.epoch();
-        cache.push(block(&[(7, 71)]), 1, [7].iter()); // committed while the read was in flight
+        commit(&mut cache, &[(7, 71)]); // committed while the read was in flight
         cache.fill(epoch, 7, 70);
         assert_eq!(cache.get(&7, find), Some(71));
         cache.fill(cache.epoch(), 5, 50);

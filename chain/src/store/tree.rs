@@ -93,34 +93,40 @@ pub(super) fn write_tree_batch(
         batch.put_cf(node_cf, &key_buf, &node_buf);
     }
     let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
-    let mut written: Vec<(Version, Vec<u8>)> = Vec::new();
     for ((version, key_hash), value) in update.node_batch.values() {
         batch.put_cf(
             value_cf,
             value_key(*key_hash, *version),
             encode_value(value),
         );
-        match written.last_mut() {
-            Some((v, hashes)) if v == version => hashes.extend_from_slice(&key_hash.0),
-            _ => written.push((*version, key_hash.0.to_vec())),
-        }
     }
-    for (version, hashes) in written {
-        batch.put_cf(written_cf, version.to_be_bytes(), hashes);
+    let written = update.node_batch.values().keys().map(|(v, k)| (*v, k));
+    for (version, hashes) in by_version(written) {
+        let record: Vec<u8> = hashes.iter().flat_map(|h| h.0).collect();
+        batch.put_cf(written_cf, version.to_be_bytes(), record);
     }
-    // The index batch is ordered by version, so each version's nodes are contiguous.
     let stale_cf = cf(db, CF_STALE)?;
-    let mut stale: Vec<(Version, Vec<&NodeKey>)> = Vec::new();
-    for index in &update.stale_node_index_batch {
-        match stale.last_mut() {
-            Some((v, keys)) if *v == index.stale_since_version => keys.push(&index.node_key),
-            _ => stale.push((index.stale_since_version, vec![&index.node_key])),
-        }
-    }
-    for (version, keys) in stale {
+    let stale = update
+        .stale_node_index_batch
+        .iter()
+        .map(|index| (index.stale_since_version, &index.node_key));
+    for (version, keys) in by_version(stale) {
         batch.put_cf(stale_cf, version.to_be_bytes(), borsh::to_vec(&keys)?);
     }
     Ok(())
+}
+
+/// Groups items that arrive ordered by version (the node batch and the stale index are
+/// ordered maps) into one list per version: one pruning record each.
+fn by_version<T>(items: impl Iterator<Item = (Version, T)>) -> Vec<(Version, Vec<T>)> {
+    let mut groups: Vec<(Version, Vec<T>)> = Vec::new();
+    for (version, item) in items {
+        match groups.last_mut() {
+            Some((v, group)) if *v == version => group.push(item),
+            _ => groups.push((version, vec![item])),
+        }
+    }
+    groups
 }
 
 /// Adds to `batch` the deletion of what no version from `through` on can read: nodes that

@@ -80,23 +80,8 @@ pub trait BankWrite: StateWrite {
         if from == to {
             return Ok(());
         }
-        let mut payee = self.account(to);
-        payee.balance = payee
-            .balance
-            .checked_add(amount)
-            .ok_or(BankError::Overflow)?;
         payer.balance = new_from;
-        put_account(self, from, &payer);
-        put_account(self, to, &payee);
-        self.emit(
-            TransferEvent {
-                from: *from,
-                to: *to,
-                amount,
-            }
-            .into(),
-        );
-        Ok(())
+        pay(self, from, &payer, to, amount)
     }
 
     /// The ante handler's update of a transaction signer's account: checks that the
@@ -119,37 +104,16 @@ pub trait BankWrite: StateWrite {
             balance: account.balance,
         };
         let remaining = account.balance.checked_sub(fee).ok_or(cannot_pay)?;
-        // As in `transfer`, a payment to oneself checks the funds and moves nothing.
-        let payee = if fee > 0 && signer != to {
-            let mut payee = self.account(to);
-            payee.balance = payee.balance.checked_add(fee).ok_or(cannot_pay)?;
-            account.balance = remaining;
-            Some(payee)
-        } else {
-            None
-        };
         // A u64 nonce cannot be exhausted by any real account; saturate rather than wrap.
         account.nonce = account.nonce.saturating_add(1);
-        put_account(self, signer, &account);
-        if let Some(payee) = payee {
-            put_account(self, to, &payee);
-            self.emit(
-                TransferEvent {
-                    from: *signer,
-                    to: *to,
-                    amount: fee,
-                }
-                .into(),
-            );
+        // As in `transfer`, a payment to oneself checks the funds and moves nothing.
+        if fee > 0 && signer != to {
+            account.balance = remaining;
+            pay(self, signer, &account, to, fee).map_err(|_| cannot_pay)
+        } else {
+            put_account(self, signer, &account);
+            Ok(())
         }
-        Ok(())
-    }
-
-    /// Records that `address` has signed one more transaction: its nonce becomes `nonce`.
-    fn set_nonce(&mut self, address: &Address, nonce: u64) {
-        let mut account = self.account(address);
-        account.nonce = nonce;
-        put_account(self, address, &account);
     }
 
     /// Creates `amount` new ugpu in `to` (genesis and protocol rewards only).
@@ -194,6 +158,34 @@ fn set_balance<S: StateWrite + ?Sized>(state: &mut S, address: &Address, amount:
     let mut account = state.account(address);
     account.balance = amount;
     put_account(state, address, &account);
+}
+
+/// Writes `payer`, already debited by `amount`, as `from`'s account, credits `to` (another
+/// account) and records the transfer. Fails, having written nothing, if `to`'s balance
+/// would overflow.
+fn pay<S: StateWrite + ?Sized>(
+    state: &mut S,
+    from: &Address,
+    payer: &Account,
+    to: &Address,
+    amount: Amount,
+) -> Result<(), BankError> {
+    let mut payee = state.account(to);
+    payee.balance = payee
+        .balance
+        .checked_add(amount)
+        .ok_or(BankError::Overflow)?;
+    put_account(state, from, payer);
+    put_account(state, to, &payee);
+    state.emit(
+        TransferEvent {
+            from: *from,
+            to: *to,
+            amount,
+        }
+        .into(),
+    );
+    Ok(())
 }
 
 /// Empty accounts are deleted so that state holds only live accounts.
