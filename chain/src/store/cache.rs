@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
+use super::tree::{NodeAddr, StoredNode};
 use gpuchain_types::Write;
-use jmt::storage::{Node, NodeBatch, NodeKey};
 
 /// Entries (written or read) a cache holds before its oldest block leaves: a few blocks of
 /// 5,000 transfers, about 10 MB per cache.
@@ -101,7 +101,7 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
 pub(super) type ValueCache = Recent<Write, String, Option<Vec<u8>>>;
 /// Committed tree nodes. A node key names one immutable node, and pruning removes only
 /// nodes that no readable version reaches, so a cached node is never wrong.
-pub(super) type NodeCache = Recent<NodeBatch, NodeKey, Node>;
+pub(super) type NodeCache = Recent<BTreeMap<NodeAddr, StoredNode>, NodeAddr, StoredNode>;
 
 impl ValueCache {
     pub(super) fn value(&self, key: &str) -> Option<Option<Vec<u8>>> {
@@ -110,8 +110,8 @@ impl ValueCache {
 }
 
 impl NodeCache {
-    pub(super) fn node(&self, key: &NodeKey) -> Option<Node> {
-        self.get(key, |block, key| block.get_node(key).cloned())
+    pub(super) fn node(&self, key: &NodeAddr) -> Option<StoredNode> {
+        self.get(key, |block, key| block.get(key).cloned())
     }
 }
 
@@ -144,14 +144,14 @@ impl Caches {
     }
 
     /// Takes a committed block's writes and tree nodes.
-    pub(super) fn committed(&self, writes: Write, nodes: NodeBatch) {
+    pub(super) fn committed(&self, writes: Write, nodes: BTreeMap<NodeAddr, StoredNode>) {
         let mut values = self.values();
         values.forget(writes.keys());
         let len = writes.len();
         values.push(writes, len);
         drop(values);
         // Node keys carry their version, so a committed block never rewrites a cached node.
-        let len = nodes.nodes().len();
+        let len = nodes.len();
         self.nodes().push(nodes, len);
     }
 }

@@ -1,7 +1,7 @@
 //! RocksDB-backed state. Column families:
 //! - `latest`: every live state key → its current value (prefix scans, fast reads);
 //! - `jmt_nodes`, `jmt_values`: the Jellyfish Merkle Tree whose root is the app hash (block
-//!   `h` is version `2h`, see [`tree`]), with its values by version for old-height queries;
+//!   `h` is version `h`, see [`tree`]), with its values by version for old-height queries;
 //! - `jmt_stale`, `jmt_written`: which tree nodes each version replaced and which keys it
 //!   wrote, so that what only heights older than the window can read is deleted;
 //! - `meta`: last committed height and app hash.
@@ -18,12 +18,11 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use gpuchain_types::{key_hash, Blake3Hasher, StateRead, Write};
 use jmt::proof::SparseMerkleProof;
-use jmt::storage::TreeUpdateBatch;
 use jmt::JellyfishMerkleTree;
 use rocksdb::{ColumnFamilyDescriptor, Direction, IteratorMode, Options, WriteBatch, DB};
 
 use cache::Caches;
-use tree::{version_at, BlockTree, TreeDb};
+use tree::{BlockTree, TreeDb, TreeUpdate};
 
 const CF_LATEST: &str = "latest";
 const CF_NODES: &str = "jmt_nodes";
@@ -42,7 +41,7 @@ pub struct PreparedBlock {
     /// Root of the tree after the block: the app hash.
     pub app_hash: [u8; 32],
     writes: Write,
-    tree_batch: TreeUpdateBatch,
+    tree: TreeUpdate,
 }
 
 /// How many recent heights keep their Merkle proofs when `app.toml` does not say.
@@ -139,7 +138,10 @@ impl Store {
 
     /// The app hash of the genesis state alone (tree version 0), without touching the disk.
     pub fn genesis_root(&self, genesis: &Write) -> Result<[u8; 32]> {
-        Ok(BlockTree::new(self.tree_db()).genesis(genesis)?.finish().0)
+        Ok(BlockTree::new(self.tree_db())
+            .genesis(genesis)?
+            .finish()
+            .root)
     }
 
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
@@ -163,12 +165,12 @@ impl Store {
             }
             None => (tree.block(height, &writes)?, writes),
         };
-        let (root, tree_batch) = tree.finish();
+        let tree = tree.finish();
         Ok(PreparedBlock {
             height,
-            app_hash: root,
+            app_hash: tree.root,
             writes,
-            tree_batch,
+            tree,
         })
     }
 
@@ -182,11 +184,11 @@ impl Store {
                 None => batch.delete_cf(latest, key.as_bytes()),
             }
         }
-        tree::write_tree_batch(&self.db, &mut batch, &block.tree_batch)?;
+        tree::write_tree_batch(&self.db, &mut batch, &block.tree)?;
         let mut pruned_through = self.pruned_through;
         if let Some(keep) = self.proof_heights {
             if let Some(newest_dropped) = block.height.checked_sub(keep) {
-                let through = version_at(newest_dropped + 1)?;
+                let through = newest_dropped + 1;
                 if pruned_through.is_none_or(|p| p < through) {
                     tree::prune(&self.db, &mut batch, pruned_through, through)?;
                     pruned_through = Some(through);
@@ -203,8 +205,7 @@ impl Store {
             .write(batch)
             .context("writing block to the state database")?;
         // Only now are the block's values and nodes committed, so only now may they be cached.
-        self.caches
-            .committed(block.writes, block.tree_batch.node_batch);
+        self.caches.committed(block.writes, block.tree.nodes);
         self.height = block.height;
         self.app_hash = block.app_hash;
         self.pruned_through = pruned_through;
@@ -238,14 +239,12 @@ impl Store {
 
     /// The tree version of `height`, if pruning has not deleted it.
     fn readable_version(&self, height: u64) -> Result<u64> {
-        let version = version_at(height)?;
         match self.pruned_through {
-            Some(p) if version < p => anyhow::bail!(
-                "height {height} is pruned: this node keeps the state of heights {} and later \
-                 (proof_heights in app.toml)",
-                p / 2
+            Some(p) if height < p => anyhow::bail!(
+                "height {height} is pruned: this node keeps the state of heights {p} and later \
+                 (proof_heights in app.toml)"
             ),
-            _ => Ok(version),
+            _ => Ok(height),
         }
     }
 }

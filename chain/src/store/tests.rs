@@ -1,4 +1,4 @@
-//! The store's tree: the batched two-versions-per-block update must give the root a plain
+//! The store's tree: the one-batch-per-block update must give the root a plain
 //! key-by-key update gives, proofs must verify, pruning must bound the node count without
 //! touching the heights it keeps, and the read caches must never change an answer.
 

@@ -1,0 +1,331 @@
+//! The state tree's storage and how a block becomes a tree version.
+//!
+//! The tree is a Jellyfish Merkle Tree: nodes are stored by borsh(`NodeKey`) in the `jmt`
+//! crate's own format ([`node`]), so the crate reads them to build proofs, while blocks are
+//! applied by [`update`], a batch update built for sorted writes. Values are stored by
+//! `key_hash || version (big-endian)` so that "newest value at or below version v" is one
+//! reverse seek. The pruning indexes hold one record per version, keyed by the version
+//! (big-endian): the stale-node record is the borsh `Vec<NodeKey>` of the nodes that version
+//! replaced, the written-value record the concatenated key hashes it wrote. One record per
+//! version instead of one per entry keeps a block's commit batch small; pruning is a
+//! forward scan.
+//!
+//! The state after block `h` is tree version `h` (genesis is version 0): inserts, updates
+//! and deletions alike, applied as one sorted batch.
+
+mod node;
+mod update;
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, Result};
+use gpuchain_types::{key_hash, Write};
+use jmt::storage::{LeafNode as JmtLeaf, Node, NodeKey, TreeReader};
+use jmt::{KeyHash, OwnedValue, Version};
+use rocksdb::{WriteBatch, DB};
+
+use super::cache::Caches;
+use super::{cf, CF_NODES, CF_STALE, CF_VALUES, CF_WRITTEN};
+pub(super) use node::{NodeAddr, StoredNode};
+use update::{apply_version, Change, NodeSource, Written};
+
+/// The committed tree, read through the node cache.
+pub(super) struct TreeDb<'a> {
+    pub(super) db: &'a DB,
+    pub(super) caches: &'a Caches,
+}
+
+fn value_key(key_hash: KeyHash, version: Version) -> [u8; 40] {
+    let mut out = [0u8; 40];
+    out[..32].copy_from_slice(&key_hash.0);
+    out[32..].copy_from_slice(&version.to_be_bytes());
+    out
+}
+
+/// A stored value: `0` for a deletion, `1 || bytes` for a value.
+fn encode_value(value: Option<&[u8]>) -> Vec<u8> {
+    match value {
+        None => vec![0],
+        Some(v) => {
+            let mut out = Vec::with_capacity(v.len() + 1);
+            out.push(1);
+            out.extend_from_slice(v);
+            out
+        }
+    }
+}
+
+pub(super) fn get_value_at(
+    db: &DB,
+    key_hash: KeyHash,
+    max_version: Version,
+) -> Result<Option<OwnedValue>> {
+    let values = cf(db, CF_VALUES)?;
+    let mut iter = db.raw_iterator_cf(values);
+    iter.seek_for_prev(value_key(key_hash, max_version));
+    iter.status()?;
+    match (iter.key(), iter.value()) {
+        (Some(k), Some(v)) if k.len() == 40 && k[..32] == key_hash.0 => match v.split_first() {
+            Some((1, rest)) => Ok(Some(rest.to_vec())),
+            Some((0, _)) => Ok(None),
+            _ => Err(anyhow!("corrupt tree value encoding")),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// A block's tree versions, hashed but not yet written.
+pub(super) struct TreeUpdate {
+    pub(super) root: [u8; 32],
+    pub(super) nodes: BTreeMap<NodeAddr, StoredNode>,
+    stale: Vec<(Version, Vec<NodeAddr>)>,
+    /// Per version, each written key's hash and value (`None`: deleted).
+    values: Vec<(Version, Vec<(KeyHash, Option<Vec<u8>>)>)>,
+}
+
+/// Adds a block's tree nodes, values and per-version pruning records to `batch`.
+pub(super) fn write_tree_batch(db: &DB, batch: &mut WriteBatch, update: &TreeUpdate) -> Result<()> {
+    let node_cf = cf(db, CF_NODES)?;
+    let mut key_buf = Vec::with_capacity(64);
+    let mut node_buf = Vec::with_capacity(1024);
+    for (addr, node) in &update.nodes {
+        key_buf.clear();
+        node_buf.clear();
+        borsh::to_writer(&mut key_buf, addr)?;
+        borsh::to_writer(&mut node_buf, node)?;
+        batch.put_cf(node_cf, &key_buf, &node_buf);
+    }
+    let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
+    for (version, values) in &update.values {
+        let mut record = Vec::with_capacity(values.len() * 32);
+        for (key_hash, value) in values {
+            batch.put_cf(
+                value_cf,
+                value_key(*key_hash, *version),
+                encode_value(value.as_deref()),
+            );
+            record.extend_from_slice(&key_hash.0);
+        }
+        batch.put_cf(written_cf, version.to_be_bytes(), record);
+    }
+    let stale_cf = cf(db, CF_STALE)?;
+    for (version, addrs) in &update.stale {
+        batch.put_cf(stale_cf, version.to_be_bytes(), borsh::to_vec(addrs)?);
+    }
+    Ok(())
+}
+
+/// Adds to `batch` the deletion of what no version from `through` on can read: nodes that
+/// went stale after version `from` and at or before `through`, and every value a version in
+/// that range overwrote. Starting at `from` (the previous call's `through`) skips the
+/// deletion markers earlier calls left behind.
+pub(super) fn prune(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<()> {
+    prune_nodes(db, batch, from, through)?;
+    prune_values(db, batch, from, through)
+}
+
+/// Calls `f` with each record of an index column family whose version is in
+/// `(from, through]`, then adds the record's deletion to `batch`.
+fn for_each_record(
+    db: &DB,
+    batch: &mut WriteBatch,
+    index_cf: &str,
+    from: Option<Version>,
+    through: Version,
+    mut f: impl FnMut(Version, &[u8], &mut WriteBatch) -> Result<()>,
+) -> Result<()> {
+    let index = cf(db, index_cf)?;
+    let mut iter = db.raw_iterator_cf(index);
+    match from.and_then(|v| v.checked_add(1)) {
+        Some(start) => iter.seek(start.to_be_bytes()),
+        None => iter.seek_to_first(),
+    }
+    while let (Some(key), Some(record)) = (iter.key(), iter.value()) {
+        let version = Version::from_be_bytes(
+            key.try_into()
+                .map_err(|_| anyhow!("corrupt {index_cf} record key"))?,
+        );
+        if version > through {
+            break;
+        }
+        f(version, record, batch)?;
+        batch.delete_cf(index, key);
+        iter.next();
+    }
+    iter.status()?;
+    Ok(())
+}
+
+fn prune_nodes(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<()> {
+    let node_cf = cf(db, CF_NODES)?;
+    for_each_record(db, batch, CF_STALE, from, through, |_, record, batch| {
+        let addrs: Vec<NodeAddr> = borsh::from_slice(record)?;
+        for addr in addrs {
+            batch.delete_cf(node_cf, borsh::to_vec(&addr)?);
+        }
+        Ok(())
+    })
+}
+
+/// For each key written at a version `v` in `(from, through]`, deletes the value that write
+/// replaced: every version from `through` on reads `v` or newer. Each value is deleted once,
+/// when the write after it is pruned, so no older one is left.
+fn prune_values(
+    db: &DB,
+    batch: &mut WriteBatch,
+    from: Option<Version>,
+    through: Version,
+) -> Result<()> {
+    let value_cf = cf(db, CF_VALUES)?;
+    let mut values = db.raw_iterator_cf(value_cf);
+    for_each_record(
+        db,
+        batch,
+        CF_WRITTEN,
+        from,
+        through,
+        |version, record, batch| {
+            if record.len() % 32 != 0 {
+                return Err(anyhow!("corrupt written-value record at version {version}"));
+            }
+            let Some(before) = version.checked_sub(1) else {
+                return Ok(());
+            };
+            for hash in record.chunks_exact(32) {
+                // The value this write replaced is the newest one before it. Seeking backwards
+                // lands on it directly; a forward scan from the key's start would wade through
+                // the deletion markers of every earlier prune of the same key.
+                let key_hash = KeyHash(hash.try_into()?);
+                values.seek_for_prev(value_key(key_hash, before));
+                values.status()?;
+                if let Some(old) = values.key().filter(|k| k.starts_with(hash)) {
+                    batch.delete_cf(value_cf, old);
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+impl TreeDb<'_> {
+    /// A committed node, through the cache.
+    fn node(&self, addr: &NodeAddr) -> Result<Option<StoredNode>> {
+        let epoch = {
+            let cache = self.caches.nodes();
+            if let Some(node) = cache.node(addr) {
+                return Ok(Some(node));
+            }
+            cache.epoch()
+        };
+        let nodes = cf(self.db, CF_NODES)?;
+        match self.db.get_cf(nodes, borsh::to_vec(addr)?)? {
+            Some(bytes) => {
+                let node: StoredNode = borsh::from_slice(&bytes)?;
+                self.caches.nodes().fill(epoch, *addr, node.clone());
+                Ok(Some(node))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl NodeSource for TreeDb<'_> {
+    fn node(&self, addr: &NodeAddr) -> Result<Option<StoredNode>> {
+        TreeDb::node(self, addr)
+    }
+}
+
+/// The `jmt` crate reads the same records to build proofs.
+impl TreeReader for TreeDb<'_> {
+    fn get_node_option(&self, node_key: &NodeKey) -> Result<Option<Node>> {
+        let addr = NodeAddr::from_jmt(node_key)
+            .ok_or_else(|| anyhow!("tree node key deeper than a key hash"))?;
+        self.node(&addr)?.map(|node| node.to_jmt()).transpose()
+    }
+
+    fn get_value_option(
+        &self,
+        max_version: Version,
+        key_hash: KeyHash,
+    ) -> Result<Option<OwnedValue>> {
+        get_value_at(self.db, key_hash, max_version)
+    }
+
+    fn get_rightmost_leaf(&self) -> Result<Option<(NodeKey, JmtLeaf)>> {
+        // Only JMT's snapshot restore calls this; gpuchain nodes sync by block replay.
+        Err(anyhow!(
+            "state-sync restore is not supported: sync by replaying blocks"
+        ))
+    }
+}
+
+/// A block's tree update, built one version at a time.
+pub(super) struct BlockTree<'a> {
+    db: TreeDb<'a>,
+    written: Written,
+    values: Vec<(Version, Vec<(KeyHash, Option<Vec<u8>>)>)>,
+    root: [u8; 32],
+}
+
+impl<'a> BlockTree<'a> {
+    pub(super) fn new(db: TreeDb<'a>) -> Self {
+        BlockTree {
+            db,
+            written: Written::default(),
+            values: Vec::new(),
+            root: [0; 32],
+        }
+    }
+
+    /// Applies the genesis writes as version 0 (an empty tree before it).
+    pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
+        self.apply(None, 0, writes)?;
+        Ok(self)
+    }
+
+    /// Applies block `height`'s writes as version `height` on top of version `height - 1`.
+    pub(super) fn block(mut self, height: u64, writes: &Write) -> Result<Self> {
+        let base = height
+            .checked_sub(1)
+            .ok_or_else(|| anyhow!("blocks start at height 1"))?;
+        self.apply(Some(base), height, writes)?;
+        Ok(self)
+    }
+
+    pub(super) fn finish(self) -> TreeUpdate {
+        TreeUpdate {
+            root: self.root,
+            nodes: self.written.nodes,
+            stale: self.written.stale,
+            values: self.values,
+        }
+    }
+
+    fn apply(&mut self, base: Option<Version>, version: Version, writes: &Write) -> Result<()> {
+        let mut values = Vec::with_capacity(writes.len());
+        let mut changes: Vec<Change> = Vec::with_capacity(writes.len());
+        for (key, value) in writes {
+            let hash = key_hash(key);
+            let value_hash = value.as_ref().map(|v| *blake3::hash(v).as_bytes());
+            changes.push((hash.0, value_hash));
+            values.push((hash, value.clone()));
+        }
+        changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.root = apply_version(&self.db, &mut self.written, base, version, &changes)?;
+        self.values.push((version, values));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
