@@ -92,8 +92,16 @@ fn main() -> anyhow::Result<()> {
             verify_secs += verify;
             block_ratios.push(verify / elapsed);
         }
-        if blocks <= 20 {
-            eprintln!("block {height}: {} txs in {elapsed:.3}s", txs.len());
+        if blocks <= 40 {
+            let v = if b > 0 {
+                *block_ratios.last().unwrap()
+            } else {
+                0.0
+            };
+            eprintln!(
+                "block {height}: {} txs in {elapsed:.3}s ratio {v:.3}",
+                txs.len()
+            );
         }
         if height.is_multiple_of((blocks / 10).max(1)) {
             state_mib.push((height, dir_bytes(dir.path()) / (1 << 20)));

@@ -117,9 +117,10 @@ pub(crate) fn run_tx(
         return TxResult::rejected(e);
     }
     let mut events = ante_state.events;
+    let signer_text = signer.to_bech32();
     events.push(
         Event::new("tx")
-            .attr("signer", signer)
+            .attr_text("signer", signer_text.clone())
             .attr("fee", tx.body.fee),
     );
 
@@ -129,8 +130,8 @@ pub(crate) fn run_tx(
         let result = tx.body.msgs.iter().try_for_each(|msg| {
             fork.emit(
                 Event::new("message")
-                    .attr("action", msg.name())
-                    .attr("sender", signer),
+                    .attr_text("action", msg.name().to_string())
+                    .attr_text("sender", signer_text.clone()),
             );
             router::execute(&mut fork, ctx, &signer, msg)
         });

@@ -14,8 +14,8 @@ pub struct TransferEvent {
 impl From<TransferEvent> for Event {
     fn from(e: TransferEvent) -> Self {
         Event::new("bank.transfer")
-            .attr("from", e.from)
-            .attr("to", e.to)
+            .attr_text("from", e.from.to_bech32())
+            .attr_text("to", e.to.to_bech32())
             .attr("amount", e.amount)
     }
 }

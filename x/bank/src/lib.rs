@@ -28,6 +28,8 @@ pub mod module_account {
 
     /// Collects transaction fees and the market's take rate.
     pub fn fee_pool() -> Address {
-        Address::module("fee_pool")
+        // Every transaction pays it: derive the address once.
+        static FEE_POOL: std::sync::OnceLock<Address> = std::sync::OnceLock::new();
+        *FEE_POOL.get_or_init(|| Address::module("fee_pool"))
     }
 }

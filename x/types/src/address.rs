@@ -60,6 +60,15 @@ impl Address {
         out
     }
 
+    /// The bech32 text (`gpu1...`), in a string of exactly its length: events render
+    /// several addresses per transaction, and `to_string` would grow the string through
+    /// the formatter.
+    pub fn to_bech32(&self) -> String {
+        let text = address_text::bech32(&self.0);
+        // The encoder emits only the prefix, '1' and charset characters: always ASCII.
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
     /// The state key `prefix` followed by this address in hex, e.g.
     /// `"bank/accounts/" + hex`.
     pub fn key_under(&self, prefix: &str) -> String {
@@ -126,6 +135,8 @@ mod tests {
         let text = addr.to_string();
         assert!(text.starts_with("gpu1"), "{text}");
         assert_eq!(text.parse::<Address>(), Ok(addr));
+        assert_eq!(addr.to_bech32(), text);
+        assert_eq!(addr.to_bech32().capacity(), text.len());
         let foreign = bech32::encode::<Bech32>(Hrp::parse_unchecked("cosmos"), &addr.0).unwrap();
         assert!(matches!(
             foreign.parse::<Address>(),

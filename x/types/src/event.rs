@@ -30,6 +30,12 @@ impl Event {
         self
     }
 
+    /// Adds an attribute whose text is already rendered (no second copy).
+    pub fn attr_text(mut self, key: impl Into<Cow<'static, str>>, value: String) -> Self {
+        self.attributes.push((key.into(), value));
+        self
+    }
+
     /// The value of the first attribute named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.attributes

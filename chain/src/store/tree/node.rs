@@ -134,7 +134,8 @@ impl BorshDeserialize for NodeAddr {
 pub(crate) enum StoredNode {
     /// The root of an empty tree.
     Null,
-    Internal(InternalNode),
+    /// Boxed: a node is a kilobyte, and maps of nodes move their entries around.
+    Internal(Box<InternalNode>),
     Leaf(LeafNode),
 }
 

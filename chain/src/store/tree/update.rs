@@ -154,7 +154,7 @@ impl<S: NodeSource> VersionUpdate<'_, S> {
         &mut self,
         path: NibblePath,
         addr: NodeAddr,
-        node: InternalNode,
+        node: Box<InternalNode>,
         changes: &[Change],
     ) -> Result<Subtree> {
         let mut slots = *node.slots();
@@ -255,7 +255,7 @@ impl<S: NodeSource> VersionUpdate<'_, S> {
                 leaf_count: node.leaf_count(),
             },
         };
-        self.write(path, StoredNode::Internal(node));
+        self.write(path, StoredNode::Internal(Box::new(node)));
         child
     }
 
