@@ -2,7 +2,7 @@
 
 use gpuchain_bank::{module_account, BankWrite, ChargeError};
 use gpuchain_tx::{intrinsic_gas, Tx, TxError, TxParams};
-use gpuchain_types::StateWrite;
+use gpuchain_types::{Address, StateWrite};
 
 /// Checks that need no state beyond the parameters and chain id.
 pub(crate) fn check_stateless(
@@ -55,17 +55,17 @@ pub(crate) fn check_stateless(
     Ok(needed)
 }
 
-/// Checks the nonce, takes the fee into the fee pool and bumps the nonce. On error nothing
+/// Checks the nonce, takes the fee from `signer` (the transaction's, derived once by the
+/// caller) into the fee pool and bumps the nonce. On error nothing
 /// has been written.
-pub(crate) fn charge(state: &mut impl StateWrite, tx: &Tx) -> Result<(), TxError> {
+pub(crate) fn charge(
+    state: &mut impl StateWrite,
+    tx: &Tx,
+    signer: &Address,
+) -> Result<(), TxError> {
     let fee = tx.body.fee;
     state
-        .charge_signer(
-            &tx.signer(),
-            tx.body.nonce,
-            fee,
-            &module_account::fee_pool(),
-        )
+        .charge_signer(signer, tx.body.nonce, fee, &module_account::fee_pool())
         .map_err(|e| match e {
             ChargeError::BadNonce { expected } => TxError::BadNonce {
                 expected,

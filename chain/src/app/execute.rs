@@ -113,7 +113,7 @@ pub(crate) fn run_tx(
         base,
         events: Vec::new(),
     };
-    if let Err(e) = ante::charge(&mut ante_state, tx) {
+    if let Err(e) = ante::charge(&mut ante_state, tx, &signer) {
         return TxResult::rejected(e);
     }
     let mut events = ante_state.events;

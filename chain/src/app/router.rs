@@ -16,7 +16,7 @@ pub(crate) fn execute(
 ) -> Result<(), AppError> {
     match msg {
         Msg::Bank(m) => {
-            gpuchain_bank::handler::check_stateless(m, &state.bank_params())?;
+            gpuchain_bank::handler::check_stateless(m, || state.bank_params())?;
             gpuchain_bank::handler::execute(state, signer, m)?;
         }
         Msg::Staking(m) => {

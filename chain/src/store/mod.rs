@@ -40,7 +40,9 @@ pub struct PreparedBlock {
     pub height: u64,
     /// Root of the tree after the block: the app hash.
     pub app_hash: [u8; 32],
-    writes: Write,
+    /// The writes of each tree version the block adds: genesis and then the block's own
+    /// for block 1, the block's alone after it.
+    writes: Vec<Write>,
     tree: TreeUpdate,
 }
 
@@ -59,6 +61,8 @@ pub struct Store {
     proof_heights: Option<u64>,
     /// The tree version pruning has reached: older versions cannot be read.
     pruned_through: Option<u64>,
+    /// Size of the last block's write batch.
+    last_batch_bytes: usize,
 }
 
 impl Store {
@@ -108,6 +112,7 @@ impl Store {
             app_hash,
             proof_heights: Some(DEFAULT_PROOF_HEIGHTS),
             pruned_through,
+            last_batch_bytes: 0,
         })
     }
 
@@ -154,16 +159,15 @@ impl Store {
     ) -> Result<PreparedBlock> {
         let tree = BlockTree::new(self.tree_db());
         let (tree, writes) = match genesis {
-            Some(mut genesis) => {
+            Some(genesis) => {
                 anyhow::ensure!(
                     height == 1,
                     "genesis must be followed by block 1, got {height}"
                 );
                 let tree = tree.genesis(&genesis)?.block(height, &writes)?;
-                genesis.extend(writes);
-                (tree, genesis)
+                (tree, vec![genesis, writes])
             }
-            None => (tree.block(height, &writes)?, writes),
+            None => (tree.block(height, &writes)?, vec![writes]),
         };
         let tree = tree.finish();
         Ok(PreparedBlock {
@@ -176,15 +180,18 @@ impl Store {
 
     /// Writes a prepared block, its tree nodes, height and app hash in one atomic batch.
     pub fn commit(&mut self, block: PreparedBlock) -> Result<()> {
-        let mut batch = WriteBatch::default();
+        // Sized from the previous block's batch: growing a batch of megabytes step by step
+        // copies it several times over.
+        let mut batch =
+            WriteBatch::with_capacity_bytes(self.last_batch_bytes + self.last_batch_bytes / 8);
         let latest = cf(&self.db, CF_LATEST)?;
-        for (key, value) in &block.writes {
+        for (key, value) in block.writes.iter().flatten() {
             match value {
                 Some(v) => batch.put_cf(latest, key.as_bytes(), v),
                 None => batch.delete_cf(latest, key.as_bytes()),
             }
         }
-        tree::write_tree_batch(&self.db, &mut batch, &block.tree)?;
+        tree::write_tree_batch(&self.db, &mut batch, &block.tree, &block.writes)?;
         let mut pruned_through = self.pruned_through;
         if let Some(keep) = self.proof_heights {
             if let Some(newest_dropped) = block.height.checked_sub(keep) {
@@ -201,11 +208,15 @@ impl Store {
         if let Some(p) = pruned_through {
             batch.put_cf(meta, META_PRUNED_THROUGH, p.to_be_bytes());
         }
+        self.last_batch_bytes = batch.size_in_bytes();
         self.db
             .write(batch)
             .context("writing block to the state database")?;
         // Only now are the block's values and nodes committed, so only now may they be cached.
-        self.caches.committed(block.writes, block.tree.nodes);
+        let mut versions = block.writes.into_iter();
+        let mut writes = versions.next().unwrap_or_default();
+        writes.extend(versions.flatten());
+        self.caches.committed(writes, block.tree.nodes);
         self.height = block.height;
         self.app_hash = block.app_hash;
         self.pruned_through = pruned_through;

@@ -79,12 +79,18 @@ pub(super) struct TreeUpdate {
     pub(super) root: [u8; 32],
     pub(super) nodes: BTreeMap<NodeAddr, StoredNode>,
     stale: Vec<(Version, Vec<NodeAddr>)>,
-    /// Per version, each written key's hash and value (`None`: deleted).
-    values: Vec<(Version, Vec<(KeyHash, Option<Vec<u8>>)>)>,
+    /// Per version, the hash of each key it wrote, in the order of that version's `Write`.
+    key_hashes: Vec<(Version, Vec<KeyHash>)>,
 }
 
-/// Adds a block's tree nodes, values and per-version pruning records to `batch`.
-pub(super) fn write_tree_batch(db: &DB, batch: &mut WriteBatch, update: &TreeUpdate) -> Result<()> {
+/// Adds a block's tree nodes, values and per-version pruning records to `batch`;
+/// `writes` are the versions' writes, in the order the tree applied them.
+pub(super) fn write_tree_batch(
+    db: &DB,
+    batch: &mut WriteBatch,
+    update: &TreeUpdate,
+    writes: &[Write],
+) -> Result<()> {
     let node_cf = cf(db, CF_NODES)?;
     let mut key_buf = Vec::with_capacity(64);
     let mut node_buf = Vec::with_capacity(1024);
@@ -96,9 +102,15 @@ pub(super) fn write_tree_batch(db: &DB, batch: &mut WriteBatch, update: &TreeUpd
         batch.put_cf(node_cf, &key_buf, &node_buf);
     }
     let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
-    for (version, values) in &update.values {
-        let mut record = Vec::with_capacity(values.len() * 32);
-        for (key_hash, value) in values {
+    anyhow::ensure!(
+        writes.len() == update.key_hashes.len(),
+        "{} write sets for {} tree versions",
+        writes.len(),
+        update.key_hashes.len()
+    );
+    for ((version, hashes), writes) in update.key_hashes.iter().zip(writes) {
+        let mut record = Vec::with_capacity(hashes.len() * 32);
+        for (key_hash, (_, value)) in hashes.iter().zip(writes) {
             batch.put_cf(
                 value_cf,
                 value_key(*key_hash, *version),
@@ -273,7 +285,7 @@ impl TreeReader for TreeDb<'_> {
 pub(super) struct BlockTree<'a> {
     db: TreeDb<'a>,
     written: Written,
-    values: Vec<(Version, Vec<(KeyHash, Option<Vec<u8>>)>)>,
+    key_hashes: Vec<(Version, Vec<KeyHash>)>,
     root: [u8; 32],
 }
 
@@ -282,7 +294,7 @@ impl<'a> BlockTree<'a> {
         BlockTree {
             db,
             written: Written::default(),
-            values: Vec::new(),
+            key_hashes: Vec::new(),
             root: [0; 32],
         }
     }
@@ -307,22 +319,22 @@ impl<'a> BlockTree<'a> {
             root: self.root,
             nodes: self.written.nodes,
             stale: self.written.stale,
-            values: self.values,
+            key_hashes: self.key_hashes,
         }
     }
 
     fn apply(&mut self, base: Option<Version>, version: Version, writes: &Write) -> Result<()> {
-        let mut values = Vec::with_capacity(writes.len());
+        let mut hashes = Vec::with_capacity(writes.len());
         let mut changes: Vec<Change> = Vec::with_capacity(writes.len());
         for (key, value) in writes {
             let hash = key_hash(key);
             let value_hash = value.as_ref().map(|v| *blake3::hash(v).as_bytes());
             changes.push((hash.0, value_hash));
-            values.push((hash, value.clone()));
+            hashes.push(hash);
         }
         changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.root = apply_version(&self.db, &mut self.written, base, version, &changes)?;
-        self.values.push((version, values));
+        self.key_hashes.push((version, hashes));
         Ok(())
     }
 }

@@ -8,11 +8,15 @@ use gpuchain_types::{Address, StateWrite};
 
 use crate::{BankError, BankMsg, BankParams};
 
-/// Checks that need no state.
-pub fn check_stateless(msg: &BankMsg, params: &BankParams) -> Result<(), BankError> {
+/// Checks that need no state beyond the module parameters, which `params` reads only for
+/// the messages that have limits (a plain send, the common case, has none).
+pub fn check_stateless(
+    msg: &BankMsg,
+    params: impl FnOnce() -> BankParams,
+) -> Result<(), BankError> {
     match msg {
         BankMsg::Send(m) => send::check_stateless(m),
-        BankMsg::MultiSend(m) => multi_send::check_stateless(m, params),
+        BankMsg::MultiSend(m) => multi_send::check_stateless(m, &params()),
     }
 }
 
