@@ -12,6 +12,10 @@
 
 use std::time::Instant;
 
+/// The node's allocator (`gpuchaind`'s main.rs), so that the app is measured as it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use ed25519_dalek::SigningKey;
 use gpuchain_bank::{BankMsg, MsgSend};
 use gpuchain_chain::{App, BlockInput};

@@ -79,7 +79,8 @@ fn each_bad_transfer_has_its_own_error_and_changes_nothing() {
     ];
     for (msg, expected) in cases {
         let mut fork = Overlay::new(&base);
-        let got = check_stateless(&msg, || params.clone()).and_then(|()| execute(&mut fork, &alice, &msg));
+        let got = check_stateless(&msg, || params.clone())
+            .and_then(|()| execute(&mut fork, &alice, &msg));
         assert_eq!(got, Err(expected), "{msg:?}");
     }
 }
