@@ -111,6 +111,7 @@ fn main() -> anyhow::Result<()> {
             state_mib.push((height, dir_bytes(dir.path()) / (1 << 20)));
         }
     }
+    let proven_query_us = proven_query_micros(&app, &addrs);
     let timed_txs = (block_ratios.len() as f64) * per_block as f64;
     let app_tps = timed_txs / app_secs;
     let verify_tps = timed_txs / verify_secs;
@@ -130,10 +131,36 @@ fn main() -> anyhow::Result<()> {
             "ratio_app_to_verify_ceiling": (app_tps / verify_tps * 1000.0).round() / 1000.0,
             "median_block_ratio": (median_ratio * 1000.0).round() / 1000.0,
             "proof_heights": proof_heights.unwrap_or(0),
+            "proven_account_query_p50_us": proven_query_us,
             "state_mib_at_height": state_mib,
         })
     );
     Ok(())
+}
+
+/// Median microseconds of a proven `/bank/account/<addr>` query at the latest height (the
+/// client's balance check), over 200 accounts: after pruning, the value column family holds
+/// the range deletions of every pruned write.
+fn proven_query_micros(app: &App, addrs: &[Address]) -> u64 {
+    use tendermint_abci::Application;
+    let mut micros: Vec<u64> = addrs
+        .iter()
+        .step_by((addrs.len() / 200).max(1))
+        .map(|addr| {
+            let start = Instant::now();
+            let response = app.query(tendermint_proto::v0_38::abci::RequestQuery {
+                path: format!("/bank/account/{addr}"),
+                prove: true,
+                ..Default::default()
+            });
+            let elapsed = start.elapsed().as_micros() as u64;
+            assert_eq!(response.code, 0, "{}", response.log);
+            assert!(response.proof_ops.is_some(), "no proof returned");
+            elapsed
+        })
+        .collect();
+    micros.sort_unstable();
+    micros.get(micros.len() / 2).copied().unwrap_or(0)
 }
 
 /// Seconds to batch-verify the signatures of `txs`, keys already parsed.

@@ -139,6 +139,28 @@ fn pruning_keeps_the_window_readable_and_bounds_the_store() {
         kept * 2 < all,
         "pruned store holds {kept} values, the archive {all}"
     );
+    // Exactly what the kept heights can read is left: per key, at most one value record at
+    // or below the pruning point (the one those heights read), and no deletion marker there.
+    let through = pruned.pruned_through.unwrap();
+    let values = cf(&pruned.db, CF_VALUES).unwrap();
+    let mut below: std::collections::BTreeMap<Vec<u8>, Vec<(u64, u8)>> = Default::default();
+    for item in pruned.db.iterator_cf(values, IteratorMode::Start) {
+        let (k, v) = item.unwrap();
+        let version = u64::from_be_bytes(k[32..40].try_into().unwrap());
+        if version <= through {
+            below
+                .entry(k[..32].to_vec())
+                .or_default()
+                .push((version, v[0]));
+        }
+    }
+    for (key, records) in &below {
+        assert!(
+            records.len() == 1 && records[0].1 == 1,
+            "key {} keeps {records:?} at or below {through}",
+            hex::encode(key)
+        );
+    }
 
     // A reopened store remembers how far it pruned and goes on from there.
     drop(pruned);

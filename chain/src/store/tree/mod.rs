@@ -79,8 +79,30 @@ pub(super) struct TreeUpdate {
     pub(super) root: [u8; 32],
     pub(super) nodes: BTreeMap<NodeAddr, StoredNode>,
     stale: Vec<(Version, Vec<NodeAddr>)>,
-    /// Per version, the hash of each key it wrote, in the order of that version's `Write`.
-    key_hashes: Vec<(Version, Vec<KeyHash>)>,
+    values: Vec<VersionValues>,
+}
+
+/// One version's value records and what they make prunable.
+struct VersionValues {
+    version: Version,
+    /// Each key the version wrote, in the order of its `Write`, with the version of the
+    /// value record the write replaced (the key's old leaf's version), if any.
+    written: Vec<(KeyHash, Option<Version>)>,
+    /// Leaves the version moved without changing them: key, the version they moved from,
+    /// and the value, copied to the new version so that a leaf's version always names its
+    /// key's newest value record.
+    moved: Vec<(KeyHash, Version, Vec<u8>)>,
+}
+
+/// A written-value record entry: key hash, replaced version (big-endian, `NO_VERSION` for
+/// none), and whether the write was a deletion.
+const ENTRY_LEN: usize = 32 + 8 + 1;
+const NO_VERSION: Version = Version::MAX;
+
+fn push_entry(record: &mut Vec<u8>, key_hash: &KeyHash, replaced: Option<Version>, deleted: bool) {
+    record.extend_from_slice(&key_hash.0);
+    record.extend_from_slice(&replaced.unwrap_or(NO_VERSION).to_be_bytes());
+    record.push(u8::from(deleted));
 }
 
 /// Adds a block's tree nodes, values and per-version pruning records to `batch`;
@@ -103,20 +125,30 @@ pub(super) fn write_tree_batch(
     }
     let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
     anyhow::ensure!(
-        writes.len() == update.key_hashes.len(),
+        writes.len() == update.values.len(),
         "{} write sets for {} tree versions",
         writes.len(),
-        update.key_hashes.len()
+        update.values.len()
     );
-    for ((version, hashes), writes) in update.key_hashes.iter().zip(writes) {
-        let mut record = Vec::with_capacity(hashes.len() * 32);
-        for (key_hash, (_, value)) in hashes.iter().zip(writes) {
+    for (values, writes) in update.values.iter().zip(writes) {
+        let version = values.version;
+        let entries = values.written.len() + values.moved.len();
+        let mut record = Vec::with_capacity(entries * ENTRY_LEN);
+        for ((key_hash, replaced), (_, value)) in values.written.iter().zip(writes) {
             batch.put_cf(
                 value_cf,
-                value_key(*key_hash, *version),
+                value_key(*key_hash, version),
                 encode_value(value.as_deref()),
             );
-            record.extend_from_slice(&key_hash.0);
+            push_entry(&mut record, key_hash, *replaced, value.is_none());
+        }
+        for (key_hash, from, value) in &values.moved {
+            batch.put_cf(
+                value_cf,
+                value_key(*key_hash, version),
+                encode_value(Some(value)),
+            );
+            push_entry(&mut record, key_hash, Some(*from), false);
         }
         batch.put_cf(written_cf, version.to_be_bytes(), record);
     }
@@ -189,9 +221,11 @@ fn prune_nodes(
     })
 }
 
-/// For each key written at a version `v` in `(from, through]`, deletes the value that write
-/// replaced: every version from `through` on reads `v` or newer. Each value is deleted once,
-/// when the write after it is pruned, so no older one is left.
+/// For each key written at a version `v` in `(from, through]`, deletes the value record
+/// that write replaced (named in the record, so nothing is read): every version from
+/// `through` on reads `v` or newer. Each value is deleted once, when the write after it is
+/// pruned, so no older one is left. A deletion's own marker goes too: with everything
+/// older gone, finding no record reads as the same absence.
 fn prune_values(
     db: &DB,
     batch: &mut WriteBatch,
@@ -199,7 +233,6 @@ fn prune_values(
     through: Version,
 ) -> Result<()> {
     let value_cf = cf(db, CF_VALUES)?;
-    let mut values = db.raw_iterator_cf(value_cf);
     for_each_record(
         db,
         batch,
@@ -207,21 +240,19 @@ fn prune_values(
         from,
         through,
         |version, record, batch| {
-            if record.len() % 32 != 0 {
+            if record.len() % ENTRY_LEN != 0 {
                 return Err(anyhow!("corrupt written-value record at version {version}"));
             }
-            let Some(before) = version.checked_sub(1) else {
-                return Ok(());
-            };
-            for hash in record.chunks_exact(32) {
-                // The value this write replaced is the newest one before it. Seeking backwards
-                // lands on it directly; a forward scan from the key's start would wade through
-                // the deletion markers of every earlier prune of the same key.
+            for entry in record.chunks_exact(ENTRY_LEN) {
+                let (hash, rest) = entry.split_at(32);
+                let (replaced, deleted) = rest.split_at(8);
                 let key_hash = KeyHash(hash.try_into()?);
-                values.seek_for_prev(value_key(key_hash, before));
-                values.status()?;
-                if let Some(old) = values.key().filter(|k| k.starts_with(hash)) {
-                    batch.delete_cf(value_cf, old);
+                let replaced = Version::from_be_bytes(replaced.try_into()?);
+                if replaced != NO_VERSION {
+                    batch.delete_cf(value_cf, value_key(key_hash, replaced));
+                }
+                if deleted == [1] {
+                    batch.delete_cf(value_cf, value_key(key_hash, version));
                 }
             }
             Ok(())
@@ -285,7 +316,10 @@ impl TreeReader for TreeDb<'_> {
 pub(super) struct BlockTree<'a> {
     db: TreeDb<'a>,
     written: Written,
-    key_hashes: Vec<(Version, Vec<KeyHash>)>,
+    values: Vec<VersionValues>,
+    /// The genesis values, kept while block 1 is built on them in the same batch (a leaf
+    /// it moves copies its value from here).
+    genesis_values: BTreeMap<[u8; 32], Vec<u8>>,
     root: [u8; 32],
 }
 
@@ -294,7 +328,8 @@ impl<'a> BlockTree<'a> {
         BlockTree {
             db,
             written: Written::default(),
-            key_hashes: Vec::new(),
+            values: Vec::new(),
+            genesis_values: BTreeMap::new(),
             root: [0; 32],
         }
     }
@@ -302,6 +337,10 @@ impl<'a> BlockTree<'a> {
     /// Applies the genesis writes as version 0 (an empty tree before it).
     pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
         self.apply(None, 0, writes)?;
+        self.genesis_values = writes
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (key_hash(k).0, v.clone())))
+            .collect();
         Ok(self)
     }
 
@@ -319,7 +358,7 @@ impl<'a> BlockTree<'a> {
             root: self.root,
             nodes: self.written.nodes,
             stale: self.written.stale,
-            key_hashes: self.key_hashes,
+            values: self.values,
         }
     }
 
@@ -333,9 +372,61 @@ impl<'a> BlockTree<'a> {
             hashes.push(hash);
         }
         changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.root = apply_version(&self.db, &mut self.written, base, version, &changes)?;
-        self.key_hashes.push((version, hashes));
+        let outcome = apply_version(&self.db, &mut self.written, base, version, &changes)?;
+        self.root = outcome.root;
+        let written = hashes
+            .into_iter()
+            .map(|hash| (hash, outcome.old_leaves.get(&hash.0).copied()))
+            .collect();
+        let mut moved = Vec::new();
+        let this_version = self.written.nodes.range(NodeAddr::root(version)..);
+        for (addr, node) in this_version.take_while(|(addr, _)| addr.version == version) {
+            let StoredNode::Leaf(leaf) = node else {
+                continue;
+            };
+            if changes
+                .binary_search_by(|c| c.0.cmp(&leaf.key_hash))
+                .is_ok()
+            {
+                continue;
+            }
+            let from = *outcome
+                .old_leaves
+                .get(&leaf.key_hash)
+                .ok_or_else(|| anyhow!("tree leaf {addr:?} appeared without a write"))?;
+            let value = self.value_record(leaf.key_hash, from)?;
+            moved.push((KeyHash(leaf.key_hash), from, value));
+        }
+        self.values.push(VersionValues {
+            version,
+            written,
+            moved,
+        });
         Ok(())
+    }
+
+    /// The value a leaf written at `version` holds: its key's record at exactly that
+    /// version.
+    fn value_record(&self, key_hash: [u8; 32], version: Version) -> Result<Vec<u8>> {
+        if let Some(value) = self.genesis_values.get(&key_hash).filter(|_| version == 0) {
+            return Ok(value.clone());
+        }
+        let values = cf(self.db.db, CF_VALUES)?;
+        match self
+            .db
+            .db
+            .get_cf(values, value_key(KeyHash(key_hash), version))?
+        {
+            Some(bytes) => match bytes.split_first() {
+                Some((1, value)) => Ok(value.to_vec()),
+                _ => Err(anyhow!(
+                    "the value record of a live tree leaf is a deletion"
+                )),
+            },
+            None => Err(anyhow!(
+                "no value record at version {version} for a live tree leaf"
+            )),
+        }
     }
 }
 

@@ -104,7 +104,9 @@ fn batch_update_gives_the_jmt_roots_and_proofs_at_every_version() {
             .map(|(k, v)| (*k, v.as_ref().map(|v| *blake3::hash(v).as_bytes())))
             .collect();
         let base = version.checked_sub(1);
-        let root = apply_version(&empty, &mut nodes.written, base, version, &batch).unwrap();
+        let root = apply_version(&empty, &mut nodes.written, base, version, &batch)
+            .unwrap()
+            .root;
         assert_eq!(
             root, reference_roots[version as usize].0,
             "root at {version}"

@@ -44,20 +44,31 @@ pub(crate) struct Written {
     pub(crate) stale: Vec<(Version, Vec<NodeAddr>)>,
 }
 
+/// What building one version produced besides its nodes.
+pub(crate) struct VersionOutcome {
+    pub(crate) root: [u8; 32],
+    /// For every leaf of the previous version that this version replaced or moved (rewrote
+    /// at another position), the version that had written it. A leaf's version is the
+    /// version of its key's newest value record (moves copy the value), so these are the
+    /// value records this version makes prunable.
+    pub(crate) old_leaves: BTreeMap<[u8; 32], Version>,
+}
+
 /// Builds version `version` from `base` (the previous version, `None` for an empty tree)
-/// and `changes` (sorted by key hash, one entry per key); returns the new root hash.
+/// and `changes` (sorted by key hash, one entry per key).
 pub(crate) fn apply_version(
     source: &impl NodeSource,
     written: &mut Written,
     base: Option<Version>,
     version: Version,
     changes: &[Change],
-) -> Result<[u8; 32]> {
+) -> Result<VersionOutcome> {
     let mut update = VersionUpdate {
         source,
         written,
         version,
         stale: Vec::new(),
+        old_leaves: BTreeMap::new(),
     };
     let root = match base {
         Some(base) => {
@@ -76,6 +87,9 @@ pub(crate) fn apply_version(
             let node = match root {
                 Some((addr, node)) => {
                     update.stale.push(addr);
+                    if let StoredNode::Leaf(leaf) = &node {
+                        update.old_leaves.insert(leaf.key_hash, addr.version);
+                    }
                     node
                 }
                 None => StoredNode::Null,
@@ -88,8 +102,12 @@ pub(crate) fn apply_version(
         update.write(NibblePath::ROOT, node);
     }
     let stale = std::mem::take(&mut update.stale);
+    let old_leaves = std::mem::take(&mut update.old_leaves);
     written.stale.push((version, stale));
-    Ok(hash)
+    Ok(VersionOutcome {
+        root: hash,
+        old_leaves,
+    })
 }
 
 struct VersionUpdate<'a, S> {
@@ -97,6 +115,7 @@ struct VersionUpdate<'a, S> {
     written: &'a mut Written,
     version: Version,
     stale: Vec<NodeAddr>,
+    old_leaves: BTreeMap<[u8; 32], Version>,
 }
 
 impl<S: NodeSource> VersionUpdate<'_, S> {
@@ -142,6 +161,7 @@ impl<S: NodeSource> VersionUpdate<'_, S> {
                     return Ok(Subtree::Unchanged);
                 }
                 self.stale.push(addr);
+                self.old_leaves.insert(old.key_hash, addr.version);
                 self.build(path, &merge_leaf(changes, old))
             }
             Some((addr, StoredNode::Internal(node))) => {
@@ -208,6 +228,7 @@ impl<S: NodeSource> VersionUpdate<'_, S> {
                 return match self.read_existing(&leaf_addr)? {
                     StoredNode::Leaf(leaf) => {
                         self.stale.push(leaf_addr);
+                        self.old_leaves.insert(leaf.key_hash, leaf_addr.version);
                         Ok(Subtree::Leaf(leaf))
                     }
                     _ => Err(anyhow!("tree node {leaf_addr:?} should be a leaf")),
