@@ -6,9 +6,13 @@
 //! `key_hash || version (big-endian)` so that "newest value at or below version v" is one
 //! reverse seek. The pruning indexes hold one record per version, keyed by the version
 //! (big-endian): the stale-node record is the borsh `Vec<NodeKey>` of the nodes that version
-//! replaced, the written-value record the concatenated key hashes it wrote. One record per
-//! version instead of one per entry keeps a block's commit batch small; pruning is a
-//! forward scan.
+//! replaced; the written-value record lists, for each key it wrote, the key hash, the
+//! version of the value record the write replaced and whether the write was a deletion
+//! (41 bytes an entry). One record per version instead of one per entry keeps a block's
+//! commit batch small; pruning is a forward scan that deletes exactly the records named,
+//! without reading the values. A leaf's version is always that of its key's newest value
+//! record (a leaf the update moves gets its value copied to the new version), which is
+//! how the update knows what each write replaced.
 //!
 //! The state after block `h` is tree version `h` (genesis is version 0): inserts, updates
 //! and deletions alike, applied as one sorted batch.
