@@ -375,7 +375,7 @@ impl<'a> BlockTree<'a> {
             changes.push((hash.0, value_hash));
             hashes.push(hash);
         }
-        changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        changes.sort_unstable_by_key(|change| change.0);
         let outcome = apply_version(&self.db, &mut self.written, base, version, &changes)?;
         self.root = outcome.root;
         let written = hashes

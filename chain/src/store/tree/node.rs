@@ -39,7 +39,7 @@ impl NibblePath {
         let depth = self.depth();
         let mut out = *self;
         let byte = out.bytes.get_mut(depth / 2)?;
-        *byte |= if depth % 2 == 0 {
+        *byte |= if depth.is_multiple_of(2) {
             (nibble & 0x0f) << 4
         } else {
             nibble & 0x0f
@@ -57,7 +57,7 @@ impl NibblePath {
 /// Nibble `depth` of a key hash (0 = the high nibble of the first byte); 0 past the end.
 pub(crate) fn nibble(key_hash: &[u8; 32], depth: usize) -> u8 {
     let byte = key_hash.get(depth / 2).copied().unwrap_or(0);
-    if depth % 2 == 0 {
+    if depth.is_multiple_of(2) {
         byte >> 4
     } else {
         byte & 0x0f
