@@ -25,6 +25,8 @@ fn error(code: u32, log: String) -> ResponseQuery {
     }
 }
 
+// The error is the query's answer itself, returned as it is on the rare bad address.
+#[allow(clippy::result_large_err)]
 fn parse_address(text: &str) -> Result<Address, ResponseQuery> {
     text.parse()
         .map_err(|e: gpuchain_types::AddressError| error(2, e.to_string()))

@@ -172,10 +172,10 @@ fn hex32(text: &str, what: &str) -> Result<[u8; 32]> {
 
 /// The signer's key name and the message; `signer` resolves a key name to its address
 /// (needed to compute a commitment).
-pub(crate) fn auction_msg<'a>(
-    cmd: &'a AuctionTx,
+pub(crate) fn auction_msg(
+    cmd: &AuctionTx,
     signer: impl Fn(&str) -> Result<Address>,
-) -> Result<(&'a str, Msg)> {
+) -> Result<(&str, Msg)> {
     let msg = |m| Msg::Auction(m);
     Ok(match cmd {
         AuctionTx::PostOrder {

@@ -101,7 +101,7 @@ impl Seen {
                 });
             }
         }
-        let order_changed = (self.order != Some(order.state)).then(|| Transition::Order {
+        let order_changed = (self.order != Some(order.state)).then_some(Transition::Order {
             height,
             order_id: order.id,
             state: order.state,
