@@ -56,8 +56,7 @@ pub(crate) fn check_stateless(
 }
 
 /// Checks the nonce, takes the fee from `signer` (the transaction's, derived once by the
-/// caller) into the fee pool and bumps the nonce. On error nothing
-/// has been written.
+/// caller) into the fee pool and bumps the nonce. On error nothing has been written.
 pub(crate) fn charge(
     state: &mut impl StateWrite,
     tx: &Tx,

@@ -130,7 +130,7 @@ pub(crate) fn run_tx(
         let result = tx.body.msgs.iter().try_for_each(|msg| {
             fork.emit(
                 Event::new("message")
-                    .attr_text("action", msg.name().to_string())
+                    .attr("action", msg.name())
                     .attr_text("sender", signer_text.clone()),
             );
             router::execute(&mut fork, ctx, &signer, msg)

@@ -9,8 +9,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use super::tree::{NodeAddr, StoredNode};
 use gpuchain_types::Write;
+
+use super::tree::{NodeAddr, StoredNode};
 
 /// Entries (written or read) a cache holds before its oldest block leaves: a few blocks of
 /// 5,000 transfers, about 10 MB per cache.

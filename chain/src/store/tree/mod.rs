@@ -59,6 +59,15 @@ fn encode_value(value: Option<&[u8]>) -> Vec<u8> {
     }
 }
 
+/// The inverse of [`encode_value`].
+fn decode_value(bytes: &[u8]) -> Result<Option<OwnedValue>> {
+    match bytes.split_first() {
+        Some((1, value)) => Ok(Some(value.to_vec())),
+        Some((0, _)) => Ok(None),
+        _ => Err(anyhow!("corrupt tree value encoding")),
+    }
+}
+
 pub(super) fn get_value_at(
     db: &DB,
     key_hash: KeyHash,
@@ -69,11 +78,7 @@ pub(super) fn get_value_at(
     iter.seek_for_prev(value_key(key_hash, max_version));
     iter.status()?;
     match (iter.key(), iter.value()) {
-        (Some(k), Some(v)) if k.len() == 40 && k[..32] == key_hash.0 => match v.split_first() {
-            Some((1, rest)) => Ok(Some(rest.to_vec())),
-            Some((0, _)) => Ok(None),
-            _ => Err(anyhow!("corrupt tree value encoding")),
-        },
+        (Some(k), Some(v)) if k.len() == 40 && k[..32] == key_hash.0 => decode_value(v),
         _ => Ok(None),
     }
 }
@@ -264,7 +269,7 @@ fn prune_values(
     )
 }
 
-impl TreeDb<'_> {
+impl NodeSource for TreeDb<'_> {
     /// A committed node, through the cache.
     fn node(&self, addr: &NodeAddr) -> Result<Option<StoredNode>> {
         let epoch = {
@@ -283,12 +288,6 @@ impl TreeDb<'_> {
             }
             None => Ok(None),
         }
-    }
-}
-
-impl NodeSource for TreeDb<'_> {
-    fn node(&self, addr: &NodeAddr) -> Result<Option<StoredNode>> {
-        TreeDb::node(self, addr)
     }
 }
 
@@ -341,9 +340,15 @@ impl<'a> BlockTree<'a> {
     /// Applies the genesis writes as version 0 (an empty tree before it).
     pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
         self.apply(None, 0, writes)?;
-        self.genesis_values = writes
+        let hashes = self
+            .values
+            .last()
+            .map(|v| v.written.as_slice())
+            .unwrap_or_default();
+        self.genesis_values = hashes
             .iter()
-            .filter_map(|(k, v)| v.as_ref().map(|v| (key_hash(k).0, v.clone())))
+            .zip(writes.values())
+            .filter_map(|((hash, _), v)| v.as_ref().map(|v| (hash.0, v.clone())))
             .collect();
         Ok(self)
     }
@@ -416,21 +421,13 @@ impl<'a> BlockTree<'a> {
             return Ok(value.clone());
         }
         let values = cf(self.db.db, CF_VALUES)?;
-        match self
+        let record = self
             .db
             .db
             .get_cf(values, value_key(KeyHash(key_hash), version))?
-        {
-            Some(bytes) => match bytes.split_first() {
-                Some((1, value)) => Ok(value.to_vec()),
-                _ => Err(anyhow!(
-                    "the value record of a live tree leaf is a deletion"
-                )),
-            },
-            None => Err(anyhow!(
-                "no value record at version {version} for a live tree leaf"
-            )),
-        }
+            .ok_or_else(|| anyhow!("no value record at version {version} for a live tree leaf"))?;
+        decode_value(&record)?
+            .ok_or_else(|| anyhow!("the value record of a live tree leaf is a deletion"))
     }
 }
 

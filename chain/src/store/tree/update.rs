@@ -127,13 +127,12 @@ impl<S: NodeSource> VersionUpdate<'_, S> {
         }
     }
 
-    fn write(&mut self, path: NibblePath, node: StoredNode) -> NodeAddr {
+    fn write(&mut self, path: NibblePath, node: StoredNode) {
         let addr = NodeAddr {
             version: self.version,
             path,
         };
         self.written.nodes.insert(addr, node);
-        addr
     }
 
     fn update(
