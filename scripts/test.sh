@@ -8,6 +8,8 @@ cd "$GPUCHAIN_ROOT"
 bash scripts/install-deps.sh
 bash scripts/install-cometbft.sh >/dev/null
 export COMETBFT_BIN
+# The Python reference client's environment (PyNaCl, blake3); its test runs it on a localnet.
+bash scripts/python-env.sh >/dev/null
 cargo build --workspace --all-targets --locked
 # End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
 # two cores sustain without timeouts.
