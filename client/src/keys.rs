@@ -62,9 +62,30 @@ fn valid_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The key-derivation parameters of sealed key files, written out rather than taken from the
+/// crate's defaults so that an upgrade of the crate cannot make existing files unreadable
+/// (docs/protocol.md "Key files"): argon2id v1.3, 19,456 KiB, 2 passes, 1 lane, 32 bytes.
+fn kdf() -> Result<Argon2<'static>> {
+    let params = argon2::Params::new(19_456, 2, 1, Some(32))
+        .map_err(|e| anyhow!("argon2 parameters: {e}"))?;
+    Ok(Argon2::new(
+        argon2::Algorithm::Argon2id,
+        argon2::Version::V0x13,
+        params,
+    ))
+}
+
+/// The `secret` field of a sealed key file: ChaCha20-Poly1305 (12-byte nonce, no associated
+/// data) of the 32-byte seed under the passphrase's argon2id key.
+fn seal(passphrase: &str, salt: &[u8; 16], nonce: &[u8; 12], seed: &[u8; 32]) -> Result<Vec<u8>> {
+    cipher(passphrase, salt)?
+        .encrypt(Nonce::from_slice(nonce), &seed[..])
+        .map_err(|_| anyhow!("encrypting key"))
+}
+
 fn cipher(passphrase: &str, salt: &[u8]) -> Result<ChaCha20Poly1305> {
     let mut key = Zeroizing::new([0u8; 32]);
-    Argon2::default()
+    kdf()?
         .hash_password_into(passphrase.as_bytes(), salt, key.as_mut())
         .map_err(|e| anyhow!("deriving key from passphrase: {e}"))?;
     Ok(ChaCha20Poly1305::new(Key::from_slice(key.as_ref())))
@@ -116,9 +137,7 @@ impl Keystore {
                 let mut nonce = [0u8; 12];
                 OsRng.fill_bytes(&mut salt);
                 OsRng.fill_bytes(&mut nonce);
-                let sealed = cipher(pass, &salt)?
-                    .encrypt(Nonce::from_slice(&nonce), &secret[..])
-                    .map_err(|_| anyhow!("encrypting key"))?;
+                let sealed = seal(pass, &salt, &nonce, &secret)?;
                 file.encryption = "argon2id-chacha20poly1305".into();
                 file.secret = hex::encode(sealed);
                 file.salt = hex::encode(salt);
@@ -174,9 +193,7 @@ impl Keystore {
             "none" => Zeroizing::new(hex::decode(&file.secret)?),
             "argon2id-chacha20poly1305" => {
                 let Some(pass) = passphrase else {
-                    bail!(
-                        "key {name:?} is encrypted: pass --passphrase or set GPUCHAIN_PASSPHRASE"
-                    );
+                    bail!("key {name:?} is sealed with a passphrase: set GPUCHAIN_PASSPHRASE");
                 };
                 let salt = hex::decode(&file.salt)?;
                 let nonce = hex::decode(&file.nonce)?;
@@ -241,5 +258,39 @@ mod tests {
         assert!(store.create("alice", None).is_err(), "no silent overwrite");
         let names: Vec<_> = store.list().unwrap().into_iter().map(|k| k.name).collect();
         assert_eq!(names, vec!["alice", "bob"]);
+    }
+
+    /// docs/protocol.md's sealed key file opens to its seed, and sealing the seed with the
+    /// file's salt and nonce gives the file's bytes: the format is what the document says.
+    #[test]
+    fn sealed_key_file_vector_in_the_protocol_document_opens() {
+        let doc = include_str!("../../docs/protocol.md");
+        let tag = "```json key-file-vector";
+        let start = doc.find(tag).unwrap() + tag.len();
+        let end = start + doc[start..].find("```").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&doc[start..end]).unwrap();
+        let pass = v["passphrase"].as_str().unwrap();
+        let file = &v["file"];
+        let hex_field = |k: &str| hex::decode(file[k].as_str().unwrap()).unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Keystore::open(dir.path()).unwrap();
+        fs::write(dir.path().join("vector.json"), file.to_string()).unwrap();
+        let key = store.signing_key("vector", Some(pass)).unwrap();
+        assert_eq!(hex::encode(key.to_bytes()), v["seed"].as_str().unwrap());
+        assert!(store.signing_key("vector", Some("wrong")).is_err());
+
+        let salt: [u8; 16] = hex_field("salt").try_into().unwrap();
+        let nonce: [u8; 12] = hex_field("nonce").try_into().unwrap();
+        let mut derived = [0u8; 32];
+        kdf()
+            .unwrap()
+            .hash_password_into(pass.as_bytes(), &salt, &mut derived)
+            .unwrap();
+        assert_eq!(hex::encode(derived), v["argon2id_key"].as_str().unwrap());
+        assert_eq!(
+            seal(pass, &salt, &nonce, &key.to_bytes()).unwrap(),
+            hex_field("secret")
+        );
     }
 }

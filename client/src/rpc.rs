@@ -293,39 +293,55 @@ impl ChainClient {
         }
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if let Ok(found) = self.http.tx(res.hash, false).await {
-                let r = found.tx_result;
-                return Ok(TxOutcome {
-                    hash,
-                    height: found.height.value(),
-                    code: r.code.value(),
-                    codespace: r.codespace,
-                    log: r.log,
-                    gas_used: r.gas_used,
-                    events: r
-                        .events
-                        .into_iter()
-                        .map(|e| {
-                            let attrs = e
-                                .attributes
-                                .iter()
-                                .map(|a| {
-                                    (
-                                        a.key_str().unwrap_or_default().to_string(),
-                                        a.value_str().unwrap_or_default().to_string(),
-                                    )
-                                })
-                                .collect();
-                            (e.kind, attrs)
-                        })
-                        .collect(),
-                });
+            if let Ok(Some(outcome)) = self.tx_outcome(&hash).await {
+                return Ok(outcome);
             }
             if tokio::time::Instant::now() >= deadline {
                 bail!("transaction {hash} was not included within {timeout:?}");
             }
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
+    }
+
+    /// How the transaction with upper- or lower-case hex `hash` ended in a block, or `None`
+    /// when no block holds it (not yet included, refused by CheckTx, or never sent).
+    pub async fn tx_outcome(&self, hash: &str) -> Result<Option<TxOutcome>> {
+        let parsed: tendermint::Hash = hash
+            .to_uppercase()
+            .parse()
+            .map_err(|_| anyhow!("{hash:?} is not a transaction hash (64 hex digits)"))?;
+        let found = match self.http.tx(parsed, false).await {
+            Ok(found) => found,
+            // CometBFT answers an unknown hash with an internal error whose text says so.
+            Err(e) if e.to_string().contains("not found") => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let r = found.tx_result;
+        Ok(Some(TxOutcome {
+            hash: found.hash.to_string(),
+            height: found.height.value(),
+            code: r.code.value(),
+            codespace: r.codespace,
+            log: r.log,
+            gas_used: r.gas_used,
+            events: r
+                .events
+                .into_iter()
+                .map(|e| {
+                    let attrs = e
+                        .attributes
+                        .iter()
+                        .map(|a| {
+                            (
+                                a.key_str().unwrap_or_default().to_string(),
+                                a.value_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect();
+                    (e.kind, attrs)
+                })
+                .collect(),
+        }))
     }
 
     /// Signs `msgs` with `key` (fetching nonce, chain id and gas price) and broadcasts.

@@ -29,6 +29,13 @@ async fn expect_code(
         res.log
     );
     assert!(!res.log.is_empty(), "{what}: a readable log is required");
+    let first_clause = res.log.split(':').next().unwrap_or_default();
+    assert_eq!(
+        res.log.matches(first_clause).count(),
+        1,
+        "{what}: the log repeats its prefix: {:?}",
+        res.log
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

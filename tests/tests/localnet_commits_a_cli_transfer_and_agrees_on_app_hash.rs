@@ -52,6 +52,40 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     let height = outcome["height"].as_u64().unwrap();
     assert!(height > 0);
 
+    // `query tx` finds it by hash; an unknown hash is "not found", a malformed one says so.
+    let hash = outcome["hash"].as_str().unwrap().to_string();
+    let found = cli(&[
+        "query",
+        "tx",
+        &hash.to_lowercase(),
+        "--node",
+        node,
+        "--output",
+        "json",
+    ])?;
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&found.stdout)?;
+    assert_eq!(
+        (found["height"].as_u64(), found["code"].as_u64()),
+        (Some(height), Some(0))
+    );
+    let unknown = cli(&["query", "tx", &"AB".repeat(32), "--node", node])?;
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        !unknown.status.success() && err.contains("not found"),
+        "{err}"
+    );
+    let malformed = cli(&["query", "tx", "0xnothex", "--node", node])?;
+    let err = String::from_utf8_lossy(&malformed.stderr);
+    assert!(
+        !malformed.status.success() && err.contains("not a transaction hash"),
+        "{err}"
+    );
+
     // Every node sees the transfer, with a proof checked against the header's app hash.
     for i in 0..4 {
         let url = &net.net.nodes[i].rpc_url;

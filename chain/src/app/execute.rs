@@ -97,7 +97,7 @@ pub(crate) fn run_tx(
     }
     let tx = match decoded {
         Ok(tx) => tx,
-        Err(e) => return TxResult::rejected(TxError::Decode(e.to_string())),
+        Err(e) => return TxResult::rejected(e.clone()),
     };
     let gas_used = match ante::check_stateless(tx, raw.len(), params, &ctx.chain_id) {
         Ok(gas) => gas,

@@ -30,6 +30,11 @@ pub(crate) enum QueryCmd {
         /// Address (gpu1…).
         address: Address,
     },
+    /// How a transaction ended: its block, code, log, gas and events.
+    Tx {
+        /// The transaction hash (64 hex digits, as `tx` commands print it).
+        hash: String,
+    },
 }
 
 #[derive(clap::Subcommand)]
@@ -108,6 +113,13 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
             let value = json!({"address": address, "nonce": nonce});
             out.print(&value, || format!("{address} next nonce {nonce}"));
         }
+        QueryCmd::Tx { hash } => match client.tx_outcome(hash).await? {
+            Some(outcome) => return Ok(super::tx::report(&outcome, out)),
+            None => anyhow::bail!(
+                "transaction {hash} not found: no block holds it (not yet included, refused \
+                 by CheckTx, or never sent)"
+            ),
+        },
     }
     Ok(ExitCode::SUCCESS)
 }

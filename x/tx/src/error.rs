@@ -1,7 +1,7 @@
 use gpuchain_types::{Amount, ModuleError};
 
 /// Why a transaction envelope is refused. Codes live in the `tx` codespace.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum TxError {
     /// The bytes are not a borsh `Tx`.
     #[error("malformed transaction: {0}")]

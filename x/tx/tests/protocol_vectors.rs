@@ -2,7 +2,7 @@
 
 use ed25519_dalek::SigningKey;
 use gpuchain_bank::{BankMsg, MsgSend};
-use gpuchain_tx::{sign_bytes, Msg, Tx, TxBody};
+use gpuchain_tx::{intrinsic_gas, sign_bytes, Msg, Tx, TxBody, TxParams};
 use gpuchain_types::Address;
 
 fn vectors() -> serde_json::Value {
@@ -51,4 +51,20 @@ fn protocol_document_vectors_match_the_code() {
     assert_eq!(hex::encode(tx.encode()), field("tx"));
     let decoded = Tx::decode(&hex::decode(field("tx")).unwrap()).unwrap();
     decoded.verify_signature().unwrap();
+
+    // The hash CometBFT names it by, and the gas and minimum fee under default parameters.
+    let tx_bytes = tx.encode();
+    use sha2::Digest;
+    assert_eq!(
+        hex::encode_upper(sha2::Sha256::digest(&tx_bytes)),
+        field("tx_hash")
+    );
+    let params = TxParams::default();
+    assert_eq!(
+        hex::encode(borsh::to_vec(&params).unwrap()),
+        field("tx_params_borsh")
+    );
+    let gas = intrinsic_gas(&params, tx_bytes.len(), &body);
+    assert_eq!(Some(gas), v["gas"].as_u64());
+    assert_eq!(Some(params.min_fee(gas) as u64), v["min_fee"].as_u64());
 }
