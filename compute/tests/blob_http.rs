@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Error;
 use gpuchain_jobspec::BlobRef;
 
@@ -39,7 +39,11 @@ async fn fetch_verifies_and_falls_back_to_the_next_mirror() {
         format!("http://{good}/blob/{}", "00".repeat(32)),
         url(good, &blob),
     ];
-    let fetcher = BlobFetcher::new(BlobStore::open(local.path()).unwrap()).unwrap();
+    let fetcher = BlobFetcher::with_policy(
+        BlobStore::open(local.path()).unwrap(),
+        FetchPolicy::any_host(),
+    )
+    .unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let path = fetcher
         .fetch(&blob, &|p| seen.lock().unwrap().push(p.received))
@@ -61,7 +65,11 @@ async fn a_blob_no_mirror_serves_correctly_is_rejected_with_reasons() {
     let mut blob = store.put(b"the real bytes").unwrap();
     std::fs::write(store.path(&blob.hash()), b"the fake bytes").unwrap();
     blob.urls = vec![url(addr, &blob)];
-    let fetcher = BlobFetcher::new(BlobStore::open(local.path()).unwrap()).unwrap();
+    let fetcher = BlobFetcher::with_policy(
+        BlobStore::open(local.path()).unwrap(),
+        FetchPolicy::any_host(),
+    )
+    .unwrap();
     let err = fetcher.fetch(&blob, &|_| {}).await.unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::BlobUnavailable { .. }), "{text}");
@@ -140,4 +148,31 @@ async fn uploads_are_checked_against_their_name() {
         0,
         "temporary files are cleaned up"
     );
+}
+
+#[tokio::test]
+async fn a_fetcher_for_public_hosts_never_reaches_a_local_server() {
+    let (a, local) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (store, addr) = server(a.path()).await;
+    let mut blob = store.put(b"bytes served on loopback").unwrap();
+    blob.urls = vec![
+        url(addr, &blob),
+        format!(
+            "http://localhost:{}/blob/{}",
+            addr.port(),
+            blob.hash().to_hex()
+        ),
+    ];
+    let strict = BlobFetcher::new(BlobStore::open(local.path()).unwrap()).unwrap();
+    let err = strict.fetch(&blob, &|_| {}).await.unwrap_err().to_string();
+    assert!(err.contains("127.0.0.1 is not a public address"), "{err}");
+    assert!(err.contains("localhost is not a public host"), "{err}");
+    assert!(!strict.store().contains(&blob.hash()));
+    // The same blob from the same server, for a fetcher allowed private hosts.
+    let open = BlobFetcher::with_policy(
+        BlobStore::open(local.path()).unwrap(),
+        FetchPolicy::any_host(),
+    )
+    .unwrap();
+    open.fetch(&blob, &|_| {}).await.unwrap();
 }

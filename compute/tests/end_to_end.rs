@@ -1,7 +1,7 @@
 //! A provider's whole path over real HTTP: fetch a job's blobs from a blob server, run the
 //! job, upload the result, and a verifier re-running it on the canonical path agrees.
 
-use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::tensor_io::encode_f32;
 use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend};
 use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
@@ -44,7 +44,11 @@ async fn fetch_run_upload_and_verify_a_digits_job() {
     });
 
     // The provider fetches, runs on its fast backend and uploads the result.
-    let provider = BlobFetcher::new(BlobStore::open(provider_dir.path()).unwrap()).unwrap();
+    let provider = BlobFetcher::with_policy(
+        BlobStore::open(provider_dir.path()).unwrap(),
+        FetchPolicy::any_host(),
+    )
+    .unwrap();
     fetch_job_blobs(&spec, &provider, &|_| {}).await.unwrap();
     let provider_store = provider.store().clone();
     let spec2 = spec.clone();
@@ -62,7 +66,11 @@ async fn fetch_run_upload_and_verify_a_digits_job() {
     assert_eq!(put.status(), 201);
 
     // A verifier fetches the same blobs and the result, re-runs canonically and compares.
-    let verifier = BlobFetcher::new(BlobStore::open(verifier_dir.path()).unwrap()).unwrap();
+    let verifier = BlobFetcher::with_policy(
+        BlobStore::open(verifier_dir.path()).unwrap(),
+        FetchPolicy::any_host(),
+    )
+    .unwrap();
     fetch_job_blobs(&spec, &verifier, &|_| {}).await.unwrap();
     let result_ref = gpuchain_jobspec::BlobRef {
         blake3: result.hash.0,

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gpuchain_compute::blob::{BlobFetcher, BlobStore};
+use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
 use gpuchain_compute::digits::Digits;
 use gpuchain_compute::models::mlp;
 use gpuchain_compute::train::remote::{
@@ -57,7 +57,7 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
         let (url, spec, data) = (url.clone(), spec.clone(), data.clone());
         let store = BlobStore::open(dir.path().join(format!("worker{index}"))).unwrap();
         tasks.push(tokio::spawn(async move {
-            let fetcher = BlobFetcher::new(store).unwrap();
+            let fetcher = BlobFetcher::with_policy(store, FetchPolicy::any_host()).unwrap();
             run_remote_worker(
                 &url,
                 &spec,

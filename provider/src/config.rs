@@ -55,6 +55,10 @@ pub(crate) struct ProviderConfig {
     /// Least CUDA version for GPU jobs, NVML-style (12040 = 12.4).
     #[serde(default = "default_min_cuda")]
     pub(crate) min_cuda_version: u32,
+    /// Fetch blobs from loopback, private and link-local addresses too. Off by default:
+    /// blob URLs come from whoever posts an order. Localnets turn it on.
+    #[serde(default)]
+    pub(crate) allow_private_blob_hosts: bool,
 }
 
 /// `[capacity]`.
@@ -72,6 +76,13 @@ pub(crate) struct CapacityConfig {
     /// window is shorter is skipped.
     #[serde(default = "default_min_exec_blocks")]
     pub(crate) min_exec_deadline_blocks: u64,
+    /// Largest total size of one order's blobs this agent fetches, bytes.
+    #[serde(default = "default_max_blob_bytes")]
+    pub(crate) max_blob_bytes: u64,
+    /// Blob bytes fetched per ugpu the order pays per replica: an order offering little
+    /// cannot make the agent download much.
+    #[serde(default = "default_blob_bytes_per_ugpu")]
+    pub(crate) blob_bytes_per_ugpu: u64,
 }
 
 /// `[pricing]`: price = ceil(rate × units × estimated seconds × (1 + margin)), units = GPU
@@ -111,6 +122,12 @@ fn default_min_cuda() -> u32 {
 }
 fn default_min_exec_blocks() -> u64 {
     5
+}
+fn default_max_blob_bytes() -> u64 {
+    4 << 30
+}
+fn default_blob_bytes_per_ugpu() -> u64 {
+    4096
 }
 
 impl Config {

@@ -84,6 +84,22 @@ pub(crate) fn check(order: &Order, me: &Ability<'_>) -> Result<(), String> {
             order.exec_deadline_blocks, me.capacity.min_exec_deadline_blocks
         ));
     }
+    let blob_bytes: u64 = order
+        .job
+        .blobs()
+        .iter()
+        .fold(0u64, |sum, (_, b)| sum.saturating_add(b.size));
+    let budget = order
+        .max_price_per_replica
+        .saturating_mul(u128::from(me.capacity.blob_bytes_per_ugpu))
+        .min(u128::from(me.capacity.max_blob_bytes));
+    if u128::from(blob_bytes) > budget {
+        return Err(format!(
+            "the job's blobs total {blob_bytes} bytes; this agent fetches at most {budget} for \
+             an order paying {} ugpu (capacity.max_blob_bytes, capacity.blob_bytes_per_ugpu)",
+            order.max_price_per_replica
+        ));
+    }
     if me.slots_used >= me.capacity.max_concurrent_jobs {
         return Err(format!(
             "no free capacity ({} of {} slots in use)",
@@ -156,12 +172,23 @@ mod tests {
         }
     }
 
+    /// `o` with a 1 MiB input at a 100 ugpu price: more than 4096 bytes per ugpu.
+    fn with_big_blobs(o: &Order) -> Order {
+        let mut o = o.clone();
+        if let JobSpec::Inference(spec) = &mut o.job {
+            spec.input.size = 1 << 20;
+        }
+        o
+    }
+
     fn check_with(o: &Order, slots_used: u32, height: u64) -> Result<(), String> {
         let capacity = CapacityConfig {
             max_concurrent_jobs: 1,
             archs: vec![ModelArch::DigitsMlp],
             max_job_memory_mib: 0,
             min_exec_deadline_blocks: 5,
+            max_blob_bytes: 4 << 30,
+            blob_bytes_per_ugpu: 4096,
         };
         let a = attrs();
         check(
@@ -194,6 +221,7 @@ mod tests {
                 "beyond this machine",
             ),
             (ok.clone(), 1, 10, "no free capacity"),
+            (with_big_blobs(&ok), 0, 10, "fetches at most 409600"),
             (ok.clone(), 0, 24, "bid window ended"),
         ];
         for (o, slots, height, why) in cases {

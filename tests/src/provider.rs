@@ -79,6 +79,7 @@ metrics_listen = "127.0.0.1:{metrics}"
 region = "local"
 bond = {bond}
 backend = "auto"
+allow_private_blob_hosts = true
 
 [capacity]
 max_concurrent_jobs = {jobs}

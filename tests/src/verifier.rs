@@ -80,6 +80,7 @@ metrics_listen = "127.0.0.1:{metrics}"
 bond = {bond}
 backend = "{backend}"
 fetch_timeout_secs = 30
+allow_private_blob_hosts = true
 
 {challenge}
 "#,

@@ -1,8 +1,10 @@
 //! Commit-reveal rules on a real localnet, through the CLI: on a 3-replica order one provider
 //! commits and reveals honestly, one commits something else and then reveals the honest
 //! provider's hash (a copied reveal: rejected), and one does nothing until its deadline
-//! (a late commit: rejected). The copier and the idle provider are slashed for missing their
-//! deadlines, the client is refunded their replicas plus its share of the slashes, the honest
+//! (a late commit: rejected). The copier, which committed and then could not reveal after the
+//! honest reveal, takes the wrong-result slash (it had seen the answer); the idle provider,
+//! which never committed, the missed-deadline slash. The client is refunded their replicas
+//! plus its share of the slashes, the honest
 //! provider is paid, and `query auction watch` reports every transition until the order is
 //! settled — balances checked to the unit.
 
@@ -16,6 +18,7 @@ use serde_json::Value;
 const GPU: u128 = 1_000_000;
 const BOND: u128 = 1_000 * GPU;
 const MISSED_SLASH_PPM: u32 = 50_000;
+const WRONG_RESULT_SLASH_PPM: u32 = 300_000;
 const CLIENT_SHARE_PPM: u32 = 500_000;
 const TAKE_RATE_PPM: u128 = 100_000;
 const FEE_PPM: u128 = 20_000;
@@ -270,9 +273,11 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         Some("settled".into())
     );
 
-    // Slashes: missed_deadline_slash_ppm of each missed provider's bond, half to the client.
+    // Slashes, half of each to the client: the idle provider missed its deadline; the
+    // copier committed and walked away after the honest reveal, a wrong result's slash.
     let slash = BOND * u128::from(MISSED_SLASH_PPM) / 1_000_000;
-    let to_client = slash * u128::from(CLIENT_SHARE_PPM) / 1_000_000;
+    let exit_slash = BOND * u128::from(WRONG_RESULT_SLASH_PPM) / 1_000_000;
+    let to_client = |slash: u128| slash * u128::from(CLIENT_SHARE_PPM) / 1_000_000;
     let providers = cli.query(&["staking", "providers"])?;
     let bonded = |name: &str| -> anyhow::Result<u128> {
         let address = net.net.account(name)?.to_string();
@@ -283,12 +288,12 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
             .unwrap_or_default();
         Ok(amount(&p["bonded"]))
     };
-    assert_eq!(bonded("copier")?, BOND - slash);
+    assert_eq!(bonded("copier")?, BOND - exit_slash);
     assert_eq!(bonded("idle")?, BOND - slash);
     assert_eq!(bonded("honest")?, BOND);
 
-    // Only k providers bid, so the clearing price is the order's max price.
-    let price = GPU;
+    // Only k providers bid, so the clearing price is the highest winning ask.
+    let price = 900_000;
     let balance = |name: &str| {
         let chain = &chain;
         let address = net.net.account(name);
@@ -309,7 +314,9 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let verification_fee = 3 * GPU * FEE_PPM / 1_000_000;
     assert_eq!(
         balance("client").await?,
-        10_000 * GPU - fees["client"] - price - verification_fee + 2 * to_client,
+        10_000 * GPU - fees["client"] - price - verification_fee
+            + to_client(slash)
+            + to_client(exit_slash),
         "the client paid one replica and the fee, and got its share of both slashes"
     );
     Ok(())

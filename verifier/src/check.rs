@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpuchain_compute::blob::{hash_bytes, BlobFetcher};
+use gpuchain_compute::blob::{hash_bytes, BlobFetcher, FetchPolicy};
 use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend, Verdict};
 use gpuchain_jobspec::JobSpec;
 use gpuchain_verify::VerdictKind;
@@ -48,6 +48,8 @@ pub(crate) struct Finding {
 pub(crate) struct Limits {
     pub(crate) fetch_timeout: Duration,
     pub(crate) max_output_bytes: u64,
+    /// Which hosts may be fetched from: provider endpoints are chosen by providers.
+    pub(crate) policy: FetchPolicy,
 }
 
 /// Fetches `<endpoint>/blob/<hex>` and checks its blake3; `Err` says why it is unusable.
@@ -62,8 +64,11 @@ pub(crate) async fn fetch_output(
         endpoint.trim_end_matches('/'),
         hex::encode(hash)
     );
+    if let Some(why) = limits.policy.refuse(&url) {
+        return Err(format!("GET {url}: refused: {why}"));
+    }
     let get = async {
-        let resp = http
+        let mut resp = http
             .get(&url)
             .send()
             .await
@@ -71,14 +76,19 @@ pub(crate) async fn fetch_output(
         if !resp.status().is_success() {
             return Err(format!("GET {url}: status {}", resp.status()));
         }
+        let too_big = || format!("GET {url}: larger than {} bytes", limits.max_output_bytes);
         if resp.content_length().unwrap_or(0) > limits.max_output_bytes {
-            return Err(format!(
-                "GET {url}: larger than {} bytes",
-                limits.max_output_bytes
-            ));
+            return Err(too_big());
         }
-        let bytes = resp.bytes().await.map_err(|e| format!("GET {url}: {e}"))?;
-        Ok(bytes.to_vec())
+        // The declared length may be absent or false: count what actually arrives.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
+            if bytes.len() as u64 + chunk.len() as u64 > limits.max_output_bytes {
+                return Err(too_big());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     };
     let bytes = tokio::time::timeout(limits.fetch_timeout, get)
         .await

@@ -46,6 +46,10 @@ pub(crate) struct VerifierConfig {
     /// Largest provider output fetched, bytes.
     #[serde(default = "default_max_output")]
     pub(crate) max_output_bytes: u64,
+    /// Fetch from loopback, private and link-local addresses too. Off by default: blob URLs
+    /// and provider endpoints are chosen by other parties. Localnets turn it on.
+    #[serde(default)]
+    pub(crate) allow_private_blob_hosts: bool,
 }
 
 /// `[challenge]`: ringers. The agent plants one ringer per `1_000_000 / rate_ppm` orders it

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use gpuchain_compute::blob::{BlobFetcher, BlobStore};
+use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
 use gpuchain_compute::digits::Digits;
 use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService};
@@ -69,7 +69,7 @@ async fn coordinate(
 ) -> Result<()> {
     JobSpec::Training(spec.clone()).validate()?;
     let store = BlobStore::open(store)?;
-    let fetcher = BlobFetcher::new(store.clone())?;
+    let fetcher = BlobFetcher::with_policy(store.clone(), FetchPolicy::any_host())?;
     fetcher.fetch(&spec.dataset, &|_| {}).await?;
     if let gpuchain_jobspec::WeightsInit::Blob(b) = &spec.init {
         fetcher.fetch(b, &|_| {}).await?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use futures::StreamExt;
 use gpuchain_jobspec::BlobRef;
 
+use super::policy::FetchPolicy;
 use super::store::verify;
 use super::BlobStore;
 use crate::{Error, Result};
@@ -26,16 +27,26 @@ pub struct Progress {
 pub struct BlobFetcher {
     client: reqwest::Client,
     store: BlobStore,
+    policy: FetchPolicy,
 }
 
 impl BlobFetcher {
-    /// A fetcher writing into `store`.
+    /// A fetcher writing into `store` that reaches public hosts only
+    /// ([`FetchPolicy::public_hosts`]).
     pub fn new(store: BlobStore) -> Result<Self> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .build()
+        Self::with_policy(store, FetchPolicy::public_hosts())
+    }
+
+    /// A fetcher writing into `store` under `policy`.
+    pub fn with_policy(store: BlobStore, policy: FetchPolicy) -> Result<Self> {
+        let client = policy
+            .http_client()
             .map_err(|e| Error::BackendUnavailable(format!("http client: {e}")))?;
-        Ok(Self { client, store })
+        Ok(Self {
+            client,
+            store,
+            policy,
+        })
     }
 
     /// The store blobs are written to.
@@ -84,7 +95,12 @@ impl BlobFetcher {
         url: &str,
         progress: &(dyn Fn(&Progress) + Sync),
     ) -> Result<PathBuf> {
-        let http = |e: reqwest::Error| Error::BackendUnavailable(format!("http: {e}"));
+        if let Some(why) = self.policy.refuse(url) {
+            return Err(Error::BackendUnavailable(format!(
+                "refused to fetch: {why}"
+            )));
+        }
+        let http = |e: reqwest::Error| Error::BackendUnavailable(format!("http: {e:#}"));
         let resp = self.client.get(url).send().await.map_err(http)?;
         if !resp.status().is_success() {
             return Err(Error::BackendUnavailable(format!(

@@ -5,9 +5,11 @@
 //! never handed to a model.
 
 mod fetch;
+mod policy;
 mod server;
 mod store;
 
 pub use fetch::{BlobFetcher, Progress};
+pub use policy::{is_public, FetchPolicy};
 pub use server::{serve, BlobServer, DEFAULT_MAX_UPLOAD_BYTES};
 pub use store::{hash_bytes, BlobStore};

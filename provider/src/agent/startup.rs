@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use gpuchain_client::follow::{follow, FollowConfig};
-use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
@@ -38,7 +38,12 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     })?;
     let backend = Backend::parse(&config.provider.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
-    let fetcher = BlobFetcher::new(store.clone())?;
+    let policy = if config.provider.allow_private_blob_hosts {
+        FetchPolicy::any_host()
+    } else {
+        FetchPolicy::public_hosts()
+    };
+    let fetcher = BlobFetcher::with_policy(store.clone(), policy)?;
     let (blob_addr, _server) = serve(BlobServer::new(store), config.provider.listen)
         .await
         .with_context(|| format!("starting the blob server on {}", config.provider.listen))?;

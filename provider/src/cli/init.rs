@@ -107,6 +107,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             prefetch_before_bid: true,
             min_driver_major: 525,
             min_cuda_version: 12000,
+            allow_private_blob_hosts: false,
         },
         capacity: CapacityConfig {
             max_concurrent_jobs: a.max_jobs,
@@ -118,6 +119,8 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             ],
             max_job_memory_mib: 0,
             min_exec_deadline_blocks: 5,
+            max_blob_bytes: 4 << 30,
+            blob_bytes_per_ugpu: 4096,
         },
         pricing: PricingConfig {
             per_gpu_second: rates,

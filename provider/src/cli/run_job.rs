@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use gpuchain_compute::blob::{BlobFetcher, BlobStore};
+use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
 use gpuchain_compute::{fetch_job_blobs, run_job, Backend};
 use gpuchain_jobspec::JobSpec;
 use serde::Serialize;
@@ -64,7 +64,8 @@ pub(super) fn run(args: RunJobArgs) -> anyhow::Result<()> {
             .put(&std::fs::read(file).with_context(|| format!("reading {}", file.display()))?)?;
         eprintln!("added {} as {}", file.display(), blob.hash());
     }
-    let fetcher = BlobFetcher::new(store.clone())?;
+    // The job file is the user's own, so are the hosts it names.
+    let fetcher = BlobFetcher::with_policy(store.clone(), FetchPolicy::any_host())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use gpuchain_client::follow::{follow, FollowConfig};
-use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore};
+use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
@@ -51,11 +51,13 @@ pub(crate) async fn run(config: Config) -> Result<()> {
     }
     let backend = Backend::parse(&config.verifier.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
-    let fetcher = BlobFetcher::new(store.clone())?;
-    let http = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .context("building the HTTP client")?;
+    let policy = if config.verifier.allow_private_blob_hosts {
+        FetchPolicy::any_host()
+    } else {
+        FetchPolicy::public_hosts()
+    };
+    let fetcher = BlobFetcher::with_policy(store.clone(), policy)?;
+    let http = policy.http_client().context("building the HTTP client")?;
     let gauges = Arc::default();
     let metrics_addr = crate::metrics::serve(config.verifier.metrics_listen, Arc::clone(&gauges))
         .await
@@ -74,6 +76,7 @@ pub(crate) async fn run(config: Config) -> Result<()> {
     let limits = Limits {
         fetch_timeout: Duration::from_secs(config.verifier.fetch_timeout_secs),
         max_output_bytes: config.verifier.max_output_bytes,
+        policy,
     };
     let mut agent = Agent {
         chain,

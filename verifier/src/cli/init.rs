@@ -96,6 +96,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             backend: a.backend,
             fetch_timeout_secs: 120,
             max_output_bytes: 1 << 30,
+            allow_private_blob_hosts: false,
         },
         challenge: ChallengeConfig {
             enabled: !a.posters.is_empty(),

@@ -6,10 +6,15 @@
 //! and 2× (score 0), 1.5× for a neutral provider; lower ranks first. Ties are broken by
 //! `BlockCtx::draw("auction/tiebreak", order_id (8 bytes big-endian) ‖ provider (20 bytes))`,
 //! lowest first, so no one can pick a winning position by address. The best k win and every
-//! winner is paid one clearing price: the raw price of the (k+1)-th ranked bid, or the
-//! order's max price when exactly k bid, but never less than the highest raw price among the
-//! winners (with reputation weighting a winner may have asked more than the next bid; no
-//! winner is paid below its own ask). Bidding one's true cost is then the best strategy.
+//! winner is paid one clearing price: the raw price of the (k+1)-th ranked bid, but never
+//! less than the highest raw price among the winners (with reputation weighting a winner may
+//! have asked more than the next bid; no winner is paid below its own ask). With more than k
+//! bids, bidding one's true cost is the best strategy.
+//!
+//! When exactly k bid there is no losing bid to price the replicas, and paying the order's
+//! maximum would hand any k colluding bidders the client's whole budget whatever they asked.
+//! The price is then the highest winning ask: no winner is paid more than some winner asked,
+//! so a client is never charged above the market's own asks (docs/protocol.md, "Clearing").
 
 use gpuchain_reputation::{decay, ReputationRead};
 use gpuchain_staking::StakingRead;
@@ -84,12 +89,15 @@ pub fn clear(
     if ranked.len() < k {
         return None;
     }
-    let next = ranked.get(k).map_or(max_price, |b| b.price);
+    let next = ranked.get(k).map(|b| b.price);
     let total = ranked.len();
     ranked.truncate(k);
     let highest_winner = ranked.iter().map(|b| b.price).max().unwrap_or(0);
     Some(Clearing {
-        clearing_price: next.max(highest_winner).min(max_price),
+        clearing_price: next
+            .unwrap_or(highest_winner)
+            .max(highest_winner)
+            .min(max_price),
         winners: ranked,
         ranked: total,
     })

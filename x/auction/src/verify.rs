@@ -175,8 +175,8 @@ pub(crate) fn judge_order(
 
 /// Ends a lease in a final state: refunds or pays, updates reputation, slashes, closes the
 /// provider's open-lease count and settles the order when it was its last lease.
-pub(crate) fn finish(
-    state: &mut impl StateWrite,
+pub(crate) fn finish<S: StateWrite>(
+    state: &mut S,
     ctx: &BlockCtx,
     lease: &mut Lease,
     end: LeaseState,
@@ -185,6 +185,21 @@ pub(crate) fn finish(
     let mut order = state
         .order(lease.order_id)
         .ok_or(AuctionError::UnknownOrder(lease.order_id))?;
+    // A lease that committed and then walked away (released, or did not reveal) after
+    // another replica revealed costs as much as a wrong result: it had seen the answer. A
+    // lease that never committed missed its deadline before any reveal could be made.
+    let (order_id, lease_id, committed) = (order.id, lease.id, lease.commitment.is_some());
+    let exit_fault = |state: &S, abandoned: FaultKind| {
+        let other_revealed = state
+            .leases_of_order(order_id)
+            .iter()
+            .any(|l| l.id != lease_id && l.result_hash.is_some());
+        if committed && other_revealed {
+            FaultKind::ExitAfterReveal
+        } else {
+            abandoned
+        }
+    };
     match end {
         LeaseState::Paid => {
             pay(state, ctx, &mut order, lease)?;
@@ -192,14 +207,8 @@ pub(crate) fn finish(
         }
         LeaseState::Missed => {
             refund(state, &mut order, lease.price, "missed_deadline")?;
-            slash_provider(
-                state,
-                ctx,
-                &lease.provider,
-                FaultKind::MissedDeadline,
-                &order.client,
-                None,
-            )?;
+            let fault = exit_fault(state, FaultKind::MissedDeadline);
+            slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
         }
         LeaseState::Faulted => {
@@ -216,14 +225,8 @@ pub(crate) fn finish(
         }
         LeaseState::Released => {
             refund(state, &mut order, lease.price, "released")?;
-            slash_provider(
-                state,
-                ctx,
-                &lease.provider,
-                FaultKind::AbandonedLease,
-                &order.client,
-                None,
-            )?;
+            let fault = exit_fault(state, FaultKind::AbandonedLease);
+            slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
         }
         _ => refund(state, &mut order, lease.price, "unresolved")?,

@@ -72,6 +72,22 @@ pub enum SpecError {
         /// The architecture the field belongs to.
         arch: ModelArch,
     },
+    /// A tolerance stricter than honest replicas on different backends can meet: it would
+    /// let a client have an honest provider judged wrong.
+    #[error(
+        "tolerance `{field}` is {value}; for {kind} jobs it may not be stricter than {limit} \
+         (honest results on different backends differ that much)"
+    )]
+    ToleranceTooStrict {
+        /// Tolerance field.
+        field: &'static str,
+        /// Given value.
+        value: u32,
+        /// The calibrated cross-backend default it may not be stricter than.
+        limit: u32,
+        /// Job kind.
+        kind: &'static str,
+    },
     /// Llama shape is inconsistent.
     #[error("llama shape is inconsistent: {0}")]
     BadLlamaShape(&'static str),

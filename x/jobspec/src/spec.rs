@@ -31,6 +31,18 @@ pub enum JobKind {
     Training,
 }
 
+impl JobKind {
+    /// The kind's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobKind::Logits => "logits",
+            JobKind::Embeddings => "embeddings",
+            JobKind::Tokens => "token",
+            JobKind::Training => "training",
+        }
+    }
+}
+
 /// An inference job.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct InferenceSpec {

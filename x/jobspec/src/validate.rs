@@ -2,18 +2,62 @@
 
 use crate::limits::*;
 use crate::{
-    BlobRef, InferenceSpec, JobSpec, LlamaShape, ModelArch, Result, SpecError, TrainingSpec,
-    WeightsInit, PPM,
+    BlobRef, InferenceSpec, JobKind, JobSpec, LlamaShape, ModelArch, Result, SpecError, Tolerance,
+    TrainingSpec, WeightsInit, PPM,
 };
 
 impl JobSpec {
     /// Checks sizes, counts and cross-field rules. Pure; suitable for `check_stateless`.
     pub fn validate(&self) -> Result<()> {
         match self {
-            JobSpec::Inference(s) => validate_inference(s),
-            JobSpec::Training(s) => validate_training(s),
+            JobSpec::Inference(s) => validate_inference(s)?,
+            JobSpec::Training(s) => validate_training(s)?,
+        }
+        let custom = match self {
+            JobSpec::Inference(s) => s.tolerance.as_ref(),
+            JobSpec::Training(s) => s.tolerance.as_ref(),
+        };
+        match custom {
+            Some(t) => validate_tolerance(t, self.kind()),
+            None => Ok(()),
         }
     }
+}
+
+/// A client may loosen a tolerance, never tighten it below the calibrated cross-backend
+/// default of its job kind: honest providers on another backend differ by up to that much,
+/// and a stricter rule would make their honest work a fault the client profits from.
+fn validate_tolerance(t: &Tolerance, kind: JobKind) -> Result<()> {
+    let floor = Tolerance::default_for(kind);
+    let kind = kind.name();
+    let too_strict = |field, value, limit| SpecError::ToleranceTooStrict {
+        field,
+        value,
+        limit,
+        kind,
+    };
+    if t.rel_l2_ppm_max < floor.rel_l2_ppm_max {
+        return Err(too_strict(
+            "rel_l2_ppm_max",
+            t.rel_l2_ppm_max,
+            floor.rel_l2_ppm_max,
+        ));
+    }
+    if t.agreement_ppm_min > floor.agreement_ppm_min {
+        return Err(too_strict(
+            "agreement_ppm_min",
+            t.agreement_ppm_min,
+            floor.agreement_ppm_min,
+        ));
+    }
+    if t.cosine_ppm_min > floor.cosine_ppm_min {
+        return Err(too_strict(
+            "cosine_ppm_min",
+            t.cosine_ppm_min,
+            floor.cosine_ppm_min,
+        ));
+    }
+    Ok(())
 }
 
 fn check_blob(role: &'static str, blob: &BlobRef, max: u64) -> Result<()> {

@@ -73,6 +73,10 @@ pub enum FaultKind {
     MissedDeadline,
     /// Variant 2: a lease walked away from.
     AbandonedLease,
+    /// Variant 3: a lease released or left unrevealed after another replica of the order
+    /// revealed: walking away once the answer is known costs as much as a wrong result, or a
+    /// provider that sees it would disagree could exit at the price of an abandonment.
+    ExitAfterReveal,
 }
 
 /// Why stake was slashed.
@@ -99,6 +103,7 @@ impl SlashReason {
             SlashReason::Provider(FaultKind::WrongResult) => "wrong_result",
             SlashReason::Provider(FaultKind::MissedDeadline) => "missed_deadline",
             SlashReason::Provider(FaultKind::AbandonedLease) => "abandoned_lease",
+            SlashReason::Provider(FaultKind::ExitAfterReveal) => "exit_after_reveal",
         }
     }
 }

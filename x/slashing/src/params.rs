@@ -56,7 +56,7 @@ impl SlashingParams {
     /// The slash fraction of a provider fault.
     pub fn fault_slash_ppm(&self, fault: FaultKind) -> Ppm {
         match fault {
-            FaultKind::WrongResult => self.wrong_result_slash_ppm,
+            FaultKind::WrongResult | FaultKind::ExitAfterReveal => self.wrong_result_slash_ppm,
             FaultKind::MissedDeadline => self.missed_deadline_slash_ppm,
             FaultKind::AbandonedLease => self.abandoned_lease_slash_ppm,
         }

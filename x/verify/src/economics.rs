@@ -30,7 +30,8 @@ pub enum CheatKind {
     /// saves a tenth of the cost.
     UselessTraining,
     /// A replica copies another replica's revealed hash instead of computing: the reveal
-    /// cannot open its own commitment, so the lease misses its deadline every time.
+    /// cannot open its own commitment, so the lease goes unrevealed after the others revealed
+    /// every time (slashed as a wrong result).
     CopiedResult,
     /// A verifier posts `faulty` on a correct result to earn the prover's share of the
     /// provider's slash; caught when the provider appeals (assumed half the time).
@@ -108,7 +109,7 @@ pub fn expected_gain(kind: CheatKind, s: &Setting) -> i128 {
         CheatKind::LoneWrongResult => provider(lone, s.cost, FaultKind::WrongResult),
         CheatKind::DisputedWrongResult => provider(PPM_ONE, s.cost, FaultKind::WrongResult),
         CheatKind::UselessTraining => provider(lone / 10, s.cost / 10, FaultKind::WrongResult),
-        CheatKind::CopiedResult => provider(PPM_ONE, s.cost, FaultKind::MissedDeadline),
+        CheatKind::CopiedResult => provider(PPM_ONE, s.cost, FaultKind::ExitAfterReveal),
         CheatKind::FalseFaultyVerdict => {
             let reward = mul_ppm(slash(FaultKind::WrongResult), s.slashing.prover_share_ppm)
                 .unwrap_or(0)

@@ -174,8 +174,6 @@ typed_event!(
         passed: u32,
         /// Leases that did not (each now has the verifier's faulty verdict).
         failed: u32,
-        /// Reimbursed from the verification pool.
-        reimbursed: Amount,
     }
 );
 

@@ -72,9 +72,12 @@
 //! audit verdict (a ringer with a wrong expected answer costs the verifier
 //! `verifier_wrong_slash_ppm`). We chose this over assigning another verifier because the
 //! committed answer is the verifier's re-execution, made before the provider could know it
-//! was tested; an appeal still gives the provider a canonical-path re-run. The verification
-//! pool reimburses the verifier the ringer's cost (`k × clearing price + verification fee`)
-//! up to `max_challenge_reimbursement`.
+//! was tested; an appeal still gives the provider a canonical-path re-run. Nothing is
+//! reimbursed from the verification pool: the poster pays for a ringer like any order and
+//! is paid back only out of a caught provider's slash (the client's and the prover's
+//! shares). A pool refund let one owner of a verifier, a poster and a provider pump the pool
+//! with ringers its own provider "passed" without computing anything. A passed ringer never
+//! settles a lease still waiting for an audit or a dispute.
 //!
 //! Invariants (checked by the tests, not on chain): `verify_bonded` holds the sum of the
 //! verifiers' bonds, `verify_unbonding` the sum of queued unbondings, `verify_appeals` the

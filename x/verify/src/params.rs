@@ -36,8 +36,6 @@ pub struct VerifyParams {
     /// Target share of jobs that are ringers. Not enforced on chain (ringers look like any
     /// order); the verifier agent plants at this rate and the pool is sized for it.
     pub challenge_rate_ppm: Ppm,
-    /// Most ugpu the verification pool reimburses for one ringer.
-    pub max_challenge_reimbursement: Amount,
     /// Blocks a committed challenge may wait for its reveal.
     pub challenge_ttl_blocks: u64,
     /// Most open (committed, unrevealed) challenges per verifier.
@@ -58,7 +56,6 @@ impl Default for VerifyParams {
             wrong_slash_harmed_share_ppm: 500_000,
             verifier_jail_blocks: 1_000,
             challenge_rate_ppm: 30_000,
-            max_challenge_reimbursement: 100_000_000,
             challenge_ttl_blocks: 10_000,
             max_open_challenges: 64,
         }

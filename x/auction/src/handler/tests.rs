@@ -453,7 +453,11 @@ fn too_few_bids_refund_or_reopen_once() {
         OrderState::Cleared,
         "the kept bid plus a new one"
     );
-    assert_eq!(order.clearing_price, Some(MAX), "only k bid: the max price");
+    assert_eq!(
+        order.clearing_price,
+        Some(500_000),
+        "only k bid: the highest winning ask, not the max price"
+    );
 }
 
 #[test]
@@ -719,7 +723,8 @@ fn lone_results_are_audited_and_verdicts_settle_them() {
     assert_eq!(slash.outcome.slashed, 300 * GPU, "30% for a wrong result");
     assert_eq!(
         chain.balance(1),
-        client_before + MAX + slash.outcome.to_client
+        client_before + 600_000 + slash.outcome.to_client,
+        "the price (the lone bidder's ask) back, plus the client's share of the slash"
     );
     assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
     let mut fork = Overlay::new(&chain.state);
@@ -774,7 +779,11 @@ fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
         .map(|l| l.state)
         .collect();
     assert_eq!(states, vec![LeaseState::Refunded, LeaseState::Refunded]);
-    assert_eq!(chain.balance(1), client_after_clearing + 2 * MAX);
+    assert_eq!(
+        chain.balance(1),
+        client_after_clearing + 2 * 700_000,
+        "both replicas at the clearing price, the higher of the two asks"
+    );
     assert!(
         chain.state.slash_records().is_empty(),
         "no fault was proven"
@@ -807,10 +816,16 @@ fn the_auction_table() {
             Some((vec![b, a], 120)),
         ),
         (
-            "only k bids: the max price",
+            "only k bids: the highest winning ask, not the max price",
             3,
             vec![(a, 100, n), (b, 90, n), (d, 120, n)],
-            Some((vec![b, a, d], 150)),
+            Some((vec![b, a, d], 120)),
+        ),
+        (
+            "only k bids with a winner weighted up: still the highest ask",
+            2,
+            vec![(a, 100, 1_000_000), (b, 90, 0)],
+            Some((vec![a, b], 100)),
         ),
         (
             "too few bids",

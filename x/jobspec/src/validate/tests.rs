@@ -220,10 +220,71 @@ fn default_tolerance_follows_job_kind() {
     );
     let mut t = training();
     let custom = Tolerance {
-        rel_l2_ppm_max: 5,
+        rel_l2_ppm_max: 50_000,
         agreement_ppm_min: 0,
         cosine_ppm_min: 0,
     };
     t.tolerance = Some(custom.clone());
-    assert_eq!(JobSpec::Training(t).tolerance(), custom);
+    let spec = JobSpec::Training(t);
+    assert_eq!(
+        spec.validate(),
+        Ok(()),
+        "a looser tolerance is the client's choice"
+    );
+    assert_eq!(spec.tolerance(), custom);
+}
+
+#[test]
+fn a_tolerance_stricter_than_the_cross_backend_default_is_refused() {
+    let floor = Tolerance::default_for(crate::JobKind::Logits);
+    let stricter = [
+        (
+            "rel_l2_ppm_max",
+            Tolerance {
+                rel_l2_ppm_max: 0,
+                ..floor.clone()
+            },
+        ),
+        (
+            "rel_l2_ppm_max",
+            Tolerance {
+                rel_l2_ppm_max: floor.rel_l2_ppm_max - 1,
+                ..floor.clone()
+            },
+        ),
+        (
+            "agreement_ppm_min",
+            Tolerance {
+                agreement_ppm_min: 1_000_000,
+                ..floor.clone()
+            },
+        ),
+        (
+            "cosine_ppm_min",
+            Tolerance {
+                cosine_ppm_min: 1,
+                ..floor.clone()
+            },
+        ),
+    ];
+    for (field, tol) in stricter {
+        let mut spec = match mlp() {
+            JobSpec::Inference(s) => s,
+            JobSpec::Training(_) => unreachable!(),
+        };
+        spec.tolerance = Some(tol);
+        let err = JobSpec::Inference(spec).validate().unwrap_err();
+        assert!(
+            matches!(&err, SpecError::ToleranceTooStrict { field: f, .. } if *f == field),
+            "{err}"
+        );
+        assert!(err.to_string().contains("may not be stricter"), "{err}");
+    }
+    // Exactly the default is allowed.
+    let mut spec = match mlp() {
+        JobSpec::Inference(s) => s,
+        JobSpec::Training(_) => unreachable!(),
+    };
+    spec.tolerance = Some(floor);
+    assert_eq!(JobSpec::Inference(spec).validate(), Ok(()));
 }

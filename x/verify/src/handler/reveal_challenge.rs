@@ -1,12 +1,8 @@
-use gpuchain_auction::{
-    apply_verdict, hold_lease, module_account::verification_pool, AuctionRead, Lease, LeaseState,
-    Verdict,
-};
-use gpuchain_bank::BankRead;
+use gpuchain_auction::{hold_lease, AuctionRead, Lease, LeaseState};
 use gpuchain_reputation::{Outcome, ReputationWrite};
 use gpuchain_types::{Address, BlockCtx, StateWrite};
 
-use crate::settle::{move_funds, release};
+use crate::settle::release;
 use crate::{
     challenge_commitment, Case, CaseOutcome, CaseStage, ChallengeRevealedEvent, MsgRevealChallenge,
     PostedVerdict, VerdictKind, VerifyError, VerifyRead, VerifyWrite,
@@ -14,7 +10,8 @@ use crate::{
 
 /// What a reveal does to one lease of the ringer order.
 enum Action {
-    /// Expected hash returned: record the pass (or accept a pending lease).
+    /// Expected hash returned: record the pass. A lease still waiting for an audit or a
+    /// dispute keeps waiting: the ringer's owner never settles it.
     Pass,
     /// A different hash: the verifier's faulty verdict opens an appealable case.
     Fail,
@@ -35,8 +32,13 @@ fn action(state: &impl VerifyRead, lease: &Lease, expected: &[u8; 32]) -> Action
 }
 
 /// Opens the ringer: checks the commitment against the order's client, that it predates the
-/// order and that every lease was judged; passes or faults each lease; reimburses the
-/// verifier from the verification pool.
+/// order and that every lease was judged; passes or faults each lease.
+///
+/// Nothing is reimbursed from the verification pool: a ringer is an order its poster pays
+/// like any other, and pays itself back only from the slash of a provider it catches (the
+/// client's share and the prover's share, through the faulty verdict it opens). A pool
+/// refund would let one owner of a verifier, a poster and a provider pump the pool with
+/// ringers its own provider "passes" without computing anything.
 pub(super) fn execute(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -86,13 +88,6 @@ pub(super) fn execute(
     if leases.is_empty() || unjudged {
         return Err(VerifyError::OrderNotJudged(order.id));
     }
-    let k = u128::try_from(leases.len()).map_err(|_| VerifyError::Overflow)?;
-    let cost = order
-        .clearing_price
-        .unwrap_or(0)
-        .checked_mul(k)
-        .and_then(|v| v.checked_add(order.verification_fee))
-        .ok_or(VerifyError::Overflow)?;
     let appeal_end = ctx
         .height
         .checked_add(params.appeal_window_blocks)
@@ -105,11 +100,7 @@ pub(super) fn execute(
             Action::Skip => {}
             Action::Pass => {
                 passed = passed.saturating_add(1);
-                let has_case = state.case(lease.id).is_some();
-                if lease.state.is_verdict_pending() && !has_case {
-                    // apply_verdict records the passed challenge and accepts.
-                    apply_verdict(state, ctx, lease.id, Verdict::Honest)?;
-                } else if !lease.state.is_verdict_pending() {
+                if !lease.state.is_verdict_pending() {
                     state.record_outcome(&lease.provider, ctx.height, Outcome::ChallengePassed)?;
                 }
             }
@@ -155,10 +146,6 @@ pub(super) fn execute(
     verifier.open_cases = verifier.open_cases.saturating_add(u64::from(failed));
     verifier.verdicts = verifier.verdicts.saturating_add(u64::from(failed));
     state.put_verifier(&verifier);
-    let reimbursed = cost
-        .min(params.max_challenge_reimbursement)
-        .min(state.balance(&verification_pool()));
-    move_funds(state, &verification_pool(), signer, reimbursed)?;
     state.delete_challenge(&challenge);
     state.mark_challenged(order.id, challenge.id);
     state.emit(
@@ -168,7 +155,6 @@ pub(super) fn execute(
             verifier: *signer,
             passed,
             failed,
-            reimbursed,
         }
         .into(),
     );

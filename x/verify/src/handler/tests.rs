@@ -191,8 +191,8 @@ fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
     assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
     assert_eq!(
         chain.balance(&addr(v)),
-        fee_before + GPU,
-        "audit fee = the price"
+        fee_before + GPU / 2,
+        "audit fee = the price (the lone bidder's ask)"
     );
     assert_eq!(chain.state.verifier(&addr(v)).unwrap().open_cases, 0);
     let provider_before = chain.balance(&addr(10));
@@ -218,11 +218,11 @@ fn a_faulty_verdict_slashes_the_provider_refunds_the_client_and_rewards_the_veri
     assert_eq!(slash.prover, Some(addr(v)));
     assert_eq!(
         chain.balance(&addr(1)),
-        client + GPU + slash.outcome.to_client
+        client + GPU / 2 + slash.outcome.to_client
     );
     assert_eq!(
         chain.balance(&addr(v)),
-        verifier + slash.outcome.to_prover + GPU,
+        verifier + slash.outcome.to_prover + GPU / 2,
         "prover share and audit fee"
     );
     assert!(chain.state.score(&addr(10), 9) < score);
@@ -327,8 +327,8 @@ fn an_appeal_overturned_by_two_verifiers_slashes_the_first_and_returns_the_depos
     );
     // Deposit back plus half of the 60 GPU slash.
     assert_eq!(chain.balance(&addr(10)), provider + 30 * GPU);
-    assert_eq!(chain.balance(&addr(b)), fee_b + GPU);
-    assert_eq!(chain.balance(&addr(c)), fee_c + GPU);
+    assert_eq!(chain.balance(&addr(b)), fee_b + GPU / 2);
+    assert_eq!(chain.balance(&addr(c)), fee_c + GPU / 2);
     assert_eq!(
         chain.state.lease(lease).unwrap().state,
         LeaseState::Accepted
@@ -365,10 +365,10 @@ fn an_appeal_the_second_verifier_confirms_forfeits_the_deposit() {
         chain.state.case(lease).unwrap().outcome,
         CaseOutcome::Settled(VerdictKind::Honest)
     );
-    // The pool got the 10 GPU deposit and paid two 1 GPU fees.
+    // The pool got the 10 GPU deposit and paid two fees of the 0.5 GPU price.
     assert_eq!(
         chain.balance(&verification_pool()),
-        pool + 10 * GPU - 2 * GPU
+        pool + 10 * GPU - 2 * (GPU / 2)
     );
     assert_eq!(
         chain.state.lease(lease).unwrap().state,
@@ -465,7 +465,7 @@ fn reveal(challenge_id: u64, order_id: u64, salt: u8) -> VerifyMsg {
 }
 
 #[test]
-fn a_ringer_answered_correctly_is_a_passed_challenge_reimbursed_by_the_pool() {
+fn a_ringer_answered_correctly_is_a_passed_challenge_the_pool_does_not_pay_for() {
     let (mut chain, id, order) = ringer([5; 32]);
     let lease = chain.state.leases_of_order(order)[0].id;
     assert_eq!(
@@ -489,10 +489,13 @@ fn a_ringer_answered_correctly_is_a_passed_challenge_reimbursed_by_the_pool() {
         Err(VerifyError::ChallengeMismatch)
     );
     let verifier = chain.balance(&addr(30));
+    let pool = chain.balance(&verification_pool());
     chain.exec(7, 30, reveal(id, order, 8)).unwrap();
     assert_eq!(chain.state.reputation(&addr(10)).challenges_passed, 1);
-    // k × clearing price + 2% verification fee.
-    assert_eq!(chain.balance(&addr(30)), verifier + GPU + 20_000);
+    // A passed ringer is paid for by its poster, like any order: the pool pays nothing, so
+    // one owner of a verifier, a poster and a provider cannot pump it.
+    assert_eq!(chain.balance(&addr(30)), verifier);
+    assert_eq!(chain.balance(&verification_pool()), pool);
     assert!(chain.state.challenge(id).is_none());
     assert_eq!(chain.state.verifier(&addr(30)).unwrap().open_challenges, 0);
     let e = chain.events_of("verify.challenge_revealed")[0].clone();
