@@ -1,7 +1,12 @@
-//! Drawing verifiers for a case: uniform among eligible verifiers in address order, excluding
-//! the lease's provider and client, the other replicas' providers and everyone who already
-//! served on the case; `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/assign",
-//! lease_id (8 bytes big-endian) ‖ round ‖ attempt)) mod n`.
+//! Drawing verifiers for a case: weighted by bond among eligible verifiers in address order,
+//! excluding the lease's provider and client, the other replicas' providers and everyone who
+//! already served on the case. With `r = u128::from_be_bytes(first 16 bytes of
+//! BlockCtx::draw("verify/assign", lease_id (8 bytes big-endian) ‖ round ‖ attempt)) mod
+//! total bond`, the drawn verifier is the first whose running sum of bonds exceeds `r`.
+//!
+//! Weighting by bond rather than drawing per identity means splitting one stake over many
+//! verifier accounts buys no extra chance of judging a case: a party that wants its own
+//! verifier on its own dispute needs that share of all verifier stake at risk.
 
 use gpuchain_auction::{hold_lease, AuctionRead};
 use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
@@ -15,22 +20,31 @@ pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Optio
         .iter()
         .map(|l| l.provider)
         .collect();
-    let candidates: Vec<Address> = state
+    let candidates: Vec<(Address, u128)> = state
         .eligible_verifiers(ctx.height)
         .into_iter()
-        .map(|v| v.operator)
-        .filter(|a| *a != case.provider && *a != case.client)
-        .filter(|a| !replicas.contains(a) && !case.served.contains(a))
+        .map(|v| (v.operator, v.bonded))
+        .filter(|(a, _)| *a != case.provider && *a != case.client)
+        .filter(|(a, _)| !replicas.contains(a) && !case.served.contains(a))
         .collect();
-    let n = u64::try_from(candidates.len()).ok().filter(|n| *n > 0)?;
+    let total = candidates
+        .iter()
+        .try_fold(0u128, |sum, (_, bond)| sum.checked_add(*bond))
+        .filter(|t| *t > 0)?;
     let mut subject = case.lease_id.to_be_bytes().to_vec();
     subject.push(case.round);
     subject.push(u8::from(case.reassigned));
     let seed = ctx.draw("verify/assign", &subject);
-    let mut first = [0u8; 8];
-    first.copy_from_slice(seed.get(..8)?);
-    let index = usize::try_from(u64::from_be_bytes(first) % n).ok()?;
-    candidates.get(index).copied()
+    let mut first = [0u8; 16];
+    first.copy_from_slice(seed.get(..16)?);
+    let mut r = u128::from_be_bytes(first) % total;
+    for (verifier, bond) in candidates {
+        if r < bond {
+            return Some(verifier);
+        }
+        r -= bond;
+    }
+    None
 }
 
 /// Assigns `verifier` to `case`'s current round: deadline, timer, hold on the lease, the

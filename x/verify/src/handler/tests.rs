@@ -145,6 +145,34 @@ fn a_sampled_lease_is_assigned_in_the_same_block_deterministically() {
 }
 
 #[test]
+fn verifiers_are_drawn_in_proportion_to_their_bond_not_their_number() {
+    let mut chain = Chain::new();
+    let (lease, _) = audited(&mut chain);
+    // 30 bonds 300 GPU more: 500 of the 900 GPU verifier stake.
+    chain
+        .exec(
+            6,
+            30,
+            VerifyMsg::BondVerifier(MsgBondVerifier { amount: 300 * GPU }),
+        )
+        .unwrap();
+    let mut case = chain.state.case(lease).unwrap();
+    case.served.clear();
+    let mut drawn = std::collections::BTreeMap::<u8, u32>::new();
+    for i in 0..3_000u64 {
+        case.lease_id = i;
+        let v = crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap();
+        *drawn.entry(seed(&v)).or_default() += 1;
+    }
+    // Expected 1,667 / 667 / 667 of 3,000; the bounds are about five standard deviations.
+    let heavy = drawn[&30];
+    assert!((1_530..=1_800).contains(&heavy), "{drawn:?}");
+    for light in [31, 32] {
+        assert!((553..=781).contains(&drawn[&light]), "{drawn:?}");
+    }
+}
+
+#[test]
 fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
     let mut chain = Chain::new();
     let (lease, v) = audited(&mut chain);
