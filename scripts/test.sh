@@ -10,6 +10,9 @@ bash scripts/install-cometbft.sh >/dev/null
 export COMETBFT_BIN
 # The Python reference client's environment (PyNaCl, blake3); its test runs it on a localnet.
 bash scripts/python-env.sh >/dev/null
+# Formatting is checked first: it takes a second and a diff is cheaper to read than a review.
+command -v rustfmt >/dev/null || rustup component add rustfmt
+cargo fmt --all -- --check
 cargo build --workspace --all-targets --locked
 # End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
 # two cores sustain without timeouts.

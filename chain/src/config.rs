@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-/// The app's configuration file.
+/// The app's configuration file. A misspelt key is an error, not silently a default.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AppConfig {
     /// ABCI listen address, e.g. `127.0.0.1:26658`.
     pub abci_addr: String,
@@ -44,5 +45,23 @@ impl AppConfig {
     /// Absolute database path.
     pub fn db_dir(&self, home: &Path) -> PathBuf {
         home.join(&self.db_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_key_in_app_toml_is_an_error() {
+        let good = "abci_addr = \"127.0.0.1:26658\"\ndb_path = \"data\"\n";
+        let config: AppConfig = toml::from_str(good).unwrap();
+        assert_eq!(
+            config.proof_window(),
+            Some(crate::store::DEFAULT_PROOF_HEIGHTS)
+        );
+        let bad = format!("{good}proof_height = 0\n");
+        let err = toml::from_str::<AppConfig>(&bad).unwrap_err().to_string();
+        assert!(err.contains("unknown field `proof_height`"), "{err}");
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// The application's genesis state, carried as `app_state` in CometBFT's genesis.json.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AppGenesis {
     /// Transaction limits and gas prices.
     #[serde(default)]

@@ -5,6 +5,7 @@ use crate::{AuctionError, AuctionParams, AuctionWrite};
 
 /// The auction's part of the genesis file. No orders exist at genesis.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuctionGenesis {
     /// Module parameters.
     #[serde(default)]

@@ -9,6 +9,7 @@ pub const MAX_REPLICAS: u32 = 5;
 
 /// Auction, escrow, verification and distribution parameters.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuctionParams {
     /// Longest bid window an order may set.
     pub max_bid_window_blocks: u64,

@@ -5,6 +5,7 @@ use crate::{BankError, BankParams, BankWrite};
 
 /// Initial balances and parameters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BankGenesis {
     /// Module parameters.
     #[serde(default)]

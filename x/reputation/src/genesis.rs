@@ -5,6 +5,7 @@ use crate::{ReputationError, ReputationParams, ReputationWrite};
 
 /// Reputation's part of the genesis file. Every provider starts neutral.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReputationGenesis {
     /// Module parameters.
     #[serde(default)]

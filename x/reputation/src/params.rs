@@ -6,6 +6,7 @@ use crate::ReputationError;
 
 /// Reputation parameters.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReputationParams {
     /// Blocks over which the distance to neutral halves (0: no decay).
     pub half_life_blocks: u64,

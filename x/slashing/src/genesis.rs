@@ -5,6 +5,7 @@ use crate::{SlashingError, SlashingParams, SlashingWrite};
 
 /// Slashing's part of the genesis file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SlashingGenesis {
     /// Module parameters.
     #[serde(default)]

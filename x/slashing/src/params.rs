@@ -9,6 +9,7 @@ pub const MAX_SIGNED_BLOCKS_WINDOW: u64 = 10_000;
 
 /// Slashing parameters.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SlashingParams {
     /// Blocks over which liveness is measured.
     pub signed_blocks_window: u64,

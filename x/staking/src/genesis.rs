@@ -9,6 +9,7 @@ use crate::{
 
 /// A validator that exists from the first block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GenesisValidator {
     /// Operator account; must hold `self_bond` in the bank genesis.
     pub operator: Address,
@@ -23,6 +24,7 @@ pub struct GenesisValidator {
 
 /// A provider that exists from the first block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GenesisProvider {
     /// Operator account; must hold `bond` in the bank genesis.
     pub operator: Address,
@@ -34,6 +36,7 @@ pub struct GenesisProvider {
 
 /// Staking's part of the genesis file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StakingGenesis {
     /// Module parameters.
     #[serde(default)]

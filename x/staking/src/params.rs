@@ -9,6 +9,7 @@ pub const MAX_VALIDATORS_LIMIT: u32 = 1_000;
 
 /// Staking parameters.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StakingParams {
     /// Blocks an unbonding waits before its funds are released.
     pub unbonding_blocks: u64,

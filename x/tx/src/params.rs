@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Limits and prices for transactions; part of genesis.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TxParams {
     /// Largest encoded transaction accepted.
     pub max_tx_bytes: u32,

@@ -6,6 +6,7 @@ use crate::{MsgRegisterVerifier, VerifyError, VerifyParams, VerifyWrite};
 
 /// A verifier that exists from the first block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GenesisVerifier {
     /// Operator account; must hold `bond` in the bank genesis.
     pub operator: Address,
@@ -15,6 +16,7 @@ pub struct GenesisVerifier {
 
 /// The verify module's part of the genesis file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VerifyGenesis {
     /// Module parameters.
     #[serde(default)]

@@ -10,6 +10,7 @@ use crate::VerifyError;
 /// cheating has a negative expected gain (see `examples/detection.rs`, [`crate::economics`]
 /// and docs/benchmarks.md).
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VerifyParams {
     /// Least bond of an eligible verifier, ugpu.
     pub min_verifier_stake: Amount,
