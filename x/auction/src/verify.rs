@@ -203,13 +203,18 @@ pub(crate) fn finish<S: StateWrite>(
     match end {
         LeaseState::Paid => {
             pay(state, ctx, &mut order, lease)?;
-            state.record_outcome(&lease.provider, ctx.height, Outcome::Accepted)?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::Accepted, lease.price)?;
         }
         LeaseState::Missed => {
             refund(state, &mut order, lease.price, "missed_deadline")?;
             let fault = exit_fault(state, FaultKind::MissedDeadline);
             slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
-            state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
+            state.record_outcome(
+                &lease.provider,
+                ctx.height,
+                Outcome::MissedDeadline,
+                lease.price,
+            )?;
         }
         LeaseState::Faulted => {
             refund(state, &mut order, lease.price, "wrong_result")?;
@@ -221,13 +226,18 @@ pub(crate) fn finish<S: StateWrite>(
                 &order.client,
                 prover,
             )?;
-            state.record_outcome(&lease.provider, ctx.height, Outcome::Fault)?;
+            state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
         }
         LeaseState::Released => {
             refund(state, &mut order, lease.price, "released")?;
             let fault = exit_fault(state, FaultKind::AbandonedLease);
             slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
-            state.record_outcome(&lease.provider, ctx.height, Outcome::MissedDeadline)?;
+            state.record_outcome(
+                &lease.provider,
+                ctx.height,
+                Outcome::MissedDeadline,
+                lease.price,
+            )?;
         }
         _ => refund(state, &mut order, lease.price, "unresolved")?,
     }
@@ -268,7 +278,12 @@ pub fn apply_verdict(
     match verdict {
         Verdict::Honest if lease.state == LeaseState::Accepted => Ok(()),
         Verdict::Honest => {
-            state.record_outcome(&lease.provider, ctx.height, Outcome::ChallengePassed)?;
+            state.record_outcome(
+                &lease.provider,
+                ctx.height,
+                Outcome::ChallengePassed,
+                lease.price,
+            )?;
             accept(state, ctx, &mut lease)
         }
         Verdict::Faulty { prover } => {

@@ -1,5 +1,5 @@
 use borsh::{BorshDeserialize, BorshSerialize};
-use gpuchain_types::{Ppm, PPM_ONE};
+use gpuchain_types::{Amount, Ppm, PPM_ONE};
 use serde::{Deserialize, Serialize};
 
 use crate::ReputationError;
@@ -20,6 +20,9 @@ pub struct ReputationParams {
     pub missed_down_ppm: Ppm,
     /// History entries kept per provider (older ones are deleted).
     pub max_history: u64,
+    /// Price, ugpu, at which an accepted result or a passed challenge counts fully; cheaper
+    /// work counts in proportion, so reputation cannot be farmed with near-free self-orders.
+    pub full_credit_value: Amount,
 }
 
 impl Default for ReputationParams {
@@ -31,6 +34,7 @@ impl Default for ReputationParams {
             fault_down_ppm: 500_000,
             missed_down_ppm: 200_000,
             max_history: 100,
+            full_credit_value: 1_000_000,
         }
     }
 }
@@ -49,11 +53,34 @@ impl ReputationParams {
                 "step fractions must be at most 1000000 ppm".into(),
             ));
         }
+        if self.full_credit_value == 0 {
+            return Err(ReputationError::InvalidParams(
+                "full_credit_value must be positive".into(),
+            ));
+        }
         if self.max_history == 0 || self.max_history > 10_000 {
             return Err(ReputationError::InvalidParams(
                 "max_history must be 1..=10000".into(),
             ));
         }
         Ok(())
+    }
+}
+
+impl ReputationParams {
+    /// These parameters with the up steps scaled to work worth `value` ugpu: in proportion
+    /// up to `full_credit_value`, fully above it. Down steps are never scaled: a fault on
+    /// cheap work costs as much as on dear work.
+    pub fn for_value(&self, value: Amount) -> ReputationParams {
+        let full = self.full_credit_value.max(1);
+        let scale = |ppm: Ppm| {
+            let scaled = u128::from(ppm).saturating_mul(value.min(full)) / full;
+            Ppm::try_from(scaled).unwrap_or(ppm)
+        };
+        ReputationParams {
+            accepted_up_ppm: scale(self.accepted_up_ppm),
+            challenge_up_ppm: scale(self.challenge_up_ppm),
+            ..self.clone()
+        }
     }
 }

@@ -63,7 +63,7 @@ fn outcomes_are_recorded_with_a_bounded_history() {
     ReputationGenesis { params }.apply(&mut fork).unwrap();
     let p = Address([1; 20]);
     assert_eq!(fork.score(&p, 5), NEUTRAL_PPM);
-    fork.record_outcome(&p, 10, Outcome::Fault).unwrap();
+    fork.record_outcome(&p, 10, Outcome::Fault, 1).unwrap();
     assert_eq!(fork.score(&p, 10), 250_000);
     assert_eq!(
         fork.score(&p, 110),
@@ -71,7 +71,7 @@ fn outcomes_are_recorded_with_a_bounded_history() {
         "half the distance back after a half-life"
     );
     for h in 11..15 {
-        fork.record_outcome(&p, h, Outcome::Accepted).unwrap();
+        fork.record_outcome(&p, h, Outcome::Accepted, GPU).unwrap();
     }
     let history = fork.reputation_history(&p);
     assert_eq!(
@@ -81,4 +81,39 @@ fn outcomes_are_recorded_with_a_bounded_history() {
     let r = fork.reputation(&p);
     assert_eq!((r.faults, r.accepted, r.last_bad_height), (1, 4, Some(10)));
     assert_eq!(history.last().map(|e| e.after_ppm), Some(r.score_ppm));
+}
+
+const GPU: u128 = 1_000_000;
+
+#[test]
+fn near_free_work_earns_next_to_no_reputation_and_a_fault_always_costs_in_full() {
+    let base = MemState::new();
+    let mut fork = Overlay::new(&base);
+    ReputationGenesis {
+        params: ReputationParams::default(),
+    }
+    .apply(&mut fork)
+    .unwrap();
+    let (farmer, worker) = (Address([1; 20]), Address([2; 20]));
+    // 45 self-orders at 1 ugpu each: the farm that used to reach 0.95.
+    for h in 1..=45 {
+        fork.record_outcome(&farmer, h, Outcome::Accepted, 1)
+            .unwrap();
+    }
+    assert_eq!(
+        fork.score(&farmer, 45),
+        NEUTRAL_PPM,
+        "1 ugpu of work counts for nothing"
+    );
+    // One real job counts as it did; half the full-credit price counts half.
+    fork.record_outcome(&worker, 1, Outcome::Accepted, GPU)
+        .unwrap();
+    assert_eq!(fork.score(&worker, 1), 525_000);
+    let half = Address([3; 20]);
+    fork.record_outcome(&half, 1, Outcome::Accepted, GPU / 2)
+        .unwrap();
+    assert_eq!(fork.score(&half, 1), 512_500);
+    // A fault on 1 ugpu of work costs as much as on a dear job.
+    fork.record_outcome(&farmer, 46, Outcome::Fault, 1).unwrap();
+    assert_eq!(fork.score(&farmer, 46), 250_000);
 }

@@ -1,4 +1,4 @@
-use gpuchain_types::{Address, Ppm, StateRead, StateReadExt, StateWrite, StateWriteExt};
+use gpuchain_types::{Address, Amount, Ppm, StateRead, StateReadExt, StateWrite, StateWriteExt};
 
 use crate::{
     apply, decay, state_key, HistoryEntry, Outcome, Reputation, ReputationChangedEvent,
@@ -46,18 +46,21 @@ pub trait ReputationWrite: StateWrite {
         self.put(state_key::params().to_string(), params);
     }
 
-    /// Records `outcome` for `provider` at `height`: decays, applies the step, stores the
-    /// record and a history entry (dropping the oldest beyond `max_history`), emits an event.
+    /// Records `outcome` for `provider` at `height` about work priced `value` ugpu: decays,
+    /// applies the step (a good outcome's in proportion to `value`, see
+    /// [`ReputationParams::for_value`]), stores the record and a history entry (dropping the
+    /// oldest beyond `max_history`), emits an event.
     fn record_outcome(
         &mut self,
         provider: &Address,
         height: u64,
         outcome: Outcome,
+        value: Amount,
     ) -> Result<HistoryEntry, ReputationError> {
         let params = self.reputation_params();
         let mut r = self.reputation(provider);
         let before = self.score(provider, height);
-        let after = apply(before, outcome, &params);
+        let after = apply(before, outcome, &params.for_value(value));
         let bump = |n: u64| n.checked_add(1).ok_or(ReputationError::Overflow);
         match outcome {
             Outcome::Accepted => r.accepted = bump(r.accepted)?,

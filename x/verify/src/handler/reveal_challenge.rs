@@ -101,7 +101,12 @@ pub(super) fn execute(
             Action::Pass => {
                 passed = passed.saturating_add(1);
                 if !lease.state.is_verdict_pending() {
-                    state.record_outcome(&lease.provider, ctx.height, Outcome::ChallengePassed)?;
+                    state.record_outcome(
+                        &lease.provider,
+                        ctx.height,
+                        Outcome::ChallengePassed,
+                        lease.price,
+                    )?;
                 }
             }
             Action::Fail => {
