@@ -119,16 +119,12 @@ pub enum StakingError {
         /// Its open leases.
         open_leases: u64,
     },
-    /// An unbond would leave a provider with open leases below the minimum stake.
+    /// A provider with open leases may not unbond: its whole bond answers for them.
     #[error(
-        "unbonding would leave {remaining} ugpu bonded, below min_provider_stake {min} ugpu, \
-         while {open_leases} leases are open"
+        "{open_leases} leases are open: the whole bond stays at stake until they are paid or \
+         settled (stop bidding, let them finish, then unbond)"
     )]
-    UnbondBelowMinWithOpenLeases {
-        /// Bond after the unbond.
-        remaining: Amount,
-        /// `min_provider_stake`.
-        min: Amount,
+    UnbondWithOpenLeases {
         /// Open leases.
         open_leases: u64,
     },
@@ -184,7 +180,7 @@ impl ModuleError for StakingError {
             StakingError::NotAProvider(_) => 20,
             StakingError::BelowMinProviderStake { .. } => 21,
             StakingError::ProviderHasOpenLeases { .. } => 22,
-            StakingError::UnbondBelowMinWithOpenLeases { .. } => 23,
+            StakingError::UnbondWithOpenLeases { .. } => 23,
             StakingError::NoOpenLeases(_) => 24,
             StakingError::Overflow => 25,
             StakingError::InvalidParams(_) => 26,

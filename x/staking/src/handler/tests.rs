@@ -287,24 +287,19 @@ fn provider_lifecycle_with_open_leases() {
         )
         .unwrap();
     chain.edit(|s| assert_eq!(s.increment_open_leases(&p), Ok(1)));
-    let too_much = StakingMsg::UnbondProvider(MsgUnbondProvider { amount: 101 * GPU });
-    let err = chain.run(4, 4, too_much.clone()).unwrap_err();
-    assert_eq!(
-        err,
-        StakingError::UnbondBelowMinWithOpenLeases {
-            remaining: min - GPU,
-            min,
-            open_leases: 1
-        }
-    );
-    assert_eq!(err.code(), 23);
-    chain
-        .run(
-            4,
-            4,
-            StakingMsg::UnbondProvider(MsgUnbondProvider { amount: 100 * GPU }),
-        )
-        .unwrap();
+    // With a lease open, nothing may be unbonded, not even the excess over the minimum:
+    // the lease can still end in a slash of the whole bond's share.
+    for amount in [GPU, 100 * GPU, 101 * GPU] {
+        let err = chain
+            .run(
+                4,
+                4,
+                StakingMsg::UnbondProvider(MsgUnbondProvider { amount }),
+            )
+            .unwrap_err();
+        assert_eq!(err, StakingError::UnbondWithOpenLeases { open_leases: 1 });
+        assert_eq!(err.code(), 23);
+    }
     let dereg = StakingMsg::DeregisterProvider(MsgDeregisterProvider {});
     assert_eq!(chain.run(5, 4, dereg.clone()).unwrap_err().code(), 22);
 
@@ -315,11 +310,12 @@ fn provider_lifecycle_with_open_leases() {
             Err(StakingError::NoOpenLeases(p))
         )
     });
+    // With no lease open, the whole excess and more may go.
     chain
         .run(
             6,
             4,
-            StakingMsg::UnbondProvider(MsgUnbondProvider { amount: GPU }),
+            StakingMsg::UnbondProvider(MsgUnbondProvider { amount: 101 * GPU }),
         )
         .unwrap();
     assert!(
@@ -532,11 +528,7 @@ fn error_codes_are_unique_and_non_zero() {
             provider: a,
             open_leases: 0,
         },
-        StakingError::UnbondBelowMinWithOpenLeases {
-            remaining: 0,
-            min: 0,
-            open_leases: 0,
-        },
+        StakingError::UnbondWithOpenLeases { open_leases: 0 },
         StakingError::NoOpenLeases(a),
         StakingError::Overflow,
         StakingError::InvalidParams(String::new()),
