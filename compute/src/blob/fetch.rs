@@ -49,6 +49,11 @@ impl BlobFetcher {
         })
     }
 
+    /// The hosts this fetcher may reach.
+    pub fn policy(&self) -> FetchPolicy {
+        self.policy
+    }
+
     /// The store blobs are written to.
     pub fn store(&self) -> &BlobStore {
         &self.store

@@ -42,16 +42,21 @@ impl FetchPolicy {
     /// private address literal) and uses no proxy (which would resolve names out of sight).
     /// Callers still check each URL with [`FetchPolicy::refuse`] for address literals.
     pub fn http_client(&self) -> reqwest::Result<reqwest::Client> {
-        let mut builder = reqwest::Client::builder()
+        self.client_builder().build()
+    }
+
+    /// The builder behind [`FetchPolicy::http_client`], for callers that add settings.
+    pub fn client_builder(&self) -> reqwest::ClientBuilder {
+        let builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(self.read_timeout);
-        if !self.allow_private_hosts {
-            builder = builder
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .dns_resolver(std::sync::Arc::new(PublicResolver));
+        if self.allow_private_hosts {
+            return builder;
         }
-        builder.build()
+        builder
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(std::sync::Arc::new(PublicResolver))
     }
 
     /// Why `url` may not be fetched under this policy, if it may not.

@@ -74,7 +74,13 @@ pub async fn run_remote_worker(
     timeout: Duration,
 ) -> Result<RemoteWorkerResult> {
     let base = base_url.trim_end_matches('/');
-    let http = reqwest::Client::builder()
+    // The coordinator's URL comes from the order, like a blob's: the same hosts are allowed.
+    let policy = fetcher.policy();
+    if let Some(why) = policy.refuse(base) {
+        return Err(training(format!("coordinator {base}: refused: {why}")));
+    }
+    let http = policy
+        .client_builder()
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| training(format!("http client: {e}")))?;

@@ -12,7 +12,6 @@ pub(super) fn execute(
     signer: &Address,
     msg: &MsgUnbondProvider,
 ) -> Result<(), StakingError> {
-    let params = state.staking_params();
     let mut provider = state
         .provider(signer)
         .ok_or(StakingError::NotAProvider(*signer))?;
