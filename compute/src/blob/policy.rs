@@ -21,20 +21,23 @@ pub struct FetchPolicy {
 }
 
 impl FetchPolicy {
-    /// Public hosts only: what agents use unless configured otherwise.
-    pub fn public_hosts() -> FetchPolicy {
+    /// Public hosts only, or any host too when `allow_private_hosts` (an agent's
+    /// `allow_private_blob_hosts` setting); a stalled transfer is cut after 30 s.
+    pub fn new(allow_private_hosts: bool) -> FetchPolicy {
         FetchPolicy {
-            allow_private_hosts: false,
+            allow_private_hosts,
             read_timeout: Duration::from_secs(30),
         }
     }
 
+    /// Public hosts only: what agents use unless configured otherwise.
+    pub fn public_hosts() -> FetchPolicy {
+        FetchPolicy::new(false)
+    }
+
     /// Any host, loopback included: localnets, tests, and a client's own tools.
     pub fn any_host() -> FetchPolicy {
-        FetchPolicy {
-            allow_private_hosts: true,
-            ..FetchPolicy::public_hosts()
-        }
+        FetchPolicy::new(true)
     }
 
     /// An HTTP client that reaches only what this policy allows: without private hosts it

@@ -38,11 +38,7 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     })?;
     let backend = Backend::parse(&config.provider.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
-    let policy = if config.provider.allow_private_blob_hosts {
-        FetchPolicy::any_host()
-    } else {
-        FetchPolicy::public_hosts()
-    };
+    let policy = FetchPolicy::new(config.provider.allow_private_blob_hosts);
     let fetcher = BlobFetcher::with_policy(store.clone(), policy)?;
     let (blob_addr, _server) = serve(BlobServer::new(store), config.provider.listen)
         .await

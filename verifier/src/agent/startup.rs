@@ -51,11 +51,7 @@ pub(crate) async fn run(config: Config) -> Result<()> {
     }
     let backend = Backend::parse(&config.verifier.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
-    let policy = if config.verifier.allow_private_blob_hosts {
-        FetchPolicy::any_host()
-    } else {
-        FetchPolicy::public_hosts()
-    };
+    let policy = FetchPolicy::new(config.verifier.allow_private_blob_hosts);
     let fetcher = BlobFetcher::with_policy(store.clone(), policy)?;
     let http = policy.http_client().context("building the HTTP client")?;
     let gauges = Arc::default();

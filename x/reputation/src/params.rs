@@ -65,9 +65,7 @@ impl ReputationParams {
         }
         Ok(())
     }
-}
 
-impl ReputationParams {
     /// These parameters with the up steps scaled to work worth `value` ugpu: in proportion
     /// up to `full_credit_value`, fully above it. Down steps are never scaled: a fault on
     /// cheap work costs as much as on dear work.

@@ -39,10 +39,10 @@ pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Optio
     first.copy_from_slice(seed.get(..16)?);
     let mut r = u128::from_be_bytes(first) % total;
     for (verifier, bond) in candidates {
-        if r < bond {
-            return Some(verifier);
+        match r.checked_sub(bond) {
+            Some(rest) => r = rest,
+            None => return Some(verifier),
         }
-        r -= bond;
     }
     None
 }
