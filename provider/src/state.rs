@@ -120,6 +120,9 @@ pub(crate) struct LeaseRecord {
     pub(crate) revealed_height: u64,
     #[serde(default)]
     pub(crate) paid_height: u64,
+    /// Height at which the agent appealed a faulty verdict on this lease.
+    #[serde(default)]
+    pub(crate) appealed_height: Option<u64>,
 }
 
 /// Running totals, exported as metrics.

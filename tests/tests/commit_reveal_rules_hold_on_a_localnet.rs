@@ -98,6 +98,7 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         p.challenge_window_blocks = 3;
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
+        p.audit_deterrence_ppm = 0;
         let s = &mut spec.genesis.slashing.params;
         s.missed_deadline_slash_ppm = MISSED_SLASH_PPM;
         s.client_share_ppm = CLIENT_SHARE_PPM;

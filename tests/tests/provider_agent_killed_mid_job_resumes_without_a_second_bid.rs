@@ -74,6 +74,7 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
         p.verdict_window_blocks = 6;
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
+        p.audit_deterrence_ppm = 0;
     })
     .await?;
     let chain = net.client(0)?;

@@ -85,6 +85,7 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
         p.verdict_window_blocks = 6;
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
+        p.audit_deterrence_ppm = 0;
     })
     .await?;
     let chain = net.client(0)?;

@@ -127,7 +127,7 @@ STAKING_PARAMS = struct(("unbonding_blocks", "u64"), ("max_validators", "u32"),
 VERIFY_PARAMS = struct(
     ("min_verifier_stake", "u128"), ("verifier_unbonding_blocks", "u64"),
     ("verdict_deadline_blocks", "u64"), ("appeal_window_blocks", "u64"), ("appeal_deposit", "u128"),
-    ("audit_fee_ppm", "u32"), ("verifier_miss_slash_ppm", "u32"), ("verifier_wrong_slash_ppm", "u32"),
+    ("verifier_miss_slash_ppm", "u32"), ("verifier_wrong_slash_ppm", "u32"),
     ("wrong_slash_harmed_share_ppm", "u32"), ("verifier_jail_blocks", "u64"),
     ("challenge_rate_ppm", "u32"),
     ("challenge_ttl_blocks", "u64"), ("max_open_challenges", "u32"),

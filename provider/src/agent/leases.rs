@@ -44,6 +44,7 @@ fn record(lease: &Lease) -> LeaseRecord {
         committed_height: 0,
         revealed_height: 0,
         paid_height: 0,
+        appealed_height: None,
     }
 }
 

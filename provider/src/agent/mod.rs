@@ -5,6 +5,7 @@
 //! One task owns the state and sends every transaction (so nonces never race); jobs run in
 //! their own tasks and report back over a channel.
 
+mod appeal;
 mod bidding;
 mod execute;
 mod leases;
@@ -84,6 +85,7 @@ impl Agent {
         let me = self.chain.address.to_string();
         let mut posted = Vec::new();
         let mut closed = Vec::new();
+        let mut faulty = Vec::new();
         for e in block.events() {
             let mine = e.attr("provider") == Some(me.as_str());
             match &*e.kind {
@@ -96,6 +98,11 @@ impl Agent {
                         self.won(id).await?;
                     }
                 }
+                "verify.verdict"
+                    if e.attr("verdict") == Some("faulty") && e.attr_u64("round") == Some(0) =>
+                {
+                    faulty.extend(e.attr_u64("lease_id"));
+                }
                 "escrow.paid" if mine => {
                     if let (Some(id), Some(amount)) = (e.attr_u64("lease_id"), e.attr("amount")) {
                         self.paid(id, amount.parse().unwrap_or(0), block.height);
@@ -103,6 +110,9 @@ impl Agent {
                 }
                 _ => {}
             }
+        }
+        for lease_id in faulty {
+            self.answer_faulty_verdict(lease_id).await;
         }
         for order_id in closed {
             self.auction_over(order_id);

@@ -108,6 +108,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             min_driver_major: 525,
             min_cuda_version: 12000,
             allow_private_blob_hosts: false,
+            appeal_faulty_verdicts: true,
         },
         capacity: CapacityConfig {
             max_concurrent_jobs: a.max_jobs,

@@ -103,6 +103,7 @@ fn clear_order(
             payout_height: None,
             verdict_deadline_height: None,
             state: LeaseState::Open,
+            verification_charge: 0,
         };
         state.increment_open_leases(&winner.provider)?;
         state.put_lease(&lease);
@@ -182,6 +183,22 @@ fn fire_timer(
     let due = |at: Option<u64>| at.is_some_and(|h| h <= ctx.height);
     match lease.state {
         LeaseState::Accepted if due(lease.payout_height) => {
+            let replica_pending = state
+                .leases_of_order(lease.order_id)
+                .iter()
+                .any(|l| l.id != lease.id && l.state.is_verdict_pending());
+            if replica_pending {
+                // A verdict on another replica may still waive this lease's charge.
+                let window = state.auction_params().challenge_window_blocks.max(1);
+                let at = ctx
+                    .height
+                    .checked_add(window)
+                    .ok_or(AuctionError::Overflow)?;
+                lease.payout_height = Some(at);
+                state.enqueue(state_key::lease_timer(at, lease.id));
+                state.put_lease(&lease);
+                return Ok(());
+            }
             finish(state, ctx, &mut lease, LeaseState::Paid, None)
         }
         LeaseState::AuditPending if due(lease.verdict_deadline_height) => {

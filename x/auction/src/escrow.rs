@@ -3,8 +3,9 @@
 //! `k × max_price + fee` where `fee = verification_fee_ppm × k × max_price`; at clearing the
 //! fee goes to the verification pool and `k × (max_price − clearing_price)` back to the
 //! client; each lease's `price` then leaves escrow once, either to the provider (after
-//! acceptance and the challenge window: `price − take + bonus` to the provider, `take −
-//! bonus` to the fee pool) or back to the client (missed, faulted, unresolved).
+//! acceptance and the challenge window: its verification charge to the verification pool,
+//! then of the rest `rest − take + bonus` to the provider and `take − bonus` to the fee pool)
+//! or back to the client (missed, faulted, unresolved).
 
 use gpuchain_bank::module_account::fee_pool;
 use gpuchain_bank::{BankRead, BankWrite};
@@ -87,8 +88,9 @@ pub fn is_loyal(state: &impl StateRead, provider: &Address, height: u64, clean: 
             .is_none_or(|bad| bad < since)
 }
 
-/// Pays `lease.price` out of `order`'s escrow: the take rate to the fee pool, the rest plus
-/// any loyalty bonus (taken out of the take) to the provider. The caller stores the order.
+/// Pays `lease.price` out of `order`'s escrow: the lease's verification charge to the
+/// verification pool, the take rate of the rest to the fee pool, and the rest plus any
+/// loyalty bonus (taken out of the take) to the provider. The caller stores the order.
 pub(crate) fn pay(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -96,24 +98,23 @@ pub(crate) fn pay(
     lease: &Lease,
 ) -> Result<(), AuctionError> {
     let params = state.auction_params();
-    let take = mul_ppm(lease.price, params.take_rate_ppm).ok_or(AuctionError::Overflow)?;
+    let verification = lease.verification_charge.min(lease.price);
+    let rest = lease.price - verification;
+    let take = mul_ppm(rest, params.take_rate_ppm).ok_or(AuctionError::Overflow)?;
     let bonus = if is_loyal(
         state,
         &lease.provider,
         ctx.height,
         params.clean_service_blocks,
     ) {
-        mul_ppm(lease.price, params.loyalty_bonus_ppm)
+        mul_ppm(rest, params.loyalty_bonus_ppm)
             .ok_or(AuctionError::Overflow)?
             .min(take)
     } else {
         0
     };
     let to_pool = take.checked_sub(bonus).ok_or(AuctionError::Overflow)?;
-    let to_provider = lease
-        .price
-        .checked_sub(to_pool)
-        .ok_or(AuctionError::Overflow)?;
+    let to_provider = rest.checked_sub(to_pool).ok_or(AuctionError::Overflow)?;
     order.escrowed = order
         .escrowed
         .checked_sub(lease.price)
@@ -121,6 +122,12 @@ pub(crate) fn pay(
     let escrow = module_account::escrow();
     move_funds(state, &escrow, &lease.provider, to_provider)?;
     move_funds(state, &escrow, &fee_pool(), to_pool)?;
+    move_funds(
+        state,
+        &escrow,
+        &module_account::verification_pool(),
+        verification,
+    )?;
     state.emit(
         LeasePaidEvent {
             lease_id: lease.id,
@@ -130,6 +137,7 @@ pub(crate) fn pay(
             amount: to_provider,
             take: to_pool,
             bonus,
+            verification,
         }
         .into(),
     );

@@ -143,12 +143,14 @@ typed_event!(
         provider: Address,
         /// Client.
         client: Address,
-        /// To the provider (price − take + bonus).
+        /// To the provider (price − verification − take + bonus).
         amount: Amount,
         /// To the fee pool.
         take: Amount,
         /// Loyalty bonus included in `amount`.
         bonus: Amount,
+        /// The lease's verification charge, to the verification pool.
+        verification: Amount,
     }
 );
 

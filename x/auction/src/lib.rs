@@ -14,6 +14,7 @@
 //! Invariant (checked by the tests): the escrow account holds exactly the sum of the orders'
 //! `escrowed` amounts, and the rewards pool the sum of accrued validator rewards.
 
+pub mod audit;
 pub mod clearing;
 pub mod distribution;
 mod end_block;
@@ -307,4 +308,8 @@ pub struct Lease {
     pub verdict_deadline_height: Option<u64>,
     /// State.
     pub state: LeaseState,
+    /// What the lease pays the verification pool out of its price when it is paid, ugpu:
+    /// set when its result is judged (its audit probability times the audit fee; the whole
+    /// fee when disputed), waived when a replica it disagreed with is faulted.
+    pub verification_charge: Amount,
 }

@@ -36,6 +36,17 @@ pub struct AuctionParams {
     pub audit_min_ppm: Ppm,
     /// Audit probability of a lone result from a provider with score 0.
     pub audit_max_ppm: Ppm,
+    /// Deterrence: whatever the reputation, a result is audited with at least the
+    /// probability `q` for which `q × (price + penalty) ≥ price × audit_deterrence_ppm / 10^6`,
+    /// `penalty` being the wrong-result slash the provider's bond covers per open lease. At
+    /// 1,500,000 a provider that saves the whole price by not computing still loses half
+    /// the price in expectation. 0 turns the floor off.
+    pub audit_deterrence_ppm: Ppm,
+    /// The audit fee: this ppm of the lease price, paid to the verifier whose verdict
+    /// stands. An honest verdict is paid from the verification pool, which every judged
+    /// lease funds with its verification charge (its audit probability times this fee,
+    /// the whole fee for a disputed lease); a faulty verdict is paid out of the slash.
+    pub audit_fee_ppm: Ppm,
     /// Share of the fee pool paid to validators each block (pro rata to power).
     pub validators_share_ppm: Ppm,
     /// Share of the fee pool paid to the community pool; the verification pool gets the rest.
@@ -63,6 +74,8 @@ impl Default for AuctionParams {
             verdict_window_blocks: 100,
             audit_min_ppm: 60_000,
             audit_max_ppm: 300_000,
+            audit_deterrence_ppm: 1_500_000,
+            audit_fee_ppm: 1_000_000,
             validators_share_ppm: 500_000,
             community_share_ppm: 200_000,
             loyalty_bonus_ppm: 50_000,
@@ -95,6 +108,7 @@ impl AuctionParams {
             self.take_rate_ppm,
             self.audit_max_ppm,
             self.loyalty_bonus_ppm,
+            self.audit_fee_ppm,
         ];
         if ppms.iter().any(|p| *p > PPM_ONE) || self.audit_min_ppm > self.audit_max_ppm {
             return bad("fractions must be at most 1000000 ppm, audit_min_ppm <= audit_max_ppm");
@@ -105,6 +119,9 @@ impl AuctionParams {
             .is_none_or(|s| s > PPM_ONE)
         {
             return bad("validators_share_ppm + community_share_ppm must be at most 1000000");
+        }
+        if self.audit_deterrence_ppm > 10 * PPM_ONE {
+            return bad("audit_deterrence_ppm must be at most 10000000");
         }
         if self.max_text_len == 0 {
             return bad("max_text_len must be positive");

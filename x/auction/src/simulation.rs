@@ -174,6 +174,7 @@ impl Sim {
                 } else {
                     Verdict::Faulty {
                         prover: Some(addr(3)),
+                        costs: rng.below(3).into(),
                     }
                 };
                 if let Some(lease) = rng.pick(&pending) {
@@ -187,6 +188,7 @@ impl Sim {
                             &addr(p),
                             FaultKind::AbandonedLease,
                             &addr(1),
+                            None,
                             None,
                         )
                         .map(|_| ())

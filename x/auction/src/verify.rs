@@ -3,25 +3,30 @@
 //! A provider commits `blake3(result_hash ‖ provider address (20 bytes) ‖ salt)` by the
 //! lease deadline and reveals after every replica has committed or the deadline has passed,
 //! within `reveal_window_blocks`. When no replica of the order is left to reveal, the revealed
-//! results are judged: two or more equal hashes are accepted; any disagreement puts every
-//! revealed lease in `Disputed`; a lone result (k = 1, or the only replica that revealed) is
-//! sampled for audit with probability `audit_max − (audit_max − audit_min) × score / 10^6`,
-//! drawn as `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/audit", lease id
-//! (8 bytes big-endian) ‖ commitment)) mod 10^6 < p`. The draw uses the hash of the block in
-//! which the result is judged, which the provider does not know when it sends its reveal.
-//! Sampled results wait in `AuditPending`. [`apply_verdict`] is the hook for the verifier
-//! module: it settles `AuditPending`, `Disputed` and (within the challenge window)
-//! `Accepted` leases. Without a verdict by `verdict_window_blocks`, an audit falls back to
-//! acceptance and a dispute to a refund without any slash.
+//! results are judged. Any disagreement puts every revealed lease in `Disputed`, each charged
+//! the whole audit fee. Otherwise (one result, or several equal ones) each lease is drawn
+//! for audit with its own probability [`audit_chance`] (reputation's rate raised to the
+//! deterrence floor) as `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/audit",
+//! lease id (8 bytes big-endian) ‖ commitment)) mod 10^6 < p`, and charged `⌈p × fee⌉`; if
+//! any lease is drawn, every one of them waits in `AuditPending` (agreeing replicas stand or
+//! fall together), else all are accepted. The draw uses the hash of the block in which the
+//! result is judged, which the provider does not know when it sends its reveal.
+//! [`apply_verdict`] is the hook for the verifier module: it settles `AuditPending`,
+//! `Disputed` and (within the challenge window) `Accepted` leases. Without a verdict by
+//! `verdict_window_blocks`, an audit falls back to acceptance and a dispute to a refund
+//! without any slash. An accepted lease is paid only once no other replica of its order
+//! waits for a verdict, so a fault found there can still waive its charge.
 
 use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
-use gpuchain_slashing::{slash_provider, FaultKind};
-use gpuchain_staking::StakingWrite;
-use gpuchain_types::{Address, BlockCtx, Ppm, StateWrite, PPM_ONE};
+use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind, SlashingRead};
+use gpuchain_staking::{StakingRead, StakingWrite};
+use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
+use crate::audit::{any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge};
+pub use crate::audit::{audit_drawn, audit_probability};
 use crate::escrow::{pay, refund};
 use crate::{
-    state_key, AuctionError, AuctionParams, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
+    module_account, state_key, AuctionError, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
     LeaseState, LeaseStateEvent, OrderSettledEvent, OrderState,
 };
 
@@ -34,6 +39,8 @@ pub enum Verdict {
     Faulty {
         /// Who proved it.
         prover: Option<Address>,
+        /// What proving it cost the verification pool: paid back out of the slash first.
+        costs: Amount,
     },
 }
 
@@ -44,25 +51,6 @@ pub fn commitment(result_hash: &[u8; 32], provider: &Address, salt: &[u8; 32]) -
     hasher.update(&provider.0);
     hasher.update(salt);
     *hasher.finalize().as_bytes()
-}
-
-/// Audit probability of a lone result from a provider with `score`.
-pub fn audit_probability(score: Ppm, params: &AuctionParams) -> Ppm {
-    let span = u64::from(params.audit_max_ppm.saturating_sub(params.audit_min_ppm));
-    let cut = span.saturating_mul(u64::from(score.min(PPM_ONE))) / u64::from(PPM_ONE);
-    params
-        .audit_max_ppm
-        .saturating_sub(Ppm::try_from(cut).unwrap_or(0))
-}
-
-/// Whether the draw for `lease` in this block falls under `probability`.
-pub fn audit_drawn(ctx: &BlockCtx, lease: &Lease, probability: Ppm) -> bool {
-    let mut subject = lease.id.to_be_bytes().to_vec();
-    subject.extend_from_slice(&lease.commitment.unwrap_or_default());
-    let draw = ctx.draw("verify/audit", &subject);
-    let mut first = [0u8; 8];
-    first.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
-    u64::from_be_bytes(first) % u64::from(PPM_ONE) < u64::from(probability)
 }
 
 fn set_state(state: &mut impl StateWrite, lease: &mut Lease, new: LeaseState) {
@@ -121,6 +109,29 @@ fn await_verdict(
     Ok(())
 }
 
+/// The audit probability of `lease`'s result now: its provider's reputation, price and the
+/// bond behind each of its open leases.
+pub fn lease_audit_chance(state: &impl StateRead, ctx: &BlockCtx, lease: &Lease) -> Ppm {
+    let bond = state.provider(&lease.provider).map_or(0, |p| p.bonded);
+    let penalty = penalty_per_lease(
+        bond,
+        state.open_leases(&lease.provider),
+        &state.slashing_params(),
+    );
+    audit_chance(
+        state.score(&lease.provider, ctx.height),
+        lease.price,
+        penalty,
+        &state.auction_params(),
+    )
+}
+
+/// The wrong-result slash `provider`'s bond would pay now.
+pub fn wrong_result_slash(state: &impl StateRead, provider: &Address) -> Amount {
+    let bond = state.provider(provider).map_or(0, |p| p.bonded);
+    mul_ppm(bond, state.slashing_params().wrong_result_slash_ppm).unwrap_or(bond)
+}
+
 /// Judges an order's revealed results once none of its leases can still commit or reveal.
 pub(crate) fn judge_order(
     state: &mut impl StateWrite,
@@ -138,49 +149,85 @@ pub(crate) fn judge_order(
         .into_iter()
         .filter(|l| l.state == LeaseState::Revealed)
         .collect();
-    match revealed.as_mut_slice() {
-        [] => Ok(()),
-        [lone] => {
-            let params = state.auction_params();
-            let p = audit_probability(state.score(&lone.provider, ctx.height), &params);
-            if audit_drawn(ctx, lone, p) {
-                state.emit(
-                    AuditSampledEvent {
-                        lease_id: lone.id,
-                        order_id,
-                        provider: lone.provider,
-                        probability_ppm: p,
-                    }
-                    .into(),
-                );
-                await_verdict(state, ctx, lone, LeaseState::AuditPending)
-            } else {
-                accept(state, ctx, lone)
-            }
+    let params = state.auction_params();
+    let first = revealed.first().and_then(|l| l.result_hash);
+    if revealed.iter().any(|l| l.result_hash != first) {
+        for lease in &mut revealed {
+            lease.verification_charge = audit_fee(lease.price, &params);
+            await_verdict(state, ctx, lease, LeaseState::Disputed)?;
         }
-        many => {
-            let first = many.first().and_then(|l| l.result_hash);
-            let agree = many.iter().all(|l| l.result_hash == first);
-            for lease in many.iter_mut() {
-                if agree {
-                    accept(state, ctx, lease)?;
-                } else {
-                    await_verdict(state, ctx, lease, LeaseState::Disputed)?;
+        return Ok(());
+    }
+    let chances: Vec<Ppm> = revealed
+        .iter()
+        .map(|lease| lease_audit_chance(state, ctx, lease))
+        .collect();
+    // Each lease is audited when any of them is drawn, so each is charged that chance.
+    let group = any_of(&chances);
+    for lease in &mut revealed {
+        lease.verification_charge = verification_charge(lease.price, group, &params);
+    }
+    let sampled = revealed
+        .iter()
+        .zip(&chances)
+        .any(|(lease, p)| audit_drawn(ctx, lease, *p));
+    for (lease, p) in revealed.iter_mut().zip(chances) {
+        if sampled {
+            state.emit(
+                AuditSampledEvent {
+                    lease_id: lease.id,
+                    order_id,
+                    provider: lease.provider,
+                    probability_ppm: p,
                 }
-            }
-            Ok(())
+                .into(),
+            );
+            await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
+        } else {
+            accept(state, ctx, lease)?;
         }
     }
+    Ok(())
+}
+
+/// Waives, up to `room` in all, the charges of `faulted`'s replicas that disagreed with it
+/// and are not final yet: their dispute was its doing, so its slash pays what their
+/// verification costs. Returns the sum waived.
+fn waive_disagreeing(
+    state: &mut impl StateWrite,
+    faulted: &Lease,
+    room: Amount,
+) -> Result<Amount, AuctionError> {
+    let mut waived: Amount = 0;
+    for mut other in state.leases_of_order(faulted.order_id) {
+        if other.id == faulted.id
+            || other.state.is_final()
+            || other.result_hash.is_none()
+            || other.result_hash == faulted.result_hash
+            || other.verification_charge == 0
+        {
+            continue;
+        }
+        let part = other.verification_charge.min(room.saturating_sub(waived));
+        if part == 0 {
+            break;
+        }
+        waived = waived.checked_add(part).ok_or(AuctionError::Overflow)?;
+        other.verification_charge -= part;
+        state.put_lease(&other);
+    }
+    Ok(waived)
 }
 
 /// Ends a lease in a final state: refunds or pays, updates reputation, slashes, closes the
-/// provider's open-lease count and settles the order when it was its last lease.
+/// provider's open-lease count and settles the order when it was its last lease. `fault`
+/// is the prover and proving costs of a `Faulted` end.
 pub(crate) fn finish<S: StateWrite>(
     state: &mut S,
     ctx: &BlockCtx,
     lease: &mut Lease,
     end: LeaseState,
-    prover: Option<&Address>,
+    fault: Option<(Option<&Address>, Amount)>,
 ) -> Result<(), AuctionError> {
     let mut order = state
         .order(lease.order_id)
@@ -208,7 +255,15 @@ pub(crate) fn finish<S: StateWrite>(
         LeaseState::Missed => {
             refund(state, &mut order, lease.price, "missed_deadline")?;
             let fault = exit_fault(state, FaultKind::MissedDeadline);
-            slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
+            slash_provider(
+                state,
+                ctx,
+                &lease.provider,
+                fault,
+                &order.client,
+                None,
+                None,
+            )?;
             state.record_outcome(
                 &lease.provider,
                 ctx.height,
@@ -218,6 +273,13 @@ pub(crate) fn finish<S: StateWrite>(
         }
         LeaseState::Faulted => {
             refund(state, &mut order, lease.price, "wrong_result")?;
+            let (prover, costs) = fault.unwrap_or((None, 0));
+            let slash = wrong_result_slash(state, &lease.provider);
+            let room = slash.saturating_sub(costs);
+            let costs = costs
+                .checked_add(waive_disagreeing(state, lease, room)?)
+                .ok_or(AuctionError::Overflow)?;
+            lease.verification_charge = 0;
             slash_provider(
                 state,
                 ctx,
@@ -225,13 +287,25 @@ pub(crate) fn finish<S: StateWrite>(
                 FaultKind::WrongResult,
                 &order.client,
                 prover,
+                Some(FaultCosts {
+                    to: module_account::verification_pool(),
+                    amount: costs,
+                }),
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
         }
         LeaseState::Released => {
             refund(state, &mut order, lease.price, "released")?;
             let fault = exit_fault(state, FaultKind::AbandonedLease);
-            slash_provider(state, ctx, &lease.provider, fault, &order.client, None)?;
+            slash_provider(
+                state,
+                ctx,
+                &lease.provider,
+                fault,
+                &order.client,
+                None,
+                None,
+            )?;
             state.record_outcome(
                 &lease.provider,
                 ctx.height,
@@ -286,9 +360,13 @@ pub fn apply_verdict(
             )?;
             accept(state, ctx, &mut lease)
         }
-        Verdict::Faulty { prover } => {
-            finish(state, ctx, &mut lease, LeaseState::Faulted, prover.as_ref())
-        }
+        Verdict::Faulty { prover, costs } => finish(
+            state,
+            ctx,
+            &mut lease,
+            LeaseState::Faulted,
+            Some((prover.as_ref(), costs)),
+        ),
     }
 }
 
@@ -321,47 +399,6 @@ pub fn hold_lease(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lease(id: u64) -> Lease {
-        Lease {
-            id,
-            order_id: 0,
-            provider: Address([1; 20]),
-            client: Address([2; 20]),
-            price: 1,
-            created_height: 0,
-            deadline_height: 0,
-            reveal_end_height: 0,
-            commitment: Some([id.to_le_bytes()[0]; 32]),
-            result_hash: None,
-            payout_height: None,
-            verdict_deadline_height: None,
-            state: LeaseState::Revealed,
-        }
-    }
-
-    #[test]
-    fn audit_probability_falls_with_reputation_between_the_bounds() {
-        let params = AuctionParams::default();
-        assert_eq!(audit_probability(0, &params), params.audit_max_ppm);
-        assert_eq!(audit_probability(PPM_ONE, &params), params.audit_min_ppm);
-        assert_eq!(audit_probability(500_000, &params), 180_000);
-        assert_eq!(audit_probability(u32::MAX, &params), params.audit_min_ppm);
-    }
-
-    #[test]
-    fn the_audit_draw_hits_its_probability() {
-        for p in [0u32, 50_000, 300_000, PPM_ONE] {
-            let hits = (0..20_000u64)
-                .filter(|&i| audit_drawn(&crate::test_utils::ctx(i / 7), &lease(i), p))
-                .count() as u64;
-            let expected = 20_000 * u64::from(p) / u64::from(PPM_ONE);
-            assert!(
-                hits.abs_diff(expected) <= 400,
-                "p={p}: {hits} vs {expected}"
-            );
-        }
-    }
 
     #[test]
     fn the_commitment_binds_hash_provider_and_salt() {

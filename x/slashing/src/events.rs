@@ -17,6 +17,7 @@ impl From<SlashEvent> for Event {
             .attr("subject", r.subject)
             .attr("reason", r.reason.name())
             .attr("slashed", r.outcome.slashed)
+            .attr("to_costs", r.outcome.to_costs)
             .attr("to_client", r.outcome.to_client)
             .attr("to_prover", r.outcome.to_prover)
             .attr("burned", r.outcome.burned);

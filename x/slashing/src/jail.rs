@@ -90,6 +90,7 @@ pub(crate) fn punish_validator(
         reason,
         outcome: SlashOutcome {
             slashed,
+            to_costs: 0,
             to_client: 0,
             to_prover: 0,
             burned: slashed,

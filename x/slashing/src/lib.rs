@@ -30,7 +30,7 @@ pub use genesis::SlashingGenesis;
 pub use liveness::handle_commit_info;
 pub use msgs::{MsgUnjail, SlashingMsg};
 pub use params::{SlashingParams, MAX_SIGNED_BLOCKS_WINDOW};
-pub use provider::slash_provider;
+pub use provider::{slash_provider, FaultCosts};
 pub use view::{SlashingRead, SlashingWrite};
 
 use borsh::{BorshDeserialize, BorshSerialize};
@@ -124,6 +124,8 @@ impl SlashReason {
 pub struct SlashOutcome {
     /// Taken from the bond.
     pub slashed: Amount,
+    /// Paid first, for the verification that proved the fault.
+    pub to_costs: Amount,
     /// Refunded to the harmed client.
     pub to_client: Amount,
     /// Paid to whoever proved the fault.

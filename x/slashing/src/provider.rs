@@ -1,17 +1,28 @@
 use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_staking::{module_account, StakingRead, StakingWrite};
-use gpuchain_types::{mul_ppm, Address, BlockCtx, StateWrite};
+use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, StateWrite};
 
 use crate::{
     FaultKind, JailEvent, SlashEvent, SlashOutcome, SlashReason, SlashRecord, SlashingError,
     SlashingRead, SlashingWrite,
 };
 
-/// Slashes a provider for a proven `reason`: takes the fault's ppm of its bond, refunds
-/// `client_share_ppm` of it to `harmed_client`, pays `prover_share_ppm` to `prover` (burned
-/// when there is none), burns the rest including rounding, and jails the provider for
-/// `provider_jail_blocks` so it cannot bid. Called by the market and verification modules.
-/// Either everything happens or nothing does.
+/// What proving a fault cost, paid out of the slash before anything else: `amount` to
+/// `to` (the verification pool, which paid the verifiers).
+#[derive(Clone, Copy, Debug)]
+pub struct FaultCosts {
+    /// Receiver.
+    pub to: Address,
+    /// ugpu; the slash pays at most all of itself.
+    pub amount: Amount,
+}
+
+/// Slashes a provider for a proven `reason`: takes the fault's ppm of its bond, pays `costs`
+/// out of it first, refunds `client_share_ppm` of the rest to `harmed_client`, pays
+/// `prover_share_ppm` of the rest to `prover` (burned when there is none), burns what is
+/// left including rounding, and jails the provider for `provider_jail_blocks` so it cannot
+/// bid. Called by the market and verification modules. Either everything happens or
+/// nothing does.
 pub fn slash_provider(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -19,6 +30,7 @@ pub fn slash_provider(
     reason: FaultKind,
     harmed_client: &Address,
     prover: Option<&Address>,
+    costs: Option<FaultCosts>,
 ) -> Result<SlashOutcome, SlashingError> {
     let params = state.slashing_params();
     let mut record = state
@@ -29,6 +41,7 @@ pub fn slash_provider(
         params.fault_slash_ppm(reason),
         &params,
         prover.is_some(),
+        costs.map_or(0, |c| c.amount),
     )?;
     let pool = module_account::bonded_pool();
     let available = state.balance(&pool);
@@ -48,6 +61,9 @@ pub fn slash_provider(
         .ok_or(SlashingError::Overflow)?;
     let jailed_until = record.jailed_until.max(jail_end);
 
+    if let Some(c) = costs.filter(|_| outcome.to_costs > 0) {
+        state.transfer(&pool, &c.to, outcome.to_costs)?;
+    }
     if outcome.to_client > 0 {
         state.transfer(&pool, harmed_client, outcome.to_client)?;
     }
@@ -83,27 +99,31 @@ pub fn slash_provider(
     Ok(outcome)
 }
 
-/// The amounts of a slash of `ppm` of `bond`; the burn takes every rounding remainder, so
-/// the parts always add up to the whole.
+/// The amounts of a slash of `ppm` of `bond` that first pays `costs`; the burn takes every
+/// rounding remainder, so the parts always add up to the whole.
 fn split(
     bond: u128,
     ppm: u32,
     params: &crate::SlashingParams,
     has_prover: bool,
+    costs: Amount,
 ) -> Result<SlashOutcome, SlashingError> {
     let slashed = mul_ppm(bond, ppm).ok_or(SlashingError::Overflow)?;
-    let to_client = mul_ppm(slashed, params.client_share_ppm).ok_or(SlashingError::Overflow)?;
+    let to_costs = costs.min(slashed);
+    let rest = slashed - to_costs;
+    let to_client = mul_ppm(rest, params.client_share_ppm).ok_or(SlashingError::Overflow)?;
     let to_prover = if has_prover {
-        mul_ppm(slashed, params.prover_share_ppm).ok_or(SlashingError::Overflow)?
+        mul_ppm(rest, params.prover_share_ppm).ok_or(SlashingError::Overflow)?
     } else {
         0
     };
-    let burned = slashed
+    let burned = rest
         .checked_sub(to_client)
         .and_then(|rest| rest.checked_sub(to_prover))
         .ok_or(SlashingError::Overflow)?;
     Ok(SlashOutcome {
         slashed,
+        to_costs,
         to_client,
         to_prover,
         burned,
@@ -128,39 +148,56 @@ mod tests {
             u128::MAX / 1_000_000,
         ] {
             for ppm in [0u32, 1, 20_000, 300_000, 1_000_000] {
-                for has_prover in [false, true] {
-                    let o = split(bond, ppm, &params, has_prover).unwrap();
+                for (has_prover, costs) in
+                    [(false, 0), (true, 0), (true, 5_000), (false, u128::MAX)]
+                {
+                    let o = split(bond, ppm, &params, has_prover, costs).unwrap();
                     assert_eq!(
-                        o.to_client + o.to_prover + o.burned,
+                        o.to_costs + o.to_client + o.to_prover + o.burned,
                         o.slashed,
                         "{bond} {ppm}"
                     );
                     assert!(o.slashed <= bond);
+                    assert_eq!(o.to_costs, costs.min(o.slashed));
                     if !has_prover {
                         assert_eq!(o.to_prover, 0);
                     }
                 }
             }
         }
-        let o = split(1_000_003, 300_000, &params, true).unwrap();
+        let o = split(1_000_003, 300_000, &params, true, 0).unwrap();
         // 300_000 slashed (rounded down from 300_000.9); half to the client, 30% to the prover.
         assert_eq!(
             o,
             SlashOutcome {
                 slashed: 300_000,
+                to_costs: 0,
                 to_client: 150_000,
                 to_prover: 90_000,
                 burned: 60_000
             }
         );
-        let o = split(33, 1_000_000, &params, true).unwrap();
+        let o = split(33, 1_000_000, &params, true, 0).unwrap();
         assert_eq!(
             o,
             SlashOutcome {
                 slashed: 33,
+                to_costs: 0,
                 to_client: 16,
                 to_prover: 9,
                 burned: 8
+            }
+        );
+        // The costs come first; the shares apply to what is left.
+        let o = split(1_000_000, 300_000, &params, true, 100_000).unwrap();
+        assert_eq!(
+            o,
+            SlashOutcome {
+                slashed: 300_000,
+                to_costs: 100_000,
+                to_client: 100_000,
+                to_prover: 60_000,
+                burned: 40_000
             }
         );
     }

@@ -190,7 +190,7 @@ impl Sim {
                 let with_prover = rng.below(2) == 0;
                 return self.try_op(|s| {
                     let prover = with_prover.then_some(&prover);
-                    slash_provider(s, &c, &who, fault, &client, prover).map(|_| ())
+                    slash_provider(s, &c, &who, fault, &client, prover, None).map(|_| ())
                 });
             }
             11 => {

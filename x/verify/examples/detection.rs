@@ -46,6 +46,7 @@ fn audited(score: Ppm, provider: u64, job: u64, params: &AuctionParams) -> (bool
         payout_height: None,
         verdict_deadline_height: None,
         state: LeaseState::Revealed,
+        verification_charge: 0,
     };
     (audit_drawn(&ctx, &lease, p), p)
 }

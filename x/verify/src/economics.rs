@@ -10,7 +10,8 @@
 //! Integer-only, as everything in `x/`: probabilities in ppm, amounts in ugpu, gains in
 //! `i128` ugpu rounded toward −∞.
 
-use gpuchain_auction::{verify::audit_probability, AuctionParams};
+use gpuchain_auction::audit::{audit_fee, audit_probability};
+use gpuchain_auction::AuctionParams;
 use gpuchain_slashing::{FaultKind, SlashingParams};
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};
 
@@ -111,9 +112,12 @@ pub fn expected_gain(kind: CheatKind, s: &Setting) -> i128 {
         CheatKind::UselessTraining => provider(lone / 10, s.cost / 10, FaultKind::WrongResult),
         CheatKind::CopiedResult => provider(PPM_ONE, s.cost, FaultKind::ExitAfterReveal),
         CheatKind::FalseFaultyVerdict => {
-            let reward = mul_ppm(slash(FaultKind::WrongResult), s.slashing.prover_share_ppm)
+            // The audit fee comes out of the slash first; the prover's share is of the rest.
+            let slashed = slash(FaultKind::WrongResult);
+            let fee = audit_fee(s.price, &s.auction).min(slashed);
+            let reward = mul_ppm(slashed - fee, s.slashing.prover_share_ppm)
                 .unwrap_or(0)
-                .saturating_add(mul_ppm(s.price, s.verify.audit_fee_ppm).unwrap_or(0));
+                .saturating_add(fee);
             let loss = mul_ppm(s.verifier_bond, s.verify.verifier_wrong_slash_ppm).unwrap_or(0);
             expectation(s.appeal_ppm, reward, loss)
         }

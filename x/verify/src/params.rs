@@ -22,9 +22,6 @@ pub struct VerifyParams {
     pub appeal_window_blocks: u64,
     /// Deposit an appellant locks, ugpu: returned if the verdict is overturned.
     pub appeal_deposit: Amount,
-    /// Audit fee of a standing verdict: this ppm of the lease price, from the verification
-    /// pool (at most what it holds).
-    pub audit_fee_ppm: Ppm,
     /// Share of its bond a verifier loses for a missed deadline (to the verification pool).
     pub verifier_miss_slash_ppm: Ppm,
     /// Share of its bond a verifier loses for a verdict that did not stand.
@@ -51,7 +48,6 @@ impl Default for VerifyParams {
             verdict_deadline_blocks: 30,
             appeal_window_blocks: 10,
             appeal_deposit: 10_000_000,
-            audit_fee_ppm: 1_000_000,
             verifier_miss_slash_ppm: 20_000,
             verifier_wrong_slash_ppm: 300_000,
             wrong_slash_harmed_share_ppm: 500_000,
@@ -77,7 +73,6 @@ impl VerifyParams {
             return bad("verdict_deadline_blocks, appeal_window_blocks and challenge_ttl_blocks must be positive");
         }
         let ppms = [
-            self.audit_fee_ppm,
             self.verifier_miss_slash_ppm,
             self.verifier_wrong_slash_ppm,
             self.wrong_slash_harmed_share_ppm,
@@ -110,7 +105,7 @@ mod tests {
                 ..VerifyParams::default()
             },
             VerifyParams {
-                audit_fee_ppm: PPM_ONE + 1,
+                verifier_wrong_slash_ppm: PPM_ONE + 1,
                 ..VerifyParams::default()
             },
             VerifyParams {

@@ -1,8 +1,10 @@
 //! Ending a case: slashing verifiers, paying audit fees, returning or forfeiting the
 //! appeal deposit, and applying the standing verdict to the lease through the auction.
 
+use gpuchain_auction::audit::audit_fee;
 use gpuchain_auction::{
-    apply_verdict, module_account::verification_pool, AuctionRead, LeaseState, Verdict,
+    apply_verdict, module_account::verification_pool, verify::wrong_result_slash, AuctionRead,
+    LeaseState, Verdict,
 };
 use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateWrite};
@@ -107,27 +109,14 @@ pub(crate) fn settle(
     case: &mut Case,
     standing: Option<VerdictKind>,
 ) -> Result<(), VerifyError> {
-    let params = state.verify_params();
     let first = case.verdicts.first().map(|v| v.verdict);
     let overturned = standing.is_some() && first.is_some() && standing != first;
-    let price = state.lease(case.lease_id).map(|l| l.price).unwrap_or(0);
-    let fee = mul_ppm(price, params.audit_fee_ppm).ok_or(VerifyError::Overflow)?;
+    let mut standing_side = Vec::new();
     for (i, posted) in case.verdicts.clone().iter().enumerate() {
         release(state, &posted.verifier);
         let Some(s) = standing else { continue };
         if posted.verdict == s {
-            let pay = fee.min(state.balance(&verification_pool()));
-            move_funds(state, &verification_pool(), &posted.verifier, pay)?;
-            if pay > 0 {
-                state.emit(
-                    AuditFeePaidEvent {
-                        lease_id: case.lease_id,
-                        verifier: posted.verifier,
-                        amount: pay,
-                    }
-                    .into(),
-                );
-            }
+            standing_side.push(posted.verifier);
         } else {
             let harmed = if i == 0 && overturned {
                 case.appellant
@@ -152,23 +141,23 @@ pub(crate) fn settle(
         };
         move_funds(state, &module_account::verify_appeals(), &to, case.deposit)?;
     }
-    if let Some(s) = standing {
-        let lease_open = state
-            .lease(case.lease_id)
-            .is_some_and(|l| l.state.is_verdict_pending() || l.state == LeaseState::Accepted);
-        if lease_open {
-            let verdict = match s {
-                VerdictKind::Honest => Verdict::Honest,
-                VerdictKind::Faulty => Verdict::Faulty {
-                    prover: case
-                        .verdicts
-                        .iter()
-                        .find(|v| v.verdict == s)
-                        .map(|v| v.verifier),
-                },
-            };
-            apply_verdict(state, ctx, case.lease_id, verdict)?;
-        }
+    let open_lease = state
+        .lease(case.lease_id)
+        .filter(|l| l.state.is_verdict_pending() || l.state == LeaseState::Accepted);
+    if let (Some(s), Some(lease)) = (standing, open_lease) {
+        let fee = audit_fee(lease.price, &state.auction_params());
+        let (verdict, fee) = match s {
+            // Funded by the verification charges every judged lease pays.
+            VerdictKind::Honest => (Verdict::Honest, fee),
+            // Paid back to the pool out of the slash, so never more than the slash.
+            VerdictKind::Faulty => {
+                let fee = fee.min(wrong_result_slash(state, &lease.provider));
+                let prover = standing_side.first().copied();
+                (Verdict::Faulty { prover, costs: fee }, fee)
+            }
+        };
+        apply_verdict(state, ctx, case.lease_id, verdict)?;
+        pay_fee(state, case.lease_id, &standing_side, fee)?;
     }
     case.stage = CaseStage::Closed;
     case.assignee = None;
@@ -185,5 +174,38 @@ pub(crate) fn settle(
         }
         .into(),
     );
+    Ok(())
+}
+
+/// Pays one audit fee for a case, in equal parts to the verifiers whose verdict stood (the
+/// first takes the rounding), each part at most what the verification pool holds.
+fn pay_fee(
+    state: &mut impl StateWrite,
+    lease_id: u64,
+    verifiers: &[Address],
+    fee: Amount,
+) -> Result<(), VerifyError> {
+    let Ok(n) = u128::try_from(verifiers.len()) else {
+        return Ok(());
+    };
+    if n == 0 {
+        return Ok(());
+    }
+    let part = fee / n;
+    for (i, verifier) in verifiers.iter().enumerate() {
+        let due = if i == 0 { fee - part * (n - 1) } else { part };
+        let pay = due.min(state.balance(&verification_pool()));
+        move_funds(state, &verification_pool(), verifier, pay)?;
+        if pay > 0 {
+            state.emit(
+                AuditFeePaidEvent {
+                    lease_id,
+                    verifier: *verifier,
+                    amount: pay,
+                }
+                .into(),
+            );
+        }
+    }
     Ok(())
 }

@@ -43,3 +43,5 @@ pub fn execute(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verification_tests;

@@ -15,29 +15,29 @@ use crate::{
     MsgRevealResult, MsgWithdrawRewards, OrderState, TooFewBids, Verdict,
 };
 
-const MAX: u128 = 1_000_000;
+pub(super) const MAX: u128 = 1_000_000;
 
-fn post(chain: &mut Chain, h: u64, client: u8, k: u32) -> u64 {
+pub(super) fn post(chain: &mut Chain, h: u64, client: u8, k: u32) -> u64 {
     chain
         .exec(h, client, AuctionMsg::PostOrder(order_msg(k, MAX)))
         .unwrap();
     chain.state.orders().last().unwrap().id
 }
 
-fn bid(chain: &mut Chain, h: u64, provider: u8, order_id: u64, price: u128) {
+pub(super) fn bid(chain: &mut Chain, h: u64, provider: u8, order_id: u64, price: u128) {
     chain
         .exec(h, provider, AuctionMsg::Bid(MsgBid { order_id, price }))
         .unwrap();
 }
 
-fn commit_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
+pub(super) fn commit_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
     AuctionMsg::CommitResult(MsgCommitResult {
         lease_id,
         commitment: commitment(&result, &addr(provider), &[provider; 32]),
     })
 }
 
-fn reveal_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
+pub(super) fn reveal_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
     AuctionMsg::RevealResult(MsgRevealResult {
         lease_id,
         result_hash: result,
@@ -46,7 +46,7 @@ fn reveal_msg(provider: u8, lease_id: u64, result: [u8; 32]) -> AuctionMsg {
 }
 
 /// Posts a k-replica order at height 1 and has `bids` bid at height 2; clears at 4.
-fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
+pub(super) fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
     let id = post(chain, 1, 1, k);
     chain.end_block(1);
     for (p, price) in bids {
@@ -58,7 +58,7 @@ fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
     id
 }
 
-fn lease_of(chain: &Chain, order_id: u64, provider: u8) -> u64 {
+pub(super) fn lease_of(chain: &Chain, order_id: u64, provider: u8) -> u64 {
     chain
         .state
         .leases_of_order(order_id)
@@ -70,7 +70,12 @@ fn lease_of(chain: &Chain, order_id: u64, provider: u8) -> u64 {
 
 #[test]
 fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
-    let mut chain = Chain::new(test_params());
+    // Reputation alone would never audit; the deterrence floor still does, a little.
+    let mut chain = Chain::new(AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..test_params()
+    });
     let before: Vec<u128> = [1, 10, 11, 12].iter().map(|&a| chain.balance(a)).collect();
     let id = cleared(
         &mut chain,
@@ -110,30 +115,36 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
         before[1],
         "not paid before the window closes"
     );
+    // Each lease's audit chance is the floor for 800,000 against a 300 GPU slash,
+    // ⌈800,000 × 1.5 / 300,800,000 × 10^6⌉ = 3,990 ppm; the two are audited together when
+    // either is drawn, 7,965 ppm (rounded up), so each is charged 6,372 ugpu of the 800,000
+    // fee; the take is 10% of the remaining 793,628 (79,362).
+    assert_eq!(lease.verification_charge, 6_372);
     chain.end_block(10);
-    assert_eq!(chain.balance(10), before[1] + 720_000, "800,000 minus 10%");
-    assert_eq!(chain.balance(11), before[2] + 720_000);
+    assert_eq!(chain.balance(10), before[1] + 714_266);
+    assert_eq!(chain.balance(11), before[2] + 714_266);
     assert_eq!(chain.balance(12), before[3], "the loser gets nothing");
     assert_eq!(chain.balance(1), before[0] - 1_640_000);
     assert_eq!(chain.state.balance(&module_account::escrow()), 0);
     assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
     assert_eq!(chain.state.open_leases(&addr(10)), 0);
-    // The 160,000 take was split: half to the validator, 20% community, the rest verification.
+    // The 158,724 take was split: half to the validator, 20% community, the rest
+    // verification, which also got the 40,000 fee and the two charges.
     assert_eq!(chain.state.balance(&fee_pool()), 0);
-    assert_eq!(chain.state.reward(&addr(VALIDATOR)), 80_000);
+    assert_eq!(chain.state.reward(&addr(VALIDATOR)), 79_362);
     assert_eq!(
         chain.state.balance(&module_account::community_pool()),
-        32_000
+        31_744
     );
     assert_eq!(
         chain.state.balance(&module_account::verification_pool()),
-        40_000 + 48_000
+        40_000 + 47_618 + 2 * 6_372
     );
     assert!(chain.state.score(&addr(10), 10) > NEUTRAL_PPM);
     let validator_before = chain.balance(VALIDATOR);
     let withdraw = AuctionMsg::WithdrawRewards(MsgWithdrawRewards {});
     chain.exec(11, VALIDATOR, withdraw.clone()).unwrap();
-    assert_eq!(chain.balance(VALIDATOR), validator_before + 80_000);
+    assert_eq!(chain.balance(VALIDATOR), validator_before + 79_362);
     assert_eq!(
         chain.exec(11, VALIDATOR, withdraw),
         Err(AuctionError::NoRewards(addr(VALIDATOR)))
@@ -185,15 +196,17 @@ fn a_clean_record_earns_the_loyalty_bonus_out_of_the_take() {
     }
     // Paid directly or after the audit fallback; either way with the bonus.
     assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
-    // 800,000 − 10% take + 5% bonus.
-    assert_eq!(chain.balance(10), before + 760_000);
+    // 800,000 − the verification charge of a fresh provider (18% audit chance: 144,000),
+    // then 10% take of the rest + 5% bonus.
+    assert_eq!(chain.balance(10), before + 623_200);
     let paid = chain
         .events
         .iter()
         .find(|e| e.kind == "escrow.paid")
         .unwrap();
-    assert_eq!(paid.get("bonus"), Some("40000"));
-    assert_eq!(paid.get("take"), Some("40000"));
+    assert_eq!(paid.get("verification"), Some("144000"));
+    assert_eq!(paid.get("bonus"), Some("32800"));
+    assert_eq!(paid.get("take"), Some("32800"));
 }
 
 #[test]
@@ -473,6 +486,7 @@ fn each_bad_message_has_its_own_error_and_changes_nothing() {
         FaultKind::MissedDeadline,
         &addr(1),
         None,
+        None,
     )
     .unwrap();
     let (writes, _) = fork.into_parts();
@@ -711,6 +725,7 @@ fn lone_results_are_audited_and_verdicts_settle_them() {
         lease,
         Verdict::Faulty {
             prover: Some(prover),
+            costs: 0,
         },
     )
     .unwrap();
@@ -910,6 +925,7 @@ fn ineligible_and_jailed_bidders_never_win() {
         &addr(10),
         FaultKind::AbandonedLease,
         &addr(1),
+        None,
         None,
     )
     .unwrap();

@@ -340,6 +340,7 @@ fn provider_slash_splits_exactly_and_jails() {
                 FaultKind::WrongResult,
                 &addr(4),
                 Some(&addr(5)),
+                None,
             )
         })
         .unwrap();
@@ -347,6 +348,7 @@ fn provider_slash_splits_exactly_and_jails() {
         outcome,
         SlashOutcome {
             slashed: 600 * GPU,
+            to_costs: 0,
             to_client: 300 * GPU,
             to_prover: 180 * GPU,
             burned: 120 * GPU
@@ -374,6 +376,7 @@ fn provider_slash_splits_exactly_and_jails() {
                 FaultKind::AbandonedLease,
                 &addr(4),
                 None,
+                None,
             )
         })
         .unwrap();
@@ -381,6 +384,7 @@ fn provider_slash_splits_exactly_and_jails() {
         outcome,
         SlashOutcome {
             slashed: 28 * GPU,
+            to_costs: 0,
             to_client: 14 * GPU,
             to_prover: 0,
             burned: 14 * GPU
@@ -405,6 +409,7 @@ fn provider_slash_splits_exactly_and_jails() {
         &addr(9),
         FaultKind::MissedDeadline,
         &addr(4),
+        None,
         None,
     );
     assert_eq!(err, Err(SlashingError::UnknownProvider(addr(9))));

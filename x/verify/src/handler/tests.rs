@@ -224,9 +224,17 @@ fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
     );
     assert_eq!(chain.state.verifier(&addr(v)).unwrap().open_cases, 0);
     let provider_before = chain.balance(&addr(10));
+    let pool_before = chain.balance(&verification_pool());
     chain.run_to(10, 13);
     assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
-    assert!(chain.balance(&addr(10)) > provider_before);
+    // Audited with certainty (the test chain audits every result), the lease's charge is
+    // the whole fee: it pays back to the pool exactly what its verifier was paid.
+    assert_eq!(
+        chain.state.lease(lease).unwrap().verification_charge,
+        GPU / 2
+    );
+    assert_eq!(chain.balance(&addr(10)), provider_before);
+    assert_eq!(chain.balance(&verification_pool()), pool_before + GPU / 2);
     assert!(chain.state.reputation(&addr(10)).challenges_passed >= 1);
 }
 
@@ -235,6 +243,7 @@ fn a_faulty_verdict_slashes_the_provider_refunds_the_client_and_rewards_the_veri
     let mut chain = Chain::new();
     let (lease, v) = audited(&mut chain);
     let (client, verifier) = (chain.balance(&addr(1)), chain.balance(&addr(v)));
+    let pool = chain.balance(&verification_pool());
     let score = chain.state.score(&addr(10), 6);
     chain
         .exec(6, v, verdict(lease, VerdictKind::Faulty))
@@ -243,6 +252,9 @@ fn a_faulty_verdict_slashes_the_provider_refunds_the_client_and_rewards_the_veri
     assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Faulted);
     let slash = &chain.state.slash_records_of(&addr(10))[0];
     assert_eq!(slash.outcome.slashed, 300 * GPU);
+    // The cheater pays for its audit: the fee comes out of the slash, not the pool.
+    assert_eq!(slash.outcome.to_costs, GPU / 2);
+    assert_eq!(chain.balance(&verification_pool()), pool);
     assert_eq!(slash.prover, Some(addr(v)));
     assert_eq!(
         chain.balance(&addr(1)),
@@ -355,8 +367,9 @@ fn an_appeal_overturned_by_two_verifiers_slashes_the_first_and_returns_the_depos
     );
     // Deposit back plus half of the 60 GPU slash.
     assert_eq!(chain.balance(&addr(10)), provider + 30 * GPU);
-    assert_eq!(chain.balance(&addr(b)), fee_b + GPU / 2);
-    assert_eq!(chain.balance(&addr(c)), fee_c + GPU / 2);
+    // One audit fee per case, shared by the two verifiers whose verdict stood.
+    assert_eq!(chain.balance(&addr(b)), fee_b + GPU / 4);
+    assert_eq!(chain.balance(&addr(c)), fee_c + GPU / 4);
     assert_eq!(
         chain.state.lease(lease).unwrap().state,
         LeaseState::Accepted
@@ -393,10 +406,10 @@ fn an_appeal_the_second_verifier_confirms_forfeits_the_deposit() {
         chain.state.case(lease).unwrap().outcome,
         CaseOutcome::Settled(VerdictKind::Honest)
     );
-    // The pool got the 10 GPU deposit and paid two fees of the 0.5 GPU price.
+    // The pool got the 10 GPU deposit and paid one fee of the 0.5 GPU price, shared.
     assert_eq!(
         chain.balance(&verification_pool()),
-        pool + 10 * GPU - 2 * (GPU / 2)
+        pool + 10 * GPU - GPU / 2
     );
     assert_eq!(
         chain.state.lease(lease).unwrap().state,

@@ -1,0 +1,230 @@
+//! Who pays for verification: every judged lease is charged its audit chance times the
+//! audit fee, agreeing replicas are sampled like lone ones, and a faulted replica's slash
+//! pays for the verification of the replicas it disagreed with.
+
+use gpuchain_types::Overlay;
+
+use super::tests::{cleared, commit_msg, lease_of, reveal_msg};
+use crate::test_utils::*;
+use crate::{
+    apply_verdict, module_account, AuctionMsg, AuctionParams, AuctionRead, LeaseState, Verdict,
+};
+use gpuchain_bank::BankRead;
+use gpuchain_slashing::SlashingRead;
+
+fn always() -> AuctionParams {
+    AuctionParams {
+        audit_min_ppm: 1_000_000,
+        audit_max_ppm: 1_000_000,
+        ..test_params()
+    }
+}
+
+fn verdict(chain: &mut Chain, h: u64, lease: u64, verdict: Verdict) {
+    let mut fork = Overlay::new(&chain.state);
+    apply_verdict(&mut fork, &ctx(h), lease, verdict).unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+}
+
+/// Commits and reveals `results` (provider, result) at height 5.
+fn reveal(chain: &mut Chain, order: u64, results: &[(u8, [u8; 32])]) {
+    for (p, r) in results {
+        let lease = lease_of(chain, order, *p);
+        chain.exec(5, *p, commit_msg(*p, lease, *r)).unwrap();
+    }
+    for (p, r) in results {
+        let lease = lease_of(chain, order, *p);
+        chain.exec(5, *p, reveal_msg(*p, lease, *r)).unwrap();
+    }
+}
+
+fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
+    let id = lease_of(chain, order, provider);
+    chain.state.lease(id).unwrap().state
+}
+
+#[test]
+fn agreeing_replicas_are_audited_and_stand_or_fall_together() {
+    // Two colluding providers reveal the same made-up hash: agreement no longer buys a pass.
+    let mut chain = Chain::new(always());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    reveal(&mut chain, id, &[(10, [9; 32]), (11, [9; 32])]);
+    for p in [10, 11] {
+        assert_eq!(state_of(&chain, id, p), LeaseState::AuditPending);
+        let lease = chain.state.lease(lease_of(&chain, id, p)).unwrap();
+        assert_eq!(
+            lease.verification_charge, 700_000,
+            "audited for sure: the whole fee"
+        );
+    }
+    assert_eq!(
+        chain
+            .events
+            .iter()
+            .filter(|e| e.kind == "verify.audit_sampled")
+            .count(),
+        2
+    );
+    let a = lease_of(&chain, id, 10);
+    verdict(
+        &mut chain,
+        6,
+        a,
+        Verdict::Faulty {
+            prover: Some(addr(3)),
+            costs: 700_000,
+        },
+    );
+    chain.end_block(6);
+    assert_eq!(state_of(&chain, id, 10), LeaseState::Faulted);
+    assert_eq!(
+        state_of(&chain, id, 11),
+        LeaseState::AuditPending,
+        "its own case decides; it is not paid meanwhile"
+    );
+    let slash = &chain.state.slash_records_of(&addr(10))[0];
+    assert_eq!(
+        slash.outcome.to_costs, 700_000,
+        "an agreeing replica's charge is not waived"
+    );
+    chain.check(6);
+}
+
+#[test]
+fn a_replica_faulted_in_a_dispute_pays_for_the_honest_replicas_verification() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
+    let (honest, cheat) = (lease_of(&chain, id, 10), lease_of(&chain, id, 11));
+    for lease in [honest, cheat] {
+        let l = chain.state.lease(lease).unwrap();
+        assert_eq!(l.state, LeaseState::Disputed);
+        assert_eq!(
+            l.verification_charge, 700_000,
+            "a dispute is always verified"
+        );
+    }
+    chain.end_block(5);
+    verdict(&mut chain, 6, honest, Verdict::Honest);
+    chain.end_block(6);
+    assert_eq!(chain.state.lease(honest).unwrap().payout_height, Some(10));
+    let provider_before = chain.balance(10);
+    for h in 7..=10 {
+        chain.end_block(h);
+    }
+    let l = chain.state.lease(honest).unwrap();
+    assert_eq!(
+        (l.state, l.payout_height),
+        (LeaseState::Accepted, Some(14)),
+        "not paid while the other replica awaits its verdict"
+    );
+    let pool = chain.state.balance(&module_account::verification_pool());
+    verdict(
+        &mut chain,
+        11,
+        cheat,
+        Verdict::Faulty {
+            prover: Some(addr(3)),
+            costs: 700_000,
+        },
+    );
+    chain.end_block(11);
+    let slash = &chain.state.slash_records_of(&addr(11))[0];
+    assert_eq!(
+        slash.outcome.to_costs, 1_400_000,
+        "its own verification and the honest replica's"
+    );
+    assert_eq!(chain.state.lease(honest).unwrap().verification_charge, 0);
+    assert_eq!(
+        chain.state.balance(&module_account::verification_pool()),
+        pool + 1_400_000
+    );
+    for h in 12..=14 {
+        chain.end_block(h);
+    }
+    assert_eq!(state_of(&chain, id, 10), LeaseState::Paid);
+    assert_eq!(
+        chain.balance(10),
+        provider_before + 630_000,
+        "the honest replica is paid in full, less the take"
+    );
+    chain.check(14);
+}
+
+#[test]
+fn a_dispute_with_no_fault_is_paid_for_by_its_replicas() {
+    // One owner's two providers reveal different hashes and its verifier calls both honest:
+    // each lease pays back the whole fee its verifier got, so the pool gains nothing for it.
+    let mut chain = Chain::new(test_params());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
+    chain.end_block(5);
+    let pool = chain.state.balance(&module_account::verification_pool());
+    let before = (chain.balance(10), chain.balance(11));
+    for p in [10, 11] {
+        let lease = lease_of(&chain, id, p);
+        verdict(&mut chain, 6, lease, Verdict::Honest);
+    }
+    for h in 6..=10 {
+        chain.end_block(h);
+    }
+    assert_eq!(state_of(&chain, id, 10), LeaseState::Paid);
+    assert_eq!((chain.balance(10), chain.balance(11)), before);
+    assert_eq!(
+        chain.state.balance(&module_account::verification_pool()),
+        pool + 1_400_000
+    );
+    chain.check(10);
+}
+
+#[test]
+fn the_deterrence_floor_audits_valuable_results_whatever_the_reputation() {
+    // Reputation alone would never audit; a 500 GPU job backed by a 300 GPU slash is
+    // audited with ⌈500 × 1.5 / 800⌉ = 93.75%, and charged that share of the fee.
+    let never = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..test_params()
+    };
+    let mut chain = Chain::new(never);
+    chain
+        .exec(1, 1, AuctionMsg::PostOrder(order_msg(1, 500 * GPU)))
+        .unwrap();
+    let id = chain.state.orders().last().unwrap().id;
+    chain.end_block(1);
+    super::tests::bid(&mut chain, 2, 10, id, 500 * GPU);
+    for h in 2..=4 {
+        chain.end_block(h);
+    }
+    reveal(&mut chain, id, &[(10, [4; 32])]);
+    let lease = chain.state.lease(lease_of(&chain, id, 10)).unwrap();
+    assert_eq!(lease.verification_charge, 468_750_000);
+    let sampled: Vec<_> = chain
+        .events
+        .iter()
+        .filter(|e| e.kind == "verify.audit_sampled")
+        .collect();
+    match lease.state {
+        LeaseState::AuditPending => {
+            assert_eq!(sampled[0].get("probability_ppm"), Some("937500"))
+        }
+        LeaseState::Accepted => assert!(sampled.is_empty()),
+        other => panic!("unexpected state {other:?}"),
+    }
+    // A small job of the same provider keeps reputation's rate (here none).
+    let mut chain = Chain::new(AuctionParams {
+        audit_deterrence_ppm: 0,
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..test_params()
+    });
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    reveal(&mut chain, id, &[(10, [4; 32])]);
+    let lease = chain.state.lease(lease_of(&chain, id, 10)).unwrap();
+    assert_eq!(
+        (lease.state, lease.verification_charge),
+        (LeaseState::Accepted, 0)
+    );
+    assert!(chain.state.slashing_params().wrong_result_slash_ppm > 0);
+}
