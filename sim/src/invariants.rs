@@ -85,7 +85,7 @@ fn stakes<S: StateRead>(s: &S) -> Result<(), String> {
 }
 
 /// Each provider's open-lease counter equals its leases not yet final; a closed order holds
-/// nothing in escrow and has only final leases.
+/// nothing in escrow and has only final leases; verification charges are bounded by prices.
 fn leases<S: StateRead>(s: &S) -> Result<(), String> {
     let mut open: BTreeMap<Address, u64> = BTreeMap::new();
     let all = s.leases();
@@ -100,6 +100,22 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             format!(
                 "provider {} counts {got} open leases, has {want}",
                 p.operator
+            )
+        })?;
+    }
+    // A lease is charged for verification only once judged, never more than its price.
+    for l in &all {
+        let judged = l.result_hash.is_some();
+        ensure(l.verification_charge <= l.price, || {
+            format!(
+                "lease {} is charged {} for verification, above its price {}",
+                l.id, l.verification_charge, l.price
+            )
+        })?;
+        ensure(judged || l.verification_charge == 0, || {
+            format!(
+                "lease {} is charged {} before any result was judged",
+                l.id, l.verification_charge
             )
         })?;
     }

@@ -52,9 +52,12 @@
 //! three verifiers gave stands. Then the standing verdict is applied with
 //! [`gpuchain_auction::apply_verdict`] (`faulty`: the provider is slashed through
 //! x/slashing, the client refunded, reputation lowered, the first verifier on the standing
-//! side rewarded as the prover; `honest`: paid after the challenge window), every verifier
-//! on the standing side is paid the audit fee (`audit_fee_ppm` of the lease price, at most
-//! what the verification pool holds), every verifier on the losing side loses
+//! side rewarded as the prover; `honest`: paid after the challenge window), one audit fee
+//! (the auction's `audit_fee_ppm` of the lease price) is shared by the verifiers on the
+//! standing side, each part at most what the verification pool holds (for `honest` the pool
+//! pays it, funded by the leases' verification charges; for `faulty` it is at most the
+//! provider's wrong-result slash, which pays it back to the pool first), every verifier on
+//! the losing side loses
 //! `verifier_wrong_slash_ppm` of its bond (`wrong_slash_harmed_share_ppm` of it to the
 //! appellant when the appeal overturned the first verdict, the rest to the verification
 //! pool) and is jailed, and the deposit goes back to the appellant if the standing verdict
