@@ -181,10 +181,10 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     // Paid after the challenge window (or, if the agreeing replicas were drawn for an audit,
     // after the audit's fallback: this net has no verifier). Each lease pays its verification
     // charge first: a new provider (score 0.5) is drawn 18% of the time, and agreeing
-    // replicas are audited together when either is drawn (32.76%), so 262,080 of the 800,000
-    // audit fee; then 10% take of the remaining 537,920.
+    // replicas are audited together, by one re-run, when either is drawn (32.76%): 262,080
+    // of one 800,000 audit fee, half each (131,040); then 10% take of the remaining 668,960.
     let p1 = net.net.account("p1")?;
-    let expected_winner = |name: &str| 2_000 * GPU - 1_000 * GPU - fees[name] + 484_128;
+    let expected_winner = |name: &str| 2_000 * GPU - 1_000 * GPU - fees[name] + 602_064;
     let mut paid = false;
     for _ in 0..200 {
         if client.balance(&p1).await? == expected_winner("p1") {
@@ -195,7 +195,7 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     }
     assert!(
         paid,
-        "p1 paid 800,000 - 262,080 charge - 10% take; balance {}",
+        "p1 paid 800,000 - 131,040 charge - 10% take; balance {}",
         client.balance(&p1).await?
     );
     assert_eq!(

@@ -174,6 +174,7 @@ impl Agent {
             LeaseState::Revealed
             | LeaseState::Accepted
             | LeaseState::AuditPending
+            | LeaseState::AuditFollowing
             | LeaseState::Disputed => {
                 if rec.stage != Stage::Revealed {
                     rec.stage = Stage::Revealed;

@@ -8,7 +8,7 @@ use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{move_funds, refund};
-use crate::verify::{accept, finish, judge_order};
+use crate::verify::{audit_fallback, finish, judge_order};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,
@@ -201,8 +201,10 @@ fn fire_timer(
             }
             finish(state, ctx, &mut lease, LeaseState::Paid, None)
         }
-        LeaseState::AuditPending if due(lease.verdict_deadline_height) => {
-            accept(state, ctx, &mut lease)
+        LeaseState::AuditPending | LeaseState::AuditFollowing
+            if due(lease.verdict_deadline_height) =>
+        {
+            audit_fallback(state, ctx, &mut lease)
         }
         LeaseState::Disputed if due(lease.verdict_deadline_height) => {
             finish(state, ctx, &mut lease, LeaseState::Refunded, None)

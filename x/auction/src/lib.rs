@@ -241,6 +241,9 @@ pub enum LeaseState {
     /// Variant 10: handed back by its provider before the deadline; client refunded,
     /// provider slashed the abandoned-lease share (final).
     Released,
+    /// Variant 11: agrees with a replica of its order that was sampled for audit; takes
+    /// that replica's verdict (one re-run settles every equal result).
+    AuditFollowing,
 }
 
 impl LeaseState {
@@ -256,9 +259,16 @@ impl LeaseState {
         )
     }
 
-    /// Whether the lease waits for a verifier's verdict.
+    /// Whether the lease waits for a verifier's verdict of its own.
     pub fn is_verdict_pending(&self) -> bool {
         matches!(self, LeaseState::AuditPending | LeaseState::Disputed)
+    }
+
+    /// Whether a verdict can still settle it: waiting for one (its own or an agreeing
+    /// replica's), or accepted and not yet paid.
+    pub fn takes_verdict(&self) -> bool {
+        self.is_verdict_pending()
+            || matches!(self, LeaseState::Accepted | LeaseState::AuditFollowing)
     }
 
     /// A short name for events and queries.
@@ -269,6 +279,7 @@ impl LeaseState {
             LeaseState::Revealed => "revealed",
             LeaseState::Accepted => "accepted",
             LeaseState::AuditPending => "audit_pending",
+            LeaseState::AuditFollowing => "audit_following",
             LeaseState::Disputed => "disputed",
             LeaseState::Paid => "paid",
             LeaseState::Faulted => "faulted",

@@ -166,7 +166,7 @@ impl Sim {
                     .state
                     .leases()
                     .into_iter()
-                    .filter(|l| l.state.is_verdict_pending() || l.state == LeaseState::Accepted)
+                    .filter(|l| l.state.takes_verdict())
                     .map(|l| l.id)
                     .collect();
                 let verdict = if rng.below(2) == 0 {

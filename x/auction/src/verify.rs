@@ -162,32 +162,87 @@ pub(crate) fn judge_order(
         .iter()
         .map(|lease| lease_audit_chance(state, ctx, lease))
         .collect();
-    // Each lease is audited when any of them is drawn, so each is charged that chance.
+    // The results are audited when any lease is drawn, by one re-run of the first drawn: each
+    // lease is charged its share of one fee at that chance.
     let group = any_of(&chances);
+    let members = u128::try_from(revealed.len()).map_err(|_| AuctionError::Overflow)?;
     for lease in &mut revealed {
-        lease.verification_charge = verification_charge(lease.price, group, &params);
+        lease.verification_charge =
+            verification_charge(lease.price, group, &params).div_ceil(members);
     }
-    let sampled = revealed
+    let drawn = revealed
         .iter()
         .zip(&chances)
-        .any(|(lease, p)| audit_drawn(ctx, lease, *p));
-    for (lease, p) in revealed.iter_mut().zip(chances) {
-        if sampled {
-            state.emit(
-                AuditSampledEvent {
-                    lease_id: lease.id,
-                    order_id,
-                    provider: lease.provider,
-                    probability_ppm: p,
-                }
-                .into(),
-            );
-            await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
-        } else {
-            accept(state, ctx, lease)?;
+        .position(|(lease, p)| audit_drawn(ctx, lease, *p));
+    for (i, (lease, p)) in revealed.iter_mut().zip(chances).enumerate() {
+        match drawn {
+            Some(d) if d == i => {
+                state.emit(
+                    AuditSampledEvent {
+                        lease_id: lease.id,
+                        order_id,
+                        provider: lease.provider,
+                        probability_ppm: p,
+                    }
+                    .into(),
+                );
+                await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
+            }
+            Some(_) => set_state(state, lease, LeaseState::AuditFollowing),
+            None => accept(state, ctx, lease)?,
         }
     }
     Ok(())
+}
+
+/// Gives `verdict` to the replicas that agreed with `audited` and wait on its audit.
+fn settle_followers(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    audited: &Lease,
+    verdict: Option<Verdict>,
+) -> Result<(), AuctionError> {
+    for mut follower in state.leases_of_order(audited.order_id) {
+        // A faulty verdict also reaches an agreeing replica already accepted (one whose own
+        // hold ran out): it is the same result.
+        let waiting = follower.state == LeaseState::AuditFollowing
+            || (follower.state == LeaseState::Accepted
+                && matches!(verdict, Some(Verdict::Faulty { .. })));
+        if follower.id == audited.id || !waiting || follower.result_hash != audited.result_hash {
+            continue;
+        }
+        match verdict {
+            Some(Verdict::Honest) => {
+                state.record_outcome(
+                    &follower.provider,
+                    ctx.height,
+                    Outcome::ChallengePassed,
+                    follower.price,
+                )?;
+                accept(state, ctx, &mut follower)?;
+            }
+            None => accept(state, ctx, &mut follower)?,
+            Some(Verdict::Faulty { prover, .. }) => finish(
+                state,
+                ctx,
+                &mut follower,
+                LeaseState::Faulted,
+                Some((prover.as_ref(), 0)),
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// The audit fallback: no verdict came for `lease` in time; it and its followers are
+/// accepted.
+pub(crate) fn audit_fallback(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+) -> Result<(), AuctionError> {
+    accept(state, ctx, lease)?;
+    settle_followers(state, ctx, lease, None)
 }
 
 /// Waives, up to `room` in all, the charges of `faulted`'s replicas that disagreed with it
@@ -346,11 +401,11 @@ pub fn apply_verdict(
     let mut lease = state
         .lease(lease_id)
         .ok_or(AuctionError::UnknownLease(lease_id))?;
-    if !(lease.state.is_verdict_pending() || lease.state == LeaseState::Accepted) {
+    if !lease.state.takes_verdict() {
         return Err(AuctionError::VerdictNotPending(lease_id));
     }
     match verdict {
-        Verdict::Honest if lease.state == LeaseState::Accepted => Ok(()),
+        Verdict::Honest if lease.state == LeaseState::Accepted => return Ok(()),
         Verdict::Honest => {
             state.record_outcome(
                 &lease.provider,
@@ -358,7 +413,7 @@ pub fn apply_verdict(
                 Outcome::ChallengePassed,
                 lease.price,
             )?;
-            accept(state, ctx, &mut lease)
+            accept(state, ctx, &mut lease)?;
         }
         Verdict::Faulty { prover, costs } => finish(
             state,
@@ -366,8 +421,9 @@ pub fn apply_verdict(
             &mut lease,
             LeaseState::Faulted,
             Some((prover.as_ref(), costs)),
-        ),
+        )?,
     }
+    settle_followers(state, ctx, &lease, Some(verdict))
 }
 
 /// Holds a lease for the verification module until at least `until_height`: an accepted
@@ -384,7 +440,9 @@ pub fn hold_lease(
         .ok_or(AuctionError::UnknownLease(lease_id))?;
     let timer = match lease.state {
         LeaseState::Accepted => &mut lease.payout_height,
-        LeaseState::AuditPending | LeaseState::Disputed => &mut lease.verdict_deadline_height,
+        LeaseState::AuditPending | LeaseState::Disputed | LeaseState::AuditFollowing => {
+            &mut lease.verdict_deadline_height
+        }
         _ => return Err(AuctionError::VerdictNotPending(lease_id)),
     };
     if timer.is_some_and(|at| at >= until_height) {

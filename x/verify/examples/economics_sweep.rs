@@ -93,13 +93,13 @@ fn lone_wrong_result(c: &Chain, pt: &Point) -> Option<i128> {
 }
 
 /// k providers of one owner win every replica and reveal the same made-up hash. Each is
-/// drawn independently; if any is, all wait for verdicts and all are faulted. Each lease is
-/// charged the group's chance.
+/// drawn independently; if any is, one re-run judges them all and all are faulted. Each
+/// lease is charged its share of one fee at the group's chance.
 fn colluding_replicas(c: &Chain, pt: &Point) -> Option<i128> {
     (pt.k >= 2).then(|| {
         let q = c.q(pt);
         let caught = any_of(&vec![q; usize::try_from(pt.k).unwrap()]);
-        let charge = verification_charge(pt.price, caught, &c.auction);
+        let charge = verification_charge(pt.price, caught, &c.auction).div_ceil(Amount::from(pt.k));
         let (x, _) = c.payout(pt.price, charge);
         let k = i128::from(pt.k);
         times(PPM_ONE - caught, k * i(x)) - times(caught, k * i(c.penalty(pt)))
@@ -228,7 +228,8 @@ impl Rng {
 
 /// 10,000 honest jobs (prices 0.1–10 GPU, k = 1 or 2, reputations 0.5–1.0, bonds 1,000–
 /// 10,000 GPU): the verification pool's inflow (fees at clearing, charges, its share of the
-/// take) against its outflow (one audit fee per audited lease), and the re-executed value.
+/// take) against its outflow (one audit fee per audited order: agreeing replicas share one
+/// re-run), and the re-executed share of the provider compute.
 fn honest_market(c: &Chain) {
     let mut rng = Rng(2026_12_01);
     let (mut inflow, mut outflow, mut value, mut audited_value) = (0i128, 0i128, 0i128, 0i128);
@@ -252,15 +253,16 @@ fn honest_market(c: &Chain) {
             qs.push(q);
         }
         let group = any_of(&qs);
+        let members = Amount::try_from(qs.len()).unwrap();
+        if audited {
+            outflow += i(audit_fee(price, &c.auction));
+            audited_value += i(price);
+        }
         for _ in &qs {
-            let charge = verification_charge(price, group, &c.auction);
+            let charge = verification_charge(price, group, &c.auction).div_ceil(members);
             let (_, to_fee_pool) = c.payout(price, charge);
             inflow += i(charge) + i(mul_ppm(to_fee_pool, vp_share).unwrap());
             value += i(price);
-            if audited {
-                outflow += i(audit_fee(price, &c.auction));
-                audited_value += i(price);
-            }
         }
     }
     println!(

@@ -4,7 +4,7 @@
 use gpuchain_auction::audit::audit_fee;
 use gpuchain_auction::{
     apply_verdict, module_account::verification_pool, verify::wrong_result_slash, AuctionRead,
-    LeaseState, Verdict,
+    Verdict,
 };
 use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateWrite};
@@ -143,7 +143,7 @@ pub(crate) fn settle(
     }
     let open_lease = state
         .lease(case.lease_id)
-        .filter(|l| l.state.is_verdict_pending() || l.state == LeaseState::Accepted);
+        .filter(|l| l.state.takes_verdict());
     if let (Some(s), Some(lease)) = (standing, open_lease) {
         let fee = audit_fee(lease.price, &state.auction_params());
         let (verdict, fee) = match s {

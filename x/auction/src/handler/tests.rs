@@ -116,35 +116,35 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
         "not paid before the window closes"
     );
     // Each lease's audit chance is the floor for 800,000 against a 300 GPU slash,
-    // ⌈800,000 × 1.5 / 300,800,000 × 10^6⌉ = 3,990 ppm; the two are audited together when
-    // either is drawn, 7,965 ppm (rounded up), so each is charged 6,372 ugpu of the 800,000
-    // fee; the take is 10% of the remaining 793,628 (79,362).
-    assert_eq!(lease.verification_charge, 6_372);
+    // ⌈800,000 × 1.5 / 300,800,000 × 10^6⌉ = 3,990 ppm; the two are audited together, by one
+    // re-run, when either is drawn: 7,965 ppm (rounded up) of one 800,000 fee, 6,372 ugpu,
+    // half each (3,186); the take is 10% of the remaining 796,814 (79,681).
+    assert_eq!(lease.verification_charge, 3_186);
     chain.end_block(10);
-    assert_eq!(chain.balance(10), before[1] + 714_266);
-    assert_eq!(chain.balance(11), before[2] + 714_266);
+    assert_eq!(chain.balance(10), before[1] + 717_133);
+    assert_eq!(chain.balance(11), before[2] + 717_133);
     assert_eq!(chain.balance(12), before[3], "the loser gets nothing");
     assert_eq!(chain.balance(1), before[0] - 1_640_000);
     assert_eq!(chain.state.balance(&module_account::escrow()), 0);
     assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
     assert_eq!(chain.state.open_leases(&addr(10)), 0);
-    // The 158,724 take was split: half to the validator, 20% community, the rest
+    // The 159,362 take was split: half to the validator, 20% community, the rest
     // verification, which also got the 40,000 fee and the two charges.
     assert_eq!(chain.state.balance(&fee_pool()), 0);
-    assert_eq!(chain.state.reward(&addr(VALIDATOR)), 79_362);
+    assert_eq!(chain.state.reward(&addr(VALIDATOR)), 79_681);
     assert_eq!(
         chain.state.balance(&module_account::community_pool()),
-        31_744
+        31_872
     );
     assert_eq!(
         chain.state.balance(&module_account::verification_pool()),
-        40_000 + 47_618 + 2 * 6_372
+        40_000 + 47_809 + 2 * 3_186
     );
     assert!(chain.state.score(&addr(10), 10) > NEUTRAL_PPM);
     let validator_before = chain.balance(VALIDATOR);
     let withdraw = AuctionMsg::WithdrawRewards(MsgWithdrawRewards {});
     chain.exec(11, VALIDATOR, withdraw.clone()).unwrap();
-    assert_eq!(chain.balance(VALIDATOR), validator_before + 79_362);
+    assert_eq!(chain.balance(VALIDATOR), validator_before + 79_681);
     assert_eq!(
         chain.exec(11, VALIDATOR, withdraw),
         Err(AuctionError::NoRewards(addr(VALIDATOR)))

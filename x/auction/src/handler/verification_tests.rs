@@ -45,50 +45,76 @@ fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
 }
 
 #[test]
-fn agreeing_replicas_are_audited_and_stand_or_fall_together() {
+fn agreeing_replicas_are_audited_by_one_rerun_and_stand_or_fall_together() {
     // Two colluding providers reveal the same made-up hash: agreement no longer buys a pass.
     let mut chain = Chain::new(always());
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
     reveal(&mut chain, id, &[(10, [9; 32]), (11, [9; 32])]);
+    assert_eq!(state_of(&chain, id, 10), LeaseState::AuditPending);
+    assert_eq!(
+        state_of(&chain, id, 11),
+        LeaseState::AuditFollowing,
+        "one re-run settles both"
+    );
     for p in [10, 11] {
-        assert_eq!(state_of(&chain, id, p), LeaseState::AuditPending);
         let lease = chain.state.lease(lease_of(&chain, id, p)).unwrap();
         assert_eq!(
-            lease.verification_charge, 700_000,
-            "audited for sure: the whole fee"
+            lease.verification_charge, 350_000,
+            "audited for sure: half of the one fee each"
         );
     }
-    assert_eq!(
+    let sampled = |chain: &Chain| {
         chain
             .events
             .iter()
             .filter(|e| e.kind == "verify.audit_sampled")
-            .count(),
-        2
+            .count()
+    };
+    assert_eq!(sampled(&chain), 1);
+    assert_eq!(
+        chain.state.verdict_pending_leases().len(),
+        1,
+        "only the audited replica waits for a case"
     );
-    let a = lease_of(&chain, id, 10);
+    let audited = lease_of(&chain, id, 10);
     verdict(
         &mut chain,
         6,
-        a,
+        audited,
         Verdict::Faulty {
             prover: Some(addr(3)),
             costs: 700_000,
         },
     );
     chain.end_block(6);
-    assert_eq!(state_of(&chain, id, 10), LeaseState::Faulted);
-    assert_eq!(
-        state_of(&chain, id, 11),
-        LeaseState::AuditPending,
-        "its own case decides; it is not paid meanwhile"
-    );
-    let slash = &chain.state.slash_records_of(&addr(10))[0];
-    assert_eq!(
-        slash.outcome.to_costs, 700_000,
-        "an agreeing replica's charge is not waived"
-    );
+    for p in [10, 11] {
+        assert_eq!(state_of(&chain, id, p), LeaseState::Faulted);
+    }
+    let slash = &chain.state.slash_records_of(&addr(11))[0];
+    assert_eq!(slash.prover, Some(addr(3)), "the follower is slashed too");
+    assert_eq!(slash.outcome.to_costs, 0, "the fee was paid once");
     chain.check(6);
+
+    // An honest verdict accepts both; each pays its half of the one fee.
+    let mut chain = Chain::new(always());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    reveal(&mut chain, id, &[(10, [9; 32]), (11, [9; 32])]);
+    chain.end_block(5);
+    let before = (chain.balance(10), chain.balance(11));
+    let audited = lease_of(&chain, id, 10);
+    verdict(&mut chain, 6, audited, Verdict::Honest);
+    for h in 6..=10 {
+        chain.end_block(h);
+    }
+    for p in [10, 11] {
+        assert_eq!(state_of(&chain, id, p), LeaseState::Paid);
+    }
+    // 700,000 − 350,000 charge, less 10% take.
+    assert_eq!(
+        (chain.balance(10), chain.balance(11)),
+        (before.0 + 315_000, before.1 + 315_000)
+    );
+    chain.check(10);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use gpuchain_types::{Address, BlockCtx, StateWrite};
 use crate::settle::release;
 use crate::{
     challenge_commitment, Case, CaseOutcome, CaseStage, ChallengeRevealedEvent, MsgRevealChallenge,
-    PostedVerdict, VerdictKind, VerifyError, VerifyRead, VerifyWrite,
+    PostedVerdict, VerdictKind, VerdictPostedEvent, VerifyError, VerifyRead, VerifyWrite,
 };
 
 /// What a reveal does to one lease of the ringer order.
@@ -20,7 +20,7 @@ enum Action {
 }
 
 fn action(state: &impl VerifyRead, lease: &Lease, expected: &[u8; 32]) -> Action {
-    let open = lease.state.is_verdict_pending() || lease.state == LeaseState::Accepted;
+    let open = lease.state.takes_verdict();
     let case_busy = state.case(lease.id).is_some_and(|c| {
         c.stage == CaseStage::AppealWindow || (c.stage == CaseStage::AwaitingVerdict && c.round > 0)
     });
@@ -140,6 +140,17 @@ pub(super) fn execute(
                     outcome: CaseOutcome::Open,
                 });
                 state.set_case_timer(appeal_end, lease.id);
+                // Posted like any first verdict, so the provider's agent can appeal it.
+                state.emit(
+                    VerdictPostedEvent {
+                        lease_id: lease.id,
+                        verifier: *signer,
+                        verdict: VerdictKind::Faulty.name(),
+                        output_hash: hex::encode(msg.expected_output_hash),
+                        round: 0,
+                    }
+                    .into(),
+                );
             }
         }
     }

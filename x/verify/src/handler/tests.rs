@@ -567,6 +567,14 @@ fn a_ringer_answered_wrongly_is_the_verifiers_faulty_verdict_and_slashes_after_t
     assert_eq!(case.stage, CaseStage::AppealWindow);
     assert_eq!(case.challenge_id, Some(id));
     assert_eq!(case.verdicts[0].verdict, VerdictKind::Faulty);
+    let posted = chain.events_of("verify.verdict");
+    assert_eq!(
+        posted.len(),
+        1,
+        "posted like any first verdict, so it can be appealed"
+    );
+    assert_eq!(posted[0].get("verdict"), Some("faulty"));
+    assert_eq!(posted[0].get("round"), Some("0"));
     assert_eq!(
         chain.state.lease(lease).unwrap().payout_height,
         Some(11),
