@@ -245,6 +245,7 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
         appeal_deposit: 10 * GPU,
         verifier_jail_blocks: 15,
         challenge_ttl_blocks: 40,
+        max_verdict_wait_blocks: 60,
         ..VerifyParams::default()
     };
     g

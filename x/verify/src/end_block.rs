@@ -1,10 +1,12 @@
 //! End of block, in this order: pay out matured verifier unbondings, expire unrevealed
 //! challenges, fire case timers (missed verdict deadlines are slashed and reassigned once;
 //! closed appeal windows apply the first verdict), then open a case for every lease the
-//! auction holds for a verdict that has none. Runs right after `gpuchain_auction::end_block`.
+//! auction holds for a verdict that has none, or whose case closed without any verdict
+//! (until `max_verdict_wait_blocks` after its reveal window). Runs right after
+//! `gpuchain_auction::end_block`.
 //! Queues are keyed by height, so a skipped height is caught up.
 
-use gpuchain_auction::AuctionRead;
+use gpuchain_auction::{hold_lease, AuctionRead};
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::assign::assign;
@@ -51,10 +53,16 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             _ => {}
         }
     }
+    let wait = state.verify_params().max_verdict_wait_blocks;
     for lease in state.verdict_pending_leases() {
-        if state.case(lease.id).is_some() {
-            continue;
-        }
+        let wait_end = lease.reveal_end_height.saturating_add(wait);
+        let served = match state.case(lease.id) {
+            None => Vec::new(),
+            // Every verifier drawn for it was silent: draw again, without them, while the
+            // lease may still wait.
+            Some(c) if c.outcome == CaseOutcome::NoVerdict && ctx.height < wait_end => c.served,
+            Some(_) => continue,
+        };
         let mut case = Case {
             lease_id: lease.id,
             order_id: lease.order_id,
@@ -69,14 +77,18 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             appeal_end_height: None,
             appellant: None,
             deposit: 0,
-            served: Vec::new(),
+            served,
             challenge_id: None,
             outcome: CaseOutcome::Open,
         };
-        // Without an eligible verifier nothing is stored: the lease is retried next block
-        // and the auction's fallback applies at its verdict deadline.
+        // Without an eligible verifier nothing is stored and the lease is retried next block;
+        // it is held (past the auction's end-block, which runs first) until the wait ends,
+        // then the auction's fallback applies at its verdict deadline.
         if assign(state, ctx, &mut case)? {
             state.put_case(&case);
+        } else if ctx.height < wait_end {
+            let until = ctx.height.checked_add(2).ok_or(VerifyError::Overflow)?;
+            hold_lease(state, lease.id, until)?;
         }
     }
     Ok(())

@@ -31,17 +31,20 @@
 //! `u64::from_be_bytes(BlockCtx::draw("verify/assign", lease_id ‖ round ‖ attempt)[..8]) mod
 //! n` over the candidates in address order. The verifier must post its verdict by
 //! `height + verdict_deadline_blocks`; the event `verify.assigned {lease_id, verifier,
-//! deadline, round}` tells its agent. Without any eligible verifier no case is opened and
-//! the auction's fallback applies (audit: accepted; dispute: refunded, nobody slashed).
+//! deadline, round}` tells its agent. Without any eligible verifier no case is opened, the
+//! lease is held and the draw retried each block until `max_verdict_wait_blocks` after its
+//! reveal window; then the auction's fallback applies (audit: accepted; dispute: refunded,
+//! nobody slashed).
 //! While a case is open the module holds the lease ([`gpuchain_auction::hold_lease`]) so
 //! neither the auction's fallback nor its payout can overtake the settlement.
 //!
 //! **Missed deadline.** A verifier that posts nothing by its deadline loses
 //! `verifier_miss_slash_ppm` of its bond (to the verification pool) and is jailed for
 //! `verifier_jail_blocks`; the round is reassigned once to another verifier. If that one
-//! misses too (or nobody is left), the round fails: a first round closes with no verdict
-//! (auction fallback), an appeal round lets the first verdict stand with the deposit
-//! returned, a tie-break round closes with no verdict and the deposit returned.
+//! misses too (or nobody is left), the round fails: a first round closes with no verdict, an
+//! appeal round lets the first verdict stand with the deposit returned, a tie-break round
+//! closes with no verdict and the deposit returned. A case closed with no verdict is drawn
+//! again as a new first round, without anyone who served on it, while the wait lasts.
 //!
 //! **Settlement of a verifier–provider disagreement (appeals).** A verdict does not take
 //! effect when posted: it stands for `appeal_window_blocks`, in which the party it goes

@@ -38,6 +38,11 @@ pub struct VerifyParams {
     pub challenge_ttl_blocks: u64,
     /// Most open (committed, unrevealed) challenges per verifier.
     pub max_open_challenges: u32,
+    /// Blocks after a lease's reveal window in which an audit or dispute keeps waiting for a
+    /// verdict instead of taking the auction's fallback: while no verifier is eligible it is
+    /// held, and a case that closed with every drawn verifier silent is drawn again without
+    /// them. 0 keeps the auction's verdict window alone.
+    pub max_verdict_wait_blocks: u64,
 }
 
 impl Default for VerifyParams {
@@ -55,6 +60,7 @@ impl Default for VerifyParams {
             challenge_rate_ppm: 30_000,
             challenge_ttl_blocks: 10_000,
             max_open_challenges: 64,
+            max_verdict_wait_blocks: 14_400,
         }
     }
 }

@@ -270,7 +270,12 @@ fn a_faulty_verdict_slashes_the_provider_refunds_the_client_and_rewards_the_veri
 
 #[test]
 fn a_missed_deadline_slashes_the_verifier_and_reassigns_once_then_the_fallback_applies() {
-    let mut chain = Chain::new();
+    // With no wait beyond the auction's verdict window, the fallback applies at once.
+    let no_wait = crate::VerifyParams {
+        max_verdict_wait_blocks: 0,
+        ..verify_params()
+    };
+    let mut chain = Chain::with(auction_params(), no_wait, &VERIFIERS);
     let (lease, first) = audited(&mut chain);
     let pool = chain.balance(&verification_pool());
     chain.run_to(6, 10);
@@ -312,6 +317,36 @@ fn a_missed_deadline_slashes_the_verifier_and_reassigns_once_then_the_fallback_a
         "the auction's audit fallback"
     );
     assert_eq!(chain.events_of("verify.verifier_slashed").len(), 2);
+}
+
+#[test]
+fn silent_verifiers_do_not_make_an_audit_disappear() {
+    // Both drawn verifiers stay silent: the case closes without a verdict, and a fresh one is
+    // drawn among the rest instead of letting the unverified result be accepted.
+    let mut chain = Chain::new();
+    let (lease, first) = audited(&mut chain);
+    chain.run_to(6, 10);
+    let second = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    chain.run_to(11, 15);
+    let case = chain.state.case(lease).unwrap();
+    let third = seed(&case.assignee.unwrap());
+    assert!(
+        third != first && third != second,
+        "neither silent verifier again"
+    );
+    assert_eq!((case.round, case.stage), (0, CaseStage::AwaitingVerdict));
+    assert!(case.served.contains(&addr(first)) && case.served.contains(&addr(second)));
+    chain.run_to(16, 17);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending,
+        "held for the new case past the auction's verdict window"
+    );
+    chain
+        .exec(18, third, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    chain.run_to(18, 30);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Faulted);
 }
 
 #[test]
@@ -445,16 +480,26 @@ fn an_appeal_without_any_other_verifier_is_refused() {
 }
 
 #[test]
-fn without_verifiers_the_auction_fallback_applies() {
-    let mut chain = Chain::with(auction_params(), verify_params(), &[]);
+fn without_verifiers_the_auction_fallback_applies_only_after_the_wait() {
+    let wait = crate::VerifyParams {
+        max_verdict_wait_blocks: 20,
+        ..verify_params()
+    };
+    let mut chain = Chain::with(auction_params(), wait, &[]);
     let order = chain.cleared_order(1, 1, &[10]);
     chain.deliver(5, order, &[[5; 32]]);
-    chain.run_to(5, 10);
-    let lease = chain.state.leases_of_order(order)[0].id;
-    assert!(chain.state.case(lease).is_none());
-    chain.end_block(11);
+    let lease = chain.state.leases_of_order(order)[0].clone();
+    let wait_end = lease.reveal_end_height + 20;
+    chain.run_to(5, wait_end - 1);
+    assert!(chain.state.case(lease.id).is_none());
     assert_eq!(
-        chain.state.lease(lease).unwrap().state,
+        chain.state.lease(lease.id).unwrap().state,
+        LeaseState::AuditPending,
+        "not accepted unverified while the wait lasts (the verdict window alone ends at 11)"
+    );
+    chain.run_to(wait_end, wait_end + 2);
+    assert_eq!(
+        chain.state.lease(lease.id).unwrap().state,
         LeaseState::Accepted
     );
 }
