@@ -155,6 +155,7 @@ mod tests {
             clearing_price: None,
             escrowed: 100,
             state: OrderState::Open,
+            dispute_reserve: 0,
         }
     }
 

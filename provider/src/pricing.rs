@@ -190,6 +190,7 @@ mod tests {
             clearing_price: None,
             escrowed: max,
             state: OrderState::Open,
+            dispute_reserve: 0,
         }
     }
 

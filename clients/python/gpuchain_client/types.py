@@ -109,6 +109,7 @@ ORDER = struct(
     ("on_too_few_bids", TOO_FEW_BIDS), ("created_height", "u64"), ("bid_end_height", "u64"),
     ("reopened", "bool"), ("verification_fee", "u128"), ("clearing_price", ("option", "u128")),
     ("escrowed", "u128"), ("state", enum("Open", "Cleared", "Settled", "Cancelled", "Expired")),
+    ("dispute_reserve", "u128"),
 )
 BID = struct(("order_id", "u64"), ("provider", ADDRESS), ("price", "u128"), ("height", "u64"))
 VERIFIER = struct(

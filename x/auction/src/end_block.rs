@@ -7,7 +7,7 @@ use gpuchain_staking::StakingWrite;
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
-use crate::escrow::{move_funds, refund};
+use crate::escrow::{dispute_reserve, move_funds, refund};
 use crate::verify::{audit_fallback, finish, judge_order};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
@@ -54,9 +54,12 @@ fn clear_order(
         .max_price_per_replica
         .checked_sub(price)
         .ok_or(AuctionError::Overflow)?;
+    let reserve = dispute_reserve(order.replicas, price, &state.auction_params())?;
     let excess = excess_per
         .checked_mul(u128::from(order.replicas))
+        .and_then(|e| e.checked_add(order.dispute_reserve.checked_sub(reserve)?))
         .ok_or(AuctionError::Overflow)?;
+    order.dispute_reserve = reserve;
     refund(state, &mut order, excess, "clearing_excess")?;
     order.escrowed = order
         .escrowed
@@ -148,6 +151,7 @@ fn too_few_bids(
     } else {
         let all = order.escrowed;
         refund(state, &mut order, all, "too_few_bids")?;
+        order.dispute_reserve = 0;
         order.state = OrderState::Expired;
         state.emit(
             OrderClosedEvent {
@@ -183,22 +187,6 @@ fn fire_timer(
     let due = |at: Option<u64>| at.is_some_and(|h| h <= ctx.height);
     match lease.state {
         LeaseState::Accepted if due(lease.payout_height) => {
-            let replica_pending = state
-                .leases_of_order(lease.order_id)
-                .iter()
-                .any(|l| l.id != lease.id && l.state.is_verdict_pending());
-            if replica_pending {
-                // A verdict on another replica may still waive this lease's charge.
-                let window = state.auction_params().challenge_window_blocks.max(1);
-                let at = ctx
-                    .height
-                    .checked_add(window)
-                    .ok_or(AuctionError::Overflow)?;
-                lease.payout_height = Some(at);
-                state.enqueue(state_key::lease_timer(at, lease.id));
-                state.put_lease(&lease);
-                return Ok(());
-            }
             finish(state, ctx, &mut lease, LeaseState::Paid, None)
         }
         LeaseState::AuditPending | LeaseState::AuditFollowing

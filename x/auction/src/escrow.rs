@@ -31,18 +31,38 @@ pub(crate) fn move_funds(
     Ok(())
 }
 
-/// The funds an order locks: `(value, verification fee)` with value `k × max_price`.
+/// The funds an order locks: `(value, verification fee, dispute reserve)` with value
+/// `k × max_price`.
 pub fn order_cost(
     replicas: u32,
     max_price: Amount,
     params: &AuctionParams,
-) -> Result<(Amount, Amount), AuctionError> {
+) -> Result<(Amount, Amount, Amount), AuctionError> {
     let value = max_price
         .checked_mul(u128::from(replicas))
         .ok_or(AuctionError::Overflow)?;
     let fee = mul_ppm(value, params.verification_fee_ppm).ok_or(AuctionError::Overflow)?;
-    value.checked_add(fee).ok_or(AuctionError::Overflow)?;
-    Ok((value, fee))
+    let reserve = dispute_reserve(replicas, max_price, params)?;
+    value
+        .checked_add(fee)
+        .and_then(|v| v.checked_add(reserve))
+        .ok_or(AuctionError::Overflow)?;
+    Ok((value, fee, reserve))
+}
+
+/// What an order of `replicas` at `price` holds for a dispute: one audit fee per replica
+/// when there are at least two (a lone replica cannot be disputed).
+pub fn dispute_reserve(
+    replicas: u32,
+    price: Amount,
+    params: &AuctionParams,
+) -> Result<Amount, AuctionError> {
+    if replicas < 2 {
+        return Ok(0);
+    }
+    crate::audit::audit_fee(price, params)
+        .checked_mul(u128::from(replicas))
+        .ok_or(AuctionError::Overflow)
 }
 
 /// Returns `amount` of `order`'s escrow to its client and lowers its obligation. The caller

@@ -197,6 +197,10 @@ pub struct Order {
     pub escrowed: Amount,
     /// State.
     pub state: OrderState,
+    /// Part of `escrowed` held for a dispute (orders of k ≥ 2: one audit fee per replica at
+    /// the clearing price): spent on the verifiers when the replicas disagree, refunded at
+    /// settlement otherwise.
+    pub dispute_reserve: Amount,
 }
 
 /// One provider's bid on an order.

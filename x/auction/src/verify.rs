@@ -3,8 +3,8 @@
 //! A provider commits `blake3(result_hash ‖ provider address (20 bytes) ‖ salt)` by the
 //! lease deadline and reveals after every replica has committed or the deadline has passed,
 //! within `reveal_window_blocks`. When no replica of the order is left to reveal, the revealed
-//! results are judged. Any disagreement puts every revealed lease in `Disputed`, each charged
-//! the whole audit fee. Otherwise (one result, or several equal ones) each lease is drawn
+//! results are judged. Any disagreement puts every revealed lease in `Disputed`, whose
+//! verification the client's dispute reserve pays. Otherwise (one result, or several equal ones) each lease is drawn
 //! for audit with its own probability [`audit_chance`] (reputation's rate raised to the
 //! deterrence floor) as `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/audit",
 //! lease id (8 bytes big-endian) ‖ commitment)) mod 10^6 < p`, and charged `⌈p × fee⌉`; if
@@ -14,8 +14,7 @@
 //! [`apply_verdict`] is the hook for the verifier module: it settles `AuditPending`,
 //! `Disputed` and (within the challenge window) `Accepted` leases. Without a verdict by
 //! `verdict_window_blocks`, an audit falls back to acceptance and a dispute to a refund
-//! without any slash. An accepted lease is paid only once no other replica of its order
-//! waits for a verdict, so a fault found there can still waive its charge.
+//! without any slash.
 
 use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
 use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind, SlashingRead};
@@ -24,10 +23,10 @@ use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWr
 
 use crate::audit::{any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge};
 pub use crate::audit::{audit_drawn, audit_probability};
-use crate::escrow::{pay, refund};
+use crate::escrow::{move_funds, pay, refund};
 use crate::{
     module_account, state_key, AuctionError, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
-    LeaseState, LeaseStateEvent, OrderSettledEvent, OrderState,
+    LeaseState, LeaseStateEvent, Order, OrderSettledEvent, OrderState,
 };
 
 /// A verifier's finding about a lease's result.
@@ -152,10 +151,21 @@ pub(crate) fn judge_order(
     let params = state.auction_params();
     let first = revealed.first().and_then(|l| l.result_hash);
     if revealed.iter().any(|l| l.result_hash != first) {
+        // Every disputed lease is verified: the client's dispute reserve pays for it, and
+        // whatever it cannot cover is charged to the lease.
+        let mut order = state
+            .order(order_id)
+            .ok_or(AuctionError::UnknownOrder(order_id))?;
+        let mut spent: Amount = 0;
         for lease in &mut revealed {
-            lease.verification_charge = audit_fee(lease.price, &params);
+            let fee = audit_fee(lease.price, &params);
+            let covered = fee.min(order.dispute_reserve.saturating_sub(spent));
+            spent = spent.checked_add(covered).ok_or(AuctionError::Overflow)?;
+            lease.verification_charge = fee - covered;
             await_verdict(state, ctx, lease, LeaseState::Disputed)?;
         }
+        spend_reserve(state, &mut order, spent)?;
+        state.put_order(&order);
         return Ok(());
     }
     let chances: Vec<Ppm> = revealed
@@ -245,33 +255,44 @@ pub(crate) fn audit_fallback(
     settle_followers(state, ctx, lease, None)
 }
 
-/// Waives, up to `room` in all, the charges of `faulted`'s replicas that disagreed with it
-/// and are not final yet: their dispute was its doing, so its slash pays what their
-/// verification costs. Returns the sum waived.
-fn waive_disagreeing(
+/// Moves `amount` of `order`'s dispute reserve to the verification pool, which pays the
+/// dispute's verifiers. The caller stores the order.
+fn spend_reserve(
     state: &mut impl StateWrite,
-    faulted: &Lease,
-    room: Amount,
-) -> Result<Amount, AuctionError> {
-    let mut waived: Amount = 0;
-    for mut other in state.leases_of_order(faulted.order_id) {
-        if other.id == faulted.id
-            || other.state.is_final()
-            || other.result_hash.is_none()
-            || other.result_hash == faulted.result_hash
-            || other.verification_charge == 0
-        {
-            continue;
-        }
-        let part = other.verification_charge.min(room.saturating_sub(waived));
-        if part == 0 {
-            break;
-        }
-        waived = waived.checked_add(part).ok_or(AuctionError::Overflow)?;
-        other.verification_charge -= part;
-        state.put_lease(&other);
-    }
-    Ok(waived)
+    order: &mut Order,
+    amount: Amount,
+) -> Result<(), AuctionError> {
+    order.dispute_reserve = order
+        .dispute_reserve
+        .checked_sub(amount)
+        .ok_or(AuctionError::Overflow)?;
+    order.escrowed = order
+        .escrowed
+        .checked_sub(amount)
+        .ok_or(AuctionError::Overflow)?;
+    move_funds(
+        state,
+        &module_account::escrow(),
+        &module_account::verification_pool(),
+        amount,
+    )
+}
+
+/// What verifying the replicas that disagreed with `faulted`, not yet final, cost the
+/// client's dispute reserve: their dispute was `faulted`'s doing.
+fn disagreeing_fees(state: &impl StateRead, faulted: &Lease) -> Result<Amount, AuctionError> {
+    let params = state.auction_params();
+    state
+        .leases_of_order(faulted.order_id)
+        .iter()
+        .filter(|o| {
+            o.id != faulted.id
+                && !o.state.is_final()
+                && o.result_hash.is_some()
+                && o.result_hash != faulted.result_hash
+        })
+        .try_fold(0u128, |sum, o| sum.checked_add(audit_fee(o.price, &params)))
+        .ok_or(AuctionError::Overflow)
 }
 
 /// Ends a lease in a final state: refunds or pays, updates reputation, slashes, closes the
@@ -329,12 +350,23 @@ pub(crate) fn finish<S: StateWrite>(
         LeaseState::Faulted => {
             refund(state, &mut order, lease.price, "wrong_result")?;
             let (prover, costs) = fault.unwrap_or((None, 0));
-            let slash = wrong_result_slash(state, &lease.provider);
-            let room = slash.saturating_sub(costs);
-            let costs = costs
-                .checked_add(waive_disagreeing(state, lease, room)?)
-                .ok_or(AuctionError::Overflow)?;
             lease.verification_charge = 0;
+            // In a dispute the client's reserve paid the verifiers: the slash pays the client
+            // back, for this lease and for the replicas it disagreed with. An audit was paid
+            // by the pool: the slash pays the pool back.
+            let costs = if lease.state == LeaseState::Disputed {
+                FaultCosts {
+                    to: order.client,
+                    amount: costs
+                        .checked_add(disagreeing_fees(state, lease)?)
+                        .ok_or(AuctionError::Overflow)?,
+                }
+            } else {
+                FaultCosts {
+                    to: module_account::verification_pool(),
+                    amount: costs,
+                }
+            };
             slash_provider(
                 state,
                 ctx,
@@ -342,10 +374,7 @@ pub(crate) fn finish<S: StateWrite>(
                 FaultKind::WrongResult,
                 &order.client,
                 prover,
-                Some(FaultCosts {
-                    to: module_account::verification_pool(),
-                    amount: costs,
-                }),
+                Some(costs),
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
         }
@@ -377,6 +406,9 @@ pub(crate) fn finish<S: StateWrite>(
         .iter()
         .all(|l| l.state.is_final());
     if all_final {
+        let unused = order.dispute_reserve;
+        refund(state, &mut order, unused, "unused_dispute_reserve")?;
+        order.dispute_reserve = 0;
         order.state = OrderState::Settled;
         state.emit(
             OrderSettledEvent {

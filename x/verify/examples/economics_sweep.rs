@@ -9,6 +9,7 @@
 use gpuchain_auction::audit::{
     any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge,
 };
+use gpuchain_auction::escrow::dispute_reserve;
 use gpuchain_auction::AuctionParams;
 use gpuchain_slashing::SlashingParams;
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};
@@ -124,14 +125,16 @@ fn self_audit_fee(c: &Chain, pt: &Point) -> Option<i128> {
 }
 
 /// The owner posts a k-replica order, its providers reveal k different hashes, and its
-/// verifier calls every one honest: each verdict is paid the fee, each lease is charged it.
+/// verifier calls every one honest: each verdict is paid the fee out of the owner's own
+/// dispute reserve; the providers are paid in full.
 fn self_dispute_fee(c: &Chain, pt: &Point) -> Option<i128> {
     (pt.k >= 2).then(|| {
         let k = i128::from(pt.k);
         let fee = audit_fee(pt.price, &c.auction);
-        let (x, to_fee_pool) = c.payout(pt.price, fee);
+        let reserve = dispute_reserve(pt.k, pt.price, &c.auction).unwrap();
+        let (x, to_fee_pool) = c.payout(pt.price, 0);
         let value = pt.price * Amount::from(pt.k);
-        -i(value) - i(c.verification_fee(value))
+        -i(value) - i(c.verification_fee(value)) - i(reserve)
             + k * (i(x) + i(fee) + i(c.validators_back(to_fee_pool)))
     })
 }

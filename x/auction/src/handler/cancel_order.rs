@@ -25,6 +25,7 @@ pub(super) fn execute(
     }
     let all = order.escrowed;
     refund(state, &mut order, all, "cancelled")?;
+    order.dispute_reserve = 0;
     order.state = OrderState::Cancelled;
     state.delete(state_key::clearing_queue(order.bid_end_height, order.id));
     state.put_order(&order);

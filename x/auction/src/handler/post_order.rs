@@ -66,8 +66,11 @@ pub(super) fn execute(
 ) -> Result<(), AuctionError> {
     let params = state.auction_params();
     check_stateless(msg, &params)?;
-    let (value, fee) = order_cost(msg.replicas, msg.max_price_per_replica, &params)?;
-    let total = value.checked_add(fee).ok_or(AuctionError::Overflow)?;
+    let (value, fee, reserve) = order_cost(msg.replicas, msg.max_price_per_replica, &params)?;
+    let total = value
+        .checked_add(fee)
+        .and_then(|v| v.checked_add(reserve))
+        .ok_or(AuctionError::Overflow)?;
     let available = state.balance(signer);
     if available < total {
         return Err(AuctionError::InsufficientFunds {
@@ -98,6 +101,7 @@ pub(super) fn execute(
         clearing_price: None,
         escrowed: total,
         state: OrderState::Open,
+        dispute_reserve: reserve,
     };
     state.put_order(&order);
     state.enqueue(state_key::clearing_queue(bid_end_height, id));

@@ -88,9 +88,13 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
     let leases = chain.state.leases_of_order(id);
     assert_eq!(leases.len(), 2);
     assert_eq!(chain.state.open_leases(&addr(10)), 1);
-    // Locked 2 × 1,000,000 + 2% fee; 2 × 200,000 refunded at clearing; fee to verification.
-    assert_eq!(chain.balance(1), before[0] - 2_040_000 + 400_000);
-    assert_eq!(chain.state.balance(&module_account::escrow()), 1_600_000);
+    // Locked 2 × 1,000,000 + 2% fee + a 2 × 1,000,000 dispute reserve; 2 × 200,000 of the
+    // price and as much of the reserve refunded at clearing; fee to verification.
+    assert_eq!(
+        chain.balance(1),
+        before[0] - 2_040_000 - 2_000_000 + 800_000
+    );
+    assert_eq!(chain.state.balance(&module_account::escrow()), 3_200_000);
 
     let result = [42u8; 32];
     for p in [10, 11] {
@@ -410,7 +414,8 @@ fn cancel_before_clearing_refunds_everything() {
     let before = chain.balance(1);
     let id = post(&mut chain, 1, 1, 3);
     bid(&mut chain, 2, 10, id, 1);
-    assert_eq!(chain.balance(1), before - 3_060_000);
+    // 3 × 1 GPU, the 2% fee and a dispute reserve of one audit fee per replica.
+    assert_eq!(chain.balance(1), before - 3_060_000 - 3_000_000);
     let cancel = AuctionMsg::CancelOrder(MsgCancelOrder { order_id: id });
     assert_eq!(
         chain.exec(2, 2, cancel.clone()),

@@ -118,75 +118,77 @@ fn agreeing_replicas_are_audited_by_one_rerun_and_stand_or_fall_together() {
 }
 
 #[test]
-fn a_replica_faulted_in_a_dispute_pays_for_the_honest_replicas_verification() {
+fn a_dispute_is_paid_from_the_clients_reserve_and_a_cheat_pays_it_back() {
     let mut chain = Chain::new(test_params());
+    let client_before = chain.balance(1);
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    // Locked at posting: 2 × 1,000,000 + 2% fee + a reserve of one audit fee per replica;
+    // at clearing the reserve is resized to 2 × 700,000 and the rest comes back.
+    assert_eq!(chain.state.order(id).unwrap().dispute_reserve, 1_400_000);
+    assert_eq!(
+        chain.balance(1),
+        client_before - 2 * 700_000 - 40_000 - 1_400_000
+    );
+    let pool = chain.state.balance(&module_account::verification_pool());
     reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
     let (honest, cheat) = (lease_of(&chain, id, 10), lease_of(&chain, id, 11));
     for lease in [honest, cheat] {
         let l = chain.state.lease(lease).unwrap();
         assert_eq!(l.state, LeaseState::Disputed);
-        assert_eq!(
-            l.verification_charge, 700_000,
-            "a dispute is always verified"
-        );
+        assert_eq!(l.verification_charge, 0, "the reserve covers it");
     }
+    assert_eq!(
+        chain.state.balance(&module_account::verification_pool()),
+        pool + 1_400_000,
+        "the reserve went to the pool, which pays the two verifiers"
+    );
+    assert_eq!(chain.state.order(id).unwrap().dispute_reserve, 0);
     chain.end_block(5);
     verdict(&mut chain, 6, honest, Verdict::Honest);
-    chain.end_block(6);
-    assert_eq!(chain.state.lease(honest).unwrap().payout_height, Some(10));
-    let provider_before = chain.balance(10);
-    for h in 7..=10 {
-        chain.end_block(h);
-    }
-    let l = chain.state.lease(honest).unwrap();
-    assert_eq!(
-        (l.state, l.payout_height),
-        (LeaseState::Accepted, Some(14)),
-        "not paid while the other replica awaits its verdict"
-    );
-    let pool = chain.state.balance(&module_account::verification_pool());
     verdict(
         &mut chain,
-        11,
+        6,
         cheat,
         Verdict::Faulty {
             prover: Some(addr(3)),
             costs: 700_000,
         },
     );
-    chain.end_block(11);
+    let provider_before = chain.balance(10);
+    for h in 6..=10 {
+        chain.end_block(h);
+    }
     let slash = &chain.state.slash_records_of(&addr(11))[0];
     assert_eq!(
         slash.outcome.to_costs, 1_400_000,
-        "its own verification and the honest replica's"
+        "its own verification and the honest replica's, back to the client"
     );
-    assert_eq!(chain.state.lease(honest).unwrap().verification_charge, 0);
-    assert_eq!(
-        chain.state.balance(&module_account::verification_pool()),
-        pool + 1_400_000
-    );
-    for h in 12..=14 {
-        chain.end_block(h);
-    }
     assert_eq!(state_of(&chain, id, 10), LeaseState::Paid);
     assert_eq!(
         chain.balance(10),
         provider_before + 630_000,
         "the honest replica is paid in full, less the take"
     );
-    chain.check(14);
+    // The client paid the honest replica and the fee; its reserve and the cheat's price came
+    // back, and its share of the rest of the slash.
+    assert_eq!(
+        chain.balance(1),
+        client_before - 700_000 - 40_000 + slash.outcome.to_client
+    );
+    chain.check(10);
 }
 
 #[test]
-fn a_dispute_with_no_fault_is_paid_for_by_its_replicas() {
-    // One owner's two providers reveal different hashes and its verifier calls both honest:
-    // each lease pays back the whole fee its verifier got, so the pool gains nothing for it.
+fn a_dispute_with_no_fault_is_paid_for_by_the_clients_reserve() {
+    // One owner's client and two providers reveal different hashes and its verifier calls
+    // both honest: the owner's own reserve pays its verifier, the pool gains nothing for it.
+    // An honest client whose honest replicas disagreed bit-wise pays the same: it asked for
+    // the redundancy; the providers keep their whole payment.
     let mut chain = Chain::new(test_params());
+    let client_before = chain.balance(1);
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
     reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
     chain.end_block(5);
-    let pool = chain.state.balance(&module_account::verification_pool());
     let before = (chain.balance(10), chain.balance(11));
     for p in [10, 11] {
         let lease = lease_of(&chain, id, p);
@@ -196,11 +198,38 @@ fn a_dispute_with_no_fault_is_paid_for_by_its_replicas() {
         chain.end_block(h);
     }
     assert_eq!(state_of(&chain, id, 10), LeaseState::Paid);
-    assert_eq!((chain.balance(10), chain.balance(11)), before);
     assert_eq!(
-        chain.state.balance(&module_account::verification_pool()),
-        pool + 1_400_000
+        (chain.balance(10), chain.balance(11)),
+        (before.0 + 630_000, before.1 + 630_000)
     );
+    assert_eq!(
+        chain.balance(1),
+        client_before - 2 * 700_000 - 40_000 - 1_400_000
+    );
+    chain.check(10);
+}
+
+#[test]
+fn an_undisputed_order_gets_its_reserve_back() {
+    let mut chain = Chain::new(AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        audit_deterrence_ppm: 0,
+        ..test_params()
+    });
+    let client_before = chain.balance(1);
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    reveal(&mut chain, id, &[(10, [3; 32]), (11, [3; 32])]);
+    for h in 5..=10 {
+        chain.end_block(h);
+    }
+    let order = chain.state.order(id).unwrap();
+    assert_eq!((order.dispute_reserve, order.escrowed), (0, 0));
+    assert_eq!(chain.balance(1), client_before - 2 * 700_000 - 40_000);
+    assert!(chain
+        .events
+        .iter()
+        .any(|e| e.kind == "escrow.refunded" && e.get("reason") == Some("unused_dispute_reserve")));
     chain.check(10);
 }
 
