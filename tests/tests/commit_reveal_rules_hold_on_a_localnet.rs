@@ -248,7 +248,7 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let lease_states = |lease: &str| -> Vec<String> {
         transitions
             .iter()
-            .filter(|t| t["event"] == "lease" && t["lease_id"].to_string() == lease)
+            .filter(|t| t["event"] == "lease" && t["lease_id"].as_u64() == lease.parse().ok())
             .map(|t| t["state"].as_str().unwrap_or_default().to_string())
             .collect()
     };

@@ -152,10 +152,10 @@ impl Agent {
             }
             LeaseState::Open => match rec.stage {
                 Stage::Won if cheat == Some(Dishonest::Abandon) => {
-                    if rec.reason.is_none() {
+                    rec.reason.get_or_insert_with(|| {
                         tracing::warn!(lease_id = lease.id, "dishonest: abandoning the lease");
-                        rec.reason = Some("abandoned (test mode)".into());
-                    }
+                        "abandoned (test mode)".into()
+                    });
                 }
                 Stage::Won if self.height <= lease.deadline_height => {
                     self.start_job(&lease).await?

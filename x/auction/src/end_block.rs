@@ -8,7 +8,7 @@ use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{dispute_reserve, move_funds, refund};
-use crate::verify::{audit_fallback, finish, judge_order};
+use crate::judge::{audit_fallback, finish, judge_order};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,

@@ -23,6 +23,7 @@ pub mod escrow;
 mod events;
 mod genesis;
 pub mod handler;
+pub mod judge;
 mod msgs;
 mod params;
 #[cfg(test)]
@@ -32,19 +33,18 @@ pub mod state_key;
 #[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub mod test_utils;
-pub mod verify;
 mod view;
 
 pub use end_block::end_block;
 pub use error::AuctionError;
 pub use events::*;
 pub use genesis::AuctionGenesis;
+pub use judge::{apply_verdict, commitment, hold_lease, Verdict};
 pub use msgs::{
     AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgReleaseLease,
     MsgRevealResult, MsgWithdrawRewards,
 };
 pub use params::{AuctionParams, MAX_REPLICAS};
-pub use verify::{apply_verdict, commitment, hold_lease, Verdict};
 pub use view::{AuctionRead, AuctionWrite};
 
 use borsh::{BorshDeserialize, BorshSerialize};

@@ -1,5 +1,5 @@
 //! Detection probability vs jobs, and verification overhead, simulated with the chain's own
-//! sampling code: `gpuchain_auction::verify::{audit_probability, audit_drawn}` decide audits
+//! sampling code: `gpuchain_auction::audit::{audit_probability, audit_drawn}` decide audits
 //! exactly as the auction's end-block does (a fresh block hash per job), reputation moves by
 //! `gpuchain_reputation::apply` after every job, and ringers arrive at `challenge_rate_ppm`.
 //! Default parameters of x/auction, x/reputation and x/verify. Integer-only, like the chain.
@@ -7,7 +7,7 @@
 //! `cargo run --release -p gpuchain-verify --example detection [providers] [jobs]`
 //! (defaults 2000 and 500). Prints markdown.
 
-use gpuchain_auction::verify::{audit_drawn, audit_probability};
+use gpuchain_auction::audit::{audit_drawn, audit_probability};
 use gpuchain_auction::{AuctionParams, Lease, LeaseState};
 use gpuchain_reputation::{apply, Outcome, ReputationParams, NEUTRAL_PPM};
 use gpuchain_types::{Address, BlockCtx, Ppm, PPM_ONE};

@@ -234,7 +234,7 @@ impl Rng {
 /// take) against its outflow (one audit fee per audited order: agreeing replicas share one
 /// re-run), and the re-executed share of the provider compute.
 fn honest_market(c: &Chain) {
-    let mut rng = Rng(2026_12_01);
+    let mut rng = Rng(20_261_201);
     let (mut inflow, mut outflow, mut value, mut audited_value) = (0i128, 0i128, 0i128, 0i128);
     let vp_share = PPM_ONE - c.auction.validators_share_ppm - c.auction.community_share_ppm;
     for _ in 0..10_000 {
@@ -269,17 +269,36 @@ fn honest_market(c: &Chain) {
         }
     }
     println!(
-        "honest market, 10,000 orders: pool inflow {:.1} GPU, outflow {:.1} GPU ({}), \
-         re-executed {:.1}% of the value",
-        inflow as f64 / 1e6,
-        outflow as f64 / 1e6,
+        "honest market, 10,000 orders: pool inflow {} GPU, outflow {} GPU ({}), \
+         re-executed {} of the value",
+        gpu(inflow),
+        gpu(outflow),
         if inflow >= outflow {
             "self-funding"
         } else {
             "NOT self-funding"
         },
-        audited_value as f64 * 100.0 / value as f64
+        percent(audited_value * 1_000_000 / value.max(1))
     );
+}
+
+/// `1 − Π(1 − q_i)` with the misses rounded up: a lower bound on detection.
+fn caught_at_least(chances: &[Ppm]) -> Ppm {
+    let one = u64::from(PPM_ONE);
+    let miss = chances.iter().fold(one, |miss, q| {
+        (miss * one.saturating_sub(u64::from(*q))).div_ceil(one)
+    });
+    Ppm::try_from(one - miss).unwrap_or(PPM_ONE)
+}
+
+/// ugpu as GPU with one decimal, rounded down.
+fn gpu(ugpu: i128) -> String {
+    format!("{}.{}", ugpu / 1_000_000, (ugpu % 1_000_000) / 100_000)
+}
+
+/// ppm as a percentage with two decimals, rounded down.
+fn percent(ppm: i128) -> String {
+    format!("{}.{:02}%", ppm / 10_000, (ppm % 10_000) / 100)
 }
 
 fn collusion_detection(c: &Chain) {
@@ -291,16 +310,16 @@ fn collusion_detection(c: &Chain) {
         k: 2,
         open_leases: 64,
     };
-    let q = f64::from(c.q(&pt)) / 1e6;
-    for k in [2, 3] {
-        let per_job = 1.0 - (1.0 - q).powi(k);
-        let within_50 = 1.0 - (1.0 - per_job).powi(50);
+    let q = c.q(&pt);
+    for k in [2usize, 3] {
+        let per_job = caught_at_least(&vec![q; k]);
+        let within_50 = caught_at_least(&[per_job; 50]);
         println!(
-            "{k} colluding replicas at audit chance {:.1}% each: caught per job {:.1}%, \
-             within 50 jobs {:.2}%",
-            q * 100.0,
-            per_job * 100.0,
-            within_50 * 100.0
+            "{k} colluding replicas at audit chance {} each: caught per job {}, \
+             within 50 jobs {}",
+            percent(i128::from(q)),
+            percent(i128::from(per_job)),
+            percent(i128::from(within_50))
         );
     }
 }

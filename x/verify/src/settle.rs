@@ -3,7 +3,7 @@
 
 use gpuchain_auction::audit::audit_fee;
 use gpuchain_auction::{
-    apply_verdict, module_account::verification_pool, verify::wrong_result_slash, AuctionRead,
+    apply_verdict, judge::wrong_result_slash, module_account::verification_pool, AuctionRead,
     Verdict,
 };
 use gpuchain_bank::{BankRead, BankWrite};

@@ -1,6 +1,6 @@
 use gpuchain_types::{Address, BlockCtx, StateWrite};
 
-use crate::verify::finish;
+use crate::judge::finish;
 use crate::{AuctionError, AuctionRead, LeaseState, MsgReleaseLease};
 
 pub(super) fn execute(

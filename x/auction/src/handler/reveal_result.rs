@@ -1,6 +1,6 @@
 use gpuchain_types::{Address, BlockCtx, StateWrite};
 
-use crate::verify::{commitment, judge_order};
+use crate::judge::{commitment, judge_order};
 use crate::{
     AuctionError, AuctionRead, AuctionWrite, LeaseState, MsgRevealResult, ResultRevealedEvent,
 };

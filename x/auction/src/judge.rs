@@ -21,8 +21,9 @@ use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind, SlashingRead};
 use gpuchain_staking::{StakingRead, StakingWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
-use crate::audit::{any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge};
-pub use crate::audit::{audit_drawn, audit_probability};
+use crate::audit::{
+    any_of, audit_chance, audit_drawn, audit_fee, penalty_per_lease, verification_charge,
+};
 use crate::escrow::{move_funds, pay, refund};
 use crate::{
     module_account, state_key, AuctionError, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
