@@ -329,9 +329,14 @@ pub(crate) fn finish<S: StateWrite>(
             pay(state, ctx, &mut order, lease)?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Accepted, lease.price)?;
         }
-        LeaseState::Missed => {
-            refund(state, &mut order, lease.price, "missed_deadline")?;
-            let fault = exit_fault(state, FaultKind::MissedDeadline);
+        LeaseState::Missed | LeaseState::Released => {
+            let (reason, abandoned) = if end == LeaseState::Missed {
+                ("missed_deadline", FaultKind::MissedDeadline)
+            } else {
+                ("released", FaultKind::AbandonedLease)
+            };
+            refund(state, &mut order, lease.price, reason)?;
+            let fault = exit_fault(state, abandoned);
             slash_provider(
                 state,
                 ctx,
@@ -378,25 +383,6 @@ pub(crate) fn finish<S: StateWrite>(
                 Some(costs),
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
-        }
-        LeaseState::Released => {
-            refund(state, &mut order, lease.price, "released")?;
-            let fault = exit_fault(state, FaultKind::AbandonedLease);
-            slash_provider(
-                state,
-                ctx,
-                &lease.provider,
-                fault,
-                &order.client,
-                None,
-                None,
-            )?;
-            state.record_outcome(
-                &lease.provider,
-                ctx.height,
-                Outcome::MissedDeadline,
-                lease.price,
-            )?;
         }
         _ => refund(state, &mut order, lease.price, "unresolved")?,
     }
