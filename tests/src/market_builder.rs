@@ -73,6 +73,17 @@ impl<'a> Market<'a> {
     /// Registers a CPU provider for digits jobs in `region`, bonding 1,000 GPU, and runs its
     /// agent with `extra` arguments (e.g. `--dishonest wrong-model`).
     pub fn provider(&self, key: &str, region: &str, extra: &[&str]) -> Result<ProviderAgent> {
+        self.provider_on(key, region, "cpu", extra)
+    }
+
+    /// [`Market::provider`] on `backend` (cpu, canonical, auto).
+    pub fn provider_on(
+        &self,
+        key: &str,
+        region: &str,
+        backend: &str,
+        extra: &[&str],
+    ) -> Result<ProviderAgent> {
         let ports = free_port_block(2);
         let spec = AgentSpec {
             node: self.node(),
@@ -86,7 +97,7 @@ impl<'a> Market<'a> {
             archs: vec!["digits_mlp".into()],
             bond: 1_000 * GPU,
         };
-        let config = write_provider_config(&spec, region, "cpu")?;
+        let config = write_provider_config(&spec, region, backend)?;
         let out = provider_cli(&["register", "--config", &config.to_string_lossy()])?;
         ensure!(
             out.status.success(),

@@ -151,6 +151,17 @@ impl VerifierAgent {
         }
     }
 
+    /// The Prometheus URL its config names.
+    pub fn metrics_url(&self) -> Result<String> {
+        let text = std::fs::read_to_string(&self.config)?;
+        let listen = text
+            .lines()
+            .find_map(|l| l.strip_prefix("metrics_listen = "))
+            .map(|v| v.trim_matches('"').to_string())
+            .ok_or_else(|| anyhow::anyhow!("no metrics_listen in {}", self.config.display()))?;
+        Ok(format!("http://{listen}/metrics"))
+    }
+
     /// `status --output json`.
     pub fn status(&self) -> Result<serde_json::Value> {
         let out = verifier_cli(&[

@@ -12,14 +12,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gpuchain_auction::{AuctionMsg, LeaseState};
+use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{
-    amount, blob, digits_input, digits_job, free_port_block, order_leases, provider_cli,
-    routed_order, slash_records, supply, verifier_cli, wait_for, write_provider_config, AgentSpec,
-    BlobHost, ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
-};
-use gpuchain_tx::Msg;
+use gpuchain_tests::{amount, order_leases, slash_records, supply, wait_for, Market, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -34,13 +29,6 @@ const PROVIDERS: [(&str, &str, &str, Option<&str>); 8] = [
     ("late", "r-late", "cpu", Some("late-reveal")),
     ("abandon", "r-abandon", "cpu", Some("abandon")),
 ];
-
-fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result<()> {
@@ -62,64 +50,14 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
     let chain = net.client(0)?;
     let node = net.net.nodes[0].rpc_url.clone();
     let supply_before = supply(&chain).await?;
-    let dir = tempfile::tempdir()?;
-    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 1);
+    let market = Market::new(&net)?;
 
     // The verifier registers and runs on the CPU fast path for first rounds.
-    let vconfig = VerifierSpec {
-        node: node.clone(),
-        keys_home: net.keys_home(),
-        key: "v1".into(),
-        dir: dir.path().join("v1"),
-        metrics_port: ports + 2 * PROVIDERS.len() as u16,
-        backend: "cpu".into(),
-        bond: 1_000 * GPU,
-        challenge: String::new(),
-    }
-    .write_config()?;
-    let out = verifier_cli(&[
-        "register",
-        "--config",
-        vconfig.to_str().unwrap(),
-        "--output",
-        "json",
-    ])?;
-    assert!(
-        out.status.success(),
-        "register v1: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut verifier = VerifierAgent::spawn(&vconfig)?;
-
+    let mut verifier = market.verifier("v1")?;
     let mut agents = Vec::new();
-    for (i, (name, region, backend, cheat)) in PROVIDERS.iter().enumerate() {
-        let spec = AgentSpec {
-            node: node.clone(),
-            keys_home: net.keys_home(),
-            key: name.to_string(),
-            dir: dir.path().join(name),
-            blob_port: ports + 2 * i as u16,
-            metrics_port: ports + 2 * i as u16 + 1,
-            cpu_price: 100_000,
-            max_jobs: 2,
-            archs: vec!["digits_mlp".into()],
-            bond: 1_000 * GPU,
-        };
-        let config = write_provider_config(&spec, region, backend)?;
-        let out = provider_cli(&[
-            "register",
-            "--config",
-            config.to_str().unwrap(),
-            "--output",
-            "json",
-        ])?;
-        assert!(
-            out.status.success(),
-            "register {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for (name, region, backend, cheat) in PROVIDERS {
         let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
-        agents.push(ProviderAgent::spawn(&config, &extra)?);
+        agents.push(market.provider_on(name, region, backend, &extra)?);
     }
     wait_for("agents to start", 90, || {
         (agents
@@ -131,23 +69,11 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
     .await;
 
     // One order per region, each with an input of its own.
-    let host = BlobHost::start()?;
-    let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
-    let w = blob(&weights, host.put("w", weights.clone()));
-    let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
     let mut orders = BTreeMap::new();
     for (i, (name, region, _, _)) in PROVIDERS.iter().enumerate() {
-        let input = digits_input(32, i as u32);
-        let x = blob(&input, host.put(&format!("x{i}"), input.clone()));
-        let order = routed_order(digits_job(w.clone(), x), region, 1, GPU);
-        let out = chain
-            .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
-            .await?
-            .ok()?;
-        let id: u64 = out
-            .event_attr("auction.order_posted", "order_id")
-            .unwrap_or("x")
-            .parse()?;
+        let id = market
+            .post_digits_order("client", region, 1, i as u32)
+            .await?;
         orders.insert(*name, id);
     }
 
@@ -237,13 +163,7 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
     assert_eq!(status["counters"]["verdicts_honest"], 2, "{status:#}");
     assert_eq!(status["counters"]["verdicts_failed"], 0, "{status:#}");
     let metrics = std::process::Command::new("curl")
-        .args([
-            "-sf",
-            &format!(
-                "http://127.0.0.1:{}/metrics",
-                ports + 2 * PROVIDERS.len() as u16
-            ),
-        ])
+        .args(["-sf", &verifier.metrics_url()?])
         .output()?;
     let metrics = String::from_utf8_lossy(&metrics.stdout);
     assert!(
