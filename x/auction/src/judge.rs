@@ -16,6 +16,7 @@
 //! `verdict_window_blocks`, an audit falls back to acceptance and a dispute to a refund
 //! without any slash.
 
+use gpuchain_bank::BankRead;
 use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
 use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind, SlashingRead};
 use gpuchain_staking::{StakingRead, StakingWrite};
@@ -27,7 +28,7 @@ use crate::audit::{
 use crate::escrow::{move_funds, pay, refund};
 use crate::{
     module_account, state_key, AuctionError, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
-    LeaseState, LeaseStateEvent, Order, OrderSettledEvent, OrderState,
+    LeaseState, LeaseStateEvent, Order, OrderSettledEvent, OrderState, RefundEvent,
 };
 
 /// A verifier's finding about a lease's result.
@@ -384,7 +385,33 @@ pub(crate) fn finish<S: StateWrite>(
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
         }
-        _ => refund(state, &mut order, lease.price, "unresolved")?,
+        _ => {
+            refund(state, &mut order, lease.price, "unresolved")?;
+            if lease.state == LeaseState::Disputed {
+                // Nobody verified it: the client's reserve for it comes back from the pool.
+                let params = state.auction_params();
+                let covered = audit_fee(lease.price, &params)
+                    .saturating_sub(lease.verification_charge)
+                    .min(state.balance(&module_account::verification_pool()));
+                move_funds(
+                    state,
+                    &module_account::verification_pool(),
+                    &order.client,
+                    covered,
+                )?;
+                if covered > 0 {
+                    state.emit(
+                        RefundEvent {
+                            order_id: order.id,
+                            client: order.client,
+                            amount: covered,
+                            reason: "unverified_dispute",
+                        }
+                        .into(),
+                    );
+                }
+            }
+        }
     }
     state.decrement_open_leases(&lease.provider)?;
     set_state(state, lease, end);

@@ -801,9 +801,14 @@ fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
     assert_eq!(states, vec![LeaseState::Refunded, LeaseState::Refunded]);
     assert_eq!(
         chain.balance(1),
-        client_after_clearing + 2 * 700_000,
-        "both replicas at the clearing price, the higher of the two asks"
+        client_after_clearing + 2 * 700_000 + 2 * 700_000,
+        "both replicas at the clearing price (the higher of the two asks), and the dispute \
+         reserve nobody used"
     );
+    assert!(chain
+        .events
+        .iter()
+        .any(|e| e.kind == "escrow.refunded" && e.get("reason") == Some("unverified_dispute")));
     assert!(
         chain.state.slash_records().is_empty(),
         "no fault was proven"
