@@ -324,7 +324,7 @@ pub struct Lease {
     /// State.
     pub state: LeaseState,
     /// What the lease pays the verification pool out of its price when it is paid, ugpu:
-    /// set when its result is judged (its audit probability times the audit fee; the whole
-    /// fee when disputed), waived when a replica it disagreed with is faulted.
+    /// set when its result is judged (its share of the audit fee times the chance it is
+    /// audited; for a disputed lease, what the order's dispute reserve did not cover).
     pub verification_charge: Amount,
 }
