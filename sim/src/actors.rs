@@ -30,6 +30,9 @@ pub enum Profile {
     Liar,
     /// Commits but never reveals: its leases miss the reveal window.
     Silent,
+    /// Commits the wrong result every colluder commits for that order: replicas of colluders
+    /// agree, so only the audit of agreeing replicas catches them.
+    Colluder,
 }
 
 /// What an actor is at genesis.
@@ -71,11 +74,11 @@ fn key(domain: &str, i: usize) -> SigningKey {
 
 const PROFILES: [Profile; 8] = [
     Profile::Honest,
-    Profile::Honest,
+    Profile::Colluder,
     Profile::Liar,
     Profile::Honest,
     Profile::Lazy,
-    Profile::Honest,
+    Profile::Colluder,
     Profile::Silent,
     Profile::Honest,
 ];

@@ -239,6 +239,19 @@ fn wrong_result(order_id: u64, provider: &Address) -> [u8; 32] {
     *blake3::hash(&[b"wrong".as_slice(), &order_id.to_be_bytes(), &provider.0].concat()).as_bytes()
 }
 
+/// The colluders' result: wrong, and the same for every colluder on the order.
+fn colluded_result(order_id: u64) -> [u8; 32] {
+    *blake3::hash(&[b"collude".as_slice(), &order_id.to_be_bytes()].concat()).as_bytes()
+}
+
+/// Which result a provider commits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Committed {
+    Right,
+    Wrong,
+    Colluded,
+}
+
 fn salt(lease: &Lease) -> [u8; 32] {
     *blake3::hash(
         &[
@@ -251,11 +264,11 @@ fn salt(lease: &Lease) -> [u8; 32] {
     .as_bytes()
 }
 
-fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, honest: bool) -> Vec<u8> {
-    let result = if honest {
-        right_result(g, lease.order_id)
-    } else {
-        wrong_result(lease.order_id, &lease.provider)
+fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, kind: Committed) -> Vec<u8> {
+    let result = match kind {
+        Committed::Right => right_result(g, lease.order_id),
+        Committed::Wrong => wrong_result(lease.order_id, &lease.provider),
+        Committed::Colluded => colluded_result(lease.order_id),
     };
     let msg = AuctionMsg::CommitResult(MsgCommitResult {
         lease_id: lease.id,
@@ -267,8 +280,11 @@ fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, honest: bool) -> Vec<u8
 /// The result a lease committed to (right or wrong), found by recomputing the commitment.
 fn committed_result(g: &Gen<'_>, lease: &Lease) -> [u8; 32] {
     let right = right_result(g, lease.order_id);
+    let colluded = colluded_result(lease.order_id);
     if lease.commitment == Some(commitment(&right, &lease.provider, &salt(lease))) {
         right
+    } else if lease.commitment == Some(commitment(&colluded, &lease.provider, &salt(lease))) {
+        colluded
     } else {
         wrong_result(lease.order_id, &lease.provider)
     }
@@ -283,16 +299,19 @@ fn reveal_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, salt: [u8; 32]) -> Vec<
     g.tx(who, vec![auction(msg)])
 }
 
-/// A leased provider commits: honest ones the right result, liars a wrong one, lazy ones
-/// never.
+/// A leased provider commits: honest ones the right result, liars a wrong one, colluders the
+/// wrong one they share, lazy ones never.
 pub(super) fn commit(g: &mut Gen<'_>) -> Planned {
     let Some((who, lease)) = lease_in(g, LeaseState::Open) else {
         return Planned::NoOp;
     };
     match g.profile(who) {
         Profile::Lazy => Planned::NoOp,
-        Profile::Liar => Planned::Txs(vec![commit_tx(g, who, &lease, false)]),
-        Profile::Honest | Profile::Silent => Planned::Txs(vec![commit_tx(g, who, &lease, true)]),
+        Profile::Liar => Planned::Txs(vec![commit_tx(g, who, &lease, Committed::Wrong)]),
+        Profile::Colluder => Planned::Txs(vec![commit_tx(g, who, &lease, Committed::Colluded)]),
+        Profile::Honest | Profile::Silent => {
+            Planned::Txs(vec![commit_tx(g, who, &lease, Committed::Right)])
+        }
     }
 }
 
@@ -306,7 +325,7 @@ pub(super) fn commit_foreign_lease(g: &mut Gen<'_>) -> Planned {
     else {
         return Planned::NoOp;
     };
-    Planned::Txs(vec![commit_tx(g, who, &lease, true)])
+    Planned::Txs(vec![commit_tx(g, who, &lease, Committed::Right)])
 }
 
 /// A provider reveals what it committed (silent ones never do).
@@ -343,7 +362,7 @@ pub(super) fn withdraw_rewards(g: &mut Gen<'_>) -> Planned {
 pub fn drain(g: &mut Gen<'_>) -> Vec<Vec<u8>> {
     let mut txs = Vec::new();
     for (who, lease) in our_leases(g, LeaseState::Open) {
-        txs.push(commit_tx(g, who, &lease, true));
+        txs.push(commit_tx(g, who, &lease, Committed::Right));
     }
     for (who, lease) in our_leases(g, LeaseState::Committed) {
         let s = salt(&lease);

@@ -114,7 +114,7 @@ pub(super) fn submit_verdict(g: &mut Gen<'_>) -> Planned {
     let verdict = match g.profile(who) {
         Profile::Lazy => return Planned::NoOp,
         Profile::Liar => opposite(truth),
-        Profile::Honest | Profile::Silent => truth,
+        Profile::Honest | Profile::Silent | Profile::Colluder => truth,
     };
     Planned::Txs(vec![verdict_tx(g, who, &case, verdict)])
 }
