@@ -1,69 +1,26 @@
-//! The economics check of issue 6: with the chain's parameters, the expected gain from
-//! cheating, relative to behaving honestly, must be negative for every kind of fault.
-//!
-//! For a provider that saves `saved` ugpu of compute by cheating on a job paid `price`, and
-//! is caught with probability `q`, losing the payment and `slash` of its bond:
-//! `gain = (1 − q) × saved + q × (saved − price − slash) = saved − q × (price + slash)`.
-//! For a verifier that posts a false `faulty` verdict to earn the prover's share of the
-//! provider's slash: `gain = (1 − q) × reward − q × slash_of_verifier`, where `q` is the
-//! chance the provider appeals (an honest provider gets its deposit back, so it should).
-//! Integer-only, as everything in `x/`: probabilities in ppm, amounts in ugpu, gains in
-//! `i128` ugpu rounded toward −∞.
+//! The economics check: with the chain's own functions (`gpuchain_auction::audit`, escrow's
+//! dispute reserve) and the parameters of every module, each way of cheating or of milking
+//! verification has an expected gain over the attacker's best honest alternative (doing
+//! nothing included) of at most 0, at every job value the chain accepts. Transaction fees,
+//! which only lower every gain, are left out. Integer-only, as everything in `x/`: amounts
+//! in ugpu, gains in `i128` ugpu rounded toward −∞. `examples/economics_sweep.rs` prints the
+//! table; the tests below hold CI to it.
 
-use gpuchain_auction::audit::{audit_fee, audit_probability};
+use gpuchain_auction::audit::{
+    any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge,
+};
+use gpuchain_auction::escrow::dispute_reserve;
 use gpuchain_auction::AuctionParams;
-use gpuchain_slashing::{FaultKind, SlashingParams};
+use gpuchain_slashing::SlashingParams;
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};
 
 use crate::VerifyParams;
 
-/// The faults the check covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CheatKind {
-    /// A lone (k = 1) replica returns a result it did not compute. Caught by an audit
-    /// (x/auction's reputation-dependent probability) or a ringer (`challenge_rate_ppm`).
-    LoneWrongResult,
-    /// One of k ≥ 2 replicas returns a wrong result: the honest replica's hash differs, so
-    /// the results are always disputed and verified.
-    DisputedWrongResult,
-    /// A training worker fakes one (round, worker) segment in ten; a training audit re-runs
-    /// one random segment, so it is caught with a tenth of the lone-result probability and
-    /// saves a tenth of the cost.
-    UselessTraining,
-    /// A replica copies another replica's revealed hash instead of computing: the reveal
-    /// cannot open its own commitment, so the lease goes unrevealed after the others revealed
-    /// every time (slashed as a wrong result).
-    CopiedResult,
-    /// A verifier posts `faulty` on a correct result to earn the prover's share of the
-    /// provider's slash; caught when the provider appeals (assumed half the time).
-    FalseFaultyVerdict,
-}
+const GPU: Amount = 1_000_000;
 
-/// Every kind, for tables and tests.
-pub const ALL_KINDS: [CheatKind; 5] = [
-    CheatKind::LoneWrongResult,
-    CheatKind::DisputedWrongResult,
-    CheatKind::UselessTraining,
-    CheatKind::CopiedResult,
-    CheatKind::FalseFaultyVerdict,
-];
-
-/// The setting of the check.
-#[derive(Clone, Debug)]
-pub struct Setting {
-    /// Job price per replica, ugpu.
-    pub price: Amount,
-    /// The provider's compute cost of an honest run, ugpu.
-    pub cost: Amount,
-    /// The provider's bond, ugpu.
-    pub provider_bond: Amount,
-    /// The verifier's bond, ugpu.
-    pub verifier_bond: Amount,
-    /// The provider's reputation (1,000,000 is the worst case: the lowest audit rate).
-    pub score: Ppm,
-    /// Probability that a wronged provider appeals a false verdict.
-    pub appeal_ppm: Ppm,
-    /// Module parameters.
+/// The parameters an attacker faces.
+pub struct Economy {
+    /// Auction parameters (audits, fees, take).
     pub auction: AuctionParams,
     /// Slashing parameters.
     pub slashing: SlashingParams,
@@ -71,90 +28,226 @@ pub struct Setting {
     pub verify: VerifyParams,
 }
 
-/// `1 − (1 − a)(1 − b)` in ppm: caught by either of two independent checks.
-pub fn either_ppm(a: Ppm, b: Ppm) -> Ppm {
-    let one = u64::from(PPM_ONE);
-    let miss = one.saturating_sub(u64::from(a.min(PPM_ONE)))
-        * one.saturating_sub(u64::from(b.min(PPM_ONE)))
-        / one;
-    Ppm::try_from(one.saturating_sub(miss)).unwrap_or(PPM_ONE)
+/// One point of the sweep.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    /// Price per replica, ugpu.
+    pub price: Amount,
+    /// The provider's bond, ugpu.
+    pub bond: Amount,
+    /// The provider's reputation.
+    pub score: Ppm,
+    /// Replicas of the order.
+    pub k: u32,
+    /// The provider's open leases sharing the bond.
+    pub open_leases: u64,
 }
 
-/// Probability that one wrong lone result is caught: an audit or a ringer.
-pub fn lone_detection_ppm(score: Ppm, auction: &AuctionParams, verify: &VerifyParams) -> Ppm {
-    either_ppm(audit_probability(score, auction), verify.challenge_rate_ppm)
+/// `a` as a signed amount.
+pub fn signed(a: Amount) -> i128 {
+    i128::try_from(a).expect("amounts stay below 2^127")
 }
 
-/// `(1 − q) × win − q × loss` in ugpu, rounded toward −∞.
-fn expectation(q: Ppm, win: Amount, loss: Amount) -> i128 {
-    let one = i128::from(PPM_ONE);
-    let q = i128::from(q.min(PPM_ONE));
-    let win = i128::try_from(win).unwrap_or(i128::MAX / 4_000_000);
-    let loss = i128::try_from(loss).unwrap_or(i128::MAX / 4_000_000);
-    ((one - q) * win - q * loss).div_euclid(one)
+/// `p × a` for a probability in ppm, exact in i128 (scaled back, rounded toward −∞).
+fn times(p: Ppm, a: i128) -> i128 {
+    (i128::from(p) * a).div_euclid(i128::from(PPM_ONE))
 }
 
-/// Expected gain of `kind` over honest behaviour in `s`, ugpu (negative: cheating loses).
-pub fn expected_gain(kind: CheatKind, s: &Setting) -> i128 {
-    let slash = |f: FaultKind| mul_ppm(s.provider_bond, s.slashing.fault_slash_ppm(f)).unwrap_or(0);
-    let lone = lone_detection_ppm(s.score, &s.auction, &s.verify);
-    // A provider that is caught also loses the payment and the slash; the saving stays.
-    let provider = |q: Ppm, saved: Amount, f: FaultKind| {
-        expectation(
-            q,
-            saved,
-            s.price.saturating_add(slash(f)).saturating_sub(saved),
-        )
-    };
-    match kind {
-        CheatKind::LoneWrongResult => provider(lone, s.cost, FaultKind::WrongResult),
-        CheatKind::DisputedWrongResult => provider(PPM_ONE, s.cost, FaultKind::WrongResult),
-        CheatKind::UselessTraining => provider(lone / 10, s.cost / 10, FaultKind::WrongResult),
-        CheatKind::CopiedResult => provider(PPM_ONE, s.cost, FaultKind::ExitAfterReveal),
-        CheatKind::FalseFaultyVerdict => {
-            // The audit fee comes out of the slash first; the prover's share is of the rest.
-            let slashed = slash(FaultKind::WrongResult);
-            let fee = audit_fee(s.price, &s.auction).min(slashed);
-            let reward = mul_ppm(slashed - fee, s.slashing.prover_share_ppm)
-                .unwrap_or(0)
-                .saturating_add(fee);
-            let loss = mul_ppm(s.verifier_bond, s.verify.verifier_wrong_slash_ppm).unwrap_or(0);
-            expectation(s.appeal_ppm, reward, loss)
-        }
+impl Economy {
+    /// The audit chance of a result at `pt`.
+    pub fn q(&self, pt: &Point) -> Ppm {
+        audit_chance(pt.score, pt.price, self.penalty(pt), &self.auction)
+    }
+
+    /// The slash behind one lease at `pt`.
+    pub fn penalty(&self, pt: &Point) -> Amount {
+        penalty_per_lease(pt.bond, pt.open_leases, &self.slashing)
+    }
+
+    /// The provider's whole wrong-result slash.
+    pub fn slash(&self, pt: &Point) -> Amount {
+        mul_ppm(pt.bond, self.slashing.wrong_result_slash_ppm).unwrap()
+    }
+
+    /// What a paid lease leaves the provider, with the loyalty bonus (the attacker's best
+    /// case), and the part of the take that reaches the fee pool.
+    pub fn payout(&self, price: Amount, charge: Amount) -> (Amount, Amount) {
+        let rest = price - charge.min(price);
+        let take = mul_ppm(rest, self.auction.take_rate_ppm).unwrap();
+        let bonus = mul_ppm(rest, self.auction.loyalty_bonus_ppm)
+            .unwrap()
+            .min(take);
+        (rest - take + bonus, take - bonus)
+    }
+
+    /// The share of the fee pool an attacker that is every validator gets back.
+    pub fn validators_back(&self, to_fee_pool: Amount) -> Amount {
+        mul_ppm(to_fee_pool, self.auction.validators_share_ppm).unwrap()
+    }
+
+    /// The verification fee of an order of `value`.
+    pub fn verification_fee(&self, value: Amount) -> Amount {
+        mul_ppm(value, self.auction.verification_fee_ppm).unwrap()
     }
 }
 
-/// The highest job price at which cheating on one lone job still does not pay for a
-/// provider with `score` and `bond`: `q × slash / (1 − q)` (taking `saved = price`, the
-/// provider's best case). Above it, only the lost future income (jail, reputation) deters.
-pub fn lone_break_even_price(
-    score: Ppm,
-    bond: Amount,
-    auction: &AuctionParams,
-    slashing: &SlashingParams,
-    verify: &VerifyParams,
-) -> Amount {
-    let q = u128::from(lone_detection_ppm(score, auction, verify));
-    let slash = mul_ppm(bond, slashing.wrong_result_slash_ppm).unwrap_or(0);
-    let miss = u128::from(PPM_ONE).saturating_sub(q);
-    slash
-        .saturating_mul(q)
-        .checked_div(miss)
-        .unwrap_or(Amount::MAX)
+/// The strategies, each returning the attacker's expected gain in ugpu over its best honest
+/// alternative (which is at least doing nothing).
+pub type Strategy = fn(&Economy, &Point) -> Option<i128>;
+
+/// A provider reveals a made-up lone result. Caught with probability `q`: the payment is
+/// refunded and `penalty` slashed. Its best honest alternative earns `payout − cost` or
+/// nothing; with the cost at its worst (the whole price) that is nothing.
+pub fn lone_wrong_result(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| {
+        let q = c.q(pt);
+        let charge = verification_charge(pt.price, q, &c.auction);
+        let (x, _) = c.payout(pt.price, charge);
+        times(PPM_ONE - q, signed(x)) - times(q, signed(c.penalty(pt)))
+    })
+}
+
+/// k providers of one owner win every replica and reveal the same made-up hash. Each is
+/// drawn independently; if any is, one re-run judges them all and all are faulted. Each
+/// lease is charged its share of one fee at the group's chance.
+pub fn colluding_replicas(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k >= 2).then(|| {
+        let q = c.q(pt);
+        let caught = any_of(&vec![q; usize::try_from(pt.k).unwrap()]);
+        let charge = verification_charge(pt.price, caught, &c.auction).div_ceil(Amount::from(pt.k));
+        let (x, _) = c.payout(pt.price, charge);
+        let k = i128::from(pt.k);
+        times(PPM_ONE - caught, k * signed(x)) - times(caught, k * signed(c.penalty(pt)))
+    })
+}
+
+/// One owner is the client, the provider (computing nothing it is not paid for: cost 0)
+/// and a verifier that is drawn for every audit of its own leases and calls them honest,
+/// and every validator. Transaction fees, which only lower every gain here, are left out. It pays the price and the verification fee, gets back the payout,
+/// the audit fee when audited, and the validators' part of the take.
+pub fn self_audit_fee(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| {
+        let q = c.q(pt);
+        let fee = audit_fee(pt.price, &c.auction);
+        let charge = verification_charge(pt.price, q, &c.auction);
+        let (x, to_fee_pool) = c.payout(pt.price, charge);
+        -signed(pt.price) - signed(c.verification_fee(pt.price))
+            + signed(x)
+            + times(q, signed(fee))
+            + signed(c.validators_back(to_fee_pool))
+    })
+}
+
+/// The owner posts a k-replica order, its providers reveal k different hashes, and its
+/// verifier calls every one honest: each verdict is paid the fee out of the owner's own
+/// dispute reserve; the providers are paid in full.
+pub fn self_dispute_fee(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k >= 2).then(|| {
+        let k = i128::from(pt.k);
+        let fee = audit_fee(pt.price, &c.auction);
+        let reserve = dispute_reserve(pt.k, pt.price, &c.auction).unwrap();
+        let (x, to_fee_pool) = c.payout(pt.price, 0);
+        let value = pt.price * Amount::from(pt.k);
+        -signed(value) - signed(c.verification_fee(value)) - signed(reserve)
+            + k * (signed(x) + signed(fee) + signed(c.validators_back(to_fee_pool)))
+    })
+}
+
+/// The owner's verifier calls the owner's own lone result faulty to collect the fee and the
+/// client's and prover's shares of the slash.
+pub fn self_fault_fee(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| {
+        let slash = c.slash(pt);
+        let costs = audit_fee(pt.price, &c.auction).min(slash);
+        let rest = slash - costs;
+        let client = mul_ppm(rest, c.slashing.client_share_ppm).unwrap();
+        let prover = mul_ppm(rest, c.slashing.prover_share_ppm).unwrap();
+        // Price refunded; the fee (paid back to the pool by the slash) to its verifier.
+        -signed(c.verification_fee(pt.price)) - signed(slash)
+            + signed(costs)
+            + signed(client)
+            + signed(prover)
+    })
+}
+
+/// A verifier calls an honest provider's result faulty to earn the fee and the prover's
+/// share. The provider agent appeals every faulty verdict on a result it computed, so the
+/// verdict is overturned by the canonical re-runs and the verifier loses its wrong-verdict
+/// slash (at the minimum verifier bond, the most favourable to it).
+pub fn false_faulty_verdict(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| {
+        let appeal: Ppm = PPM_ONE;
+        let slash = c.slash(pt);
+        let costs = audit_fee(pt.price, &c.auction).min(slash);
+        let reward = costs + mul_ppm(slash - costs, c.slashing.prover_share_ppm).unwrap();
+        let loss = mul_ppm(
+            c.verify.min_verifier_stake,
+            c.verify.verifier_wrong_slash_ppm,
+        )
+        .unwrap();
+        times(PPM_ONE - appeal, signed(reward)) - times(appeal, signed(loss))
+    })
+}
+
+/// A replica that committed leaves (release or no reveal) after another replica revealed:
+/// slashed like a wrong result, payment refunded.
+pub fn exit_after_reveal(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k >= 2).then(|| -signed(c.slash(pt)))
+}
+
+/// Every strategy, by name.
+pub const STRATEGIES: [(&str, Strategy); 7] = [
+    ("lone wrong result", lone_wrong_result),
+    ("colluding replicas", colluding_replicas),
+    ("self-audit for the fee", self_audit_fee),
+    ("self-dispute for the fee", self_dispute_fee),
+    ("self-fault for the fee", self_fault_fee),
+    ("false faulty verdict", false_faulty_verdict),
+    ("exit after a reveal", exit_after_reveal),
+];
+
+/// The settings swept: prices from 1 ugpu to the chain's limit, bonds, reputations, k and
+/// open leases.
+pub fn sweep(chain: &Economy) -> Vec<Point> {
+    let limit = chain.auction.max_price_per_replica_limit;
+    let mut prices: Vec<Amount> = (0..=15).map(|e| 10u128.pow(e)).collect();
+    prices.extend([3 * GPU, 29 * GPU, 300 * GPU, 999 * GPU, limit]);
+    prices.retain(|p| *p <= limit);
+    let mut points = Vec::new();
+    for &price in &prices {
+        for bond in [1_000 * GPU, 10_000 * GPU, 1_000_000 * GPU] {
+            for score in [0, 500_000, 900_000, PPM_ONE] {
+                for k in [1, 2, 3, 5] {
+                    for open_leases in [1, 4, 64] {
+                        points.push(Point {
+                            price,
+                            bond,
+                            score,
+                            k,
+                            open_leases,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    points
+}
+
+/// The worst (largest) gain of `strategy` over `points`, with where it is.
+pub fn worst(e: &Economy, strategy: Strategy, points: &[Point]) -> Option<(i128, Point)> {
+    points
+        .iter()
+        .filter_map(|pt| strategy(e, pt).map(|g| (g, *pt)))
+        .max_by_key(|(g, _)| *g)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn defaults() -> Setting {
-        Setting {
-            price: 1_000_000,
-            cost: 800_000,
-            provider_bond: 1_000_000_000,
-            verifier_bond: VerifyParams::default().min_verifier_stake,
-            score: PPM_ONE,
-            appeal_ppm: 500_000,
+    fn defaults() -> Economy {
+        Economy {
             auction: AuctionParams::default(),
             slashing: SlashingParams::default(),
             verify: VerifyParams::default(),
@@ -162,61 +255,45 @@ mod tests {
     }
 
     #[test]
-    fn cheating_has_negative_expected_gain_for_every_fault_kind_with_default_params() {
-        // Worst case for detection: the best reputation (lowest audit rate), a provider at
-        // the minimum bond, a 1 GPU job, 80% of the price saved by not computing.
-        let s = defaults();
-        for kind in ALL_KINDS {
-            let gain = expected_gain(kind, &s);
-            assert!(gain < 0, "{kind:?}: expected gain {gain} ugpu");
-        }
-        // At a neutral reputation (a new provider) detection is higher still.
-        let fresh = Setting {
-            score: 500_000,
-            ..defaults()
-        };
-        for kind in ALL_KINDS {
-            assert!(
-                expected_gain(kind, &fresh) <= expected_gain(kind, &s),
-                "{kind:?}"
-            );
-        }
-        // Saving the whole price does not change the sign either.
-        let all_saved = Setting {
-            cost: 1_000_000,
-            ..defaults()
-        };
-        for kind in ALL_KINDS {
-            assert!(expected_gain(kind, &all_saved) < 0, "{kind:?}");
+    fn no_strategy_gains_at_any_value_the_chain_accepts() {
+        let e = defaults();
+        let points = sweep(&e);
+        assert_eq!(points.len(), 3_024);
+        for (name, strategy) in STRATEGIES {
+            let (gain, at) = worst(&e, strategy, &points).expect("applies somewhere");
+            assert!(gain <= 0, "{name}: {gain} ugpu at {at:?}");
         }
     }
 
     #[test]
-    fn the_lone_job_bound_is_documented_and_large_enough() {
-        let s = defaults();
-        // 6% audits at the best reputation, 3% ringers: caught 8.82% of the time.
-        assert_eq!(lone_detection_ppm(PPM_ONE, &s.auction, &s.verify), 88_200);
-        assert_eq!(lone_detection_ppm(500_000, &s.auction, &s.verify), 204_600);
-        let bound =
-            lone_break_even_price(PPM_ONE, 1_000_000_000, &s.auction, &s.slashing, &s.verify);
-        // 300 GPU slash × 0.0882 / 0.9118 = 29.02 GPU per job at the minimum bond.
-        assert_eq!(bound / 10_000, 2_901);
-        let above = Setting {
-            price: bound + 1_000,
-            cost: bound + 1_000,
-            ..defaults()
-        };
-        assert!(
-            expected_gain(CheatKind::LoneWrongResult, &above) > 0,
-            "the bound is tight"
-        );
+    fn cheating_loses_strictly_once_fees_stop_rounding_to_zero() {
+        let e = defaults();
+        let points: Vec<Point> = sweep(&e).into_iter().filter(|p| p.price >= 1_000).collect();
+        for (name, strategy) in STRATEGIES {
+            let (gain, at) = worst(&e, strategy, &points).expect("applies somewhere");
+            assert!(gain < 0, "{name}: {gain} ugpu at {at:?}");
+        }
     }
 
     #[test]
-    fn either_combines_independent_checks() {
-        assert_eq!(either_ppm(0, 0), 0);
-        assert_eq!(either_ppm(PPM_ONE, 0), PPM_ONE);
-        assert_eq!(either_ppm(500_000, 500_000), 750_000);
-        assert_eq!(either_ppm(u32::MAX, 7), PPM_ONE);
+    fn without_the_deterrence_floor_a_valuable_lone_cheat_would_pay() {
+        // The check can fail: with reputation's rate alone, faking a 300 GPU job of a
+        // provider at the minimum bond and the best reputation pays.
+        let e = Economy {
+            auction: AuctionParams {
+                audit_deterrence_ppm: 0,
+                ..AuctionParams::default()
+            },
+            ..defaults()
+        };
+        let pt = Point {
+            price: 300 * GPU,
+            bond: 1_000 * GPU,
+            score: PPM_ONE,
+            k: 1,
+            open_leases: 1,
+        };
+        assert!(lone_wrong_result(&e, &pt).unwrap() > 0);
+        assert!(lone_wrong_result(&defaults(), &pt).unwrap() < 0);
     }
 }
