@@ -17,14 +17,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gpuchain_auction::{AuctionMsg, LeaseState, Order};
+use gpuchain_auction::{LeaseState, Order};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{
-    amount, blob, digits_input, digits_job, free_port_block, order_leases, provider_cli,
-    routed_order, slash_records, supply, verifier_cli, wait_for, write_provider_config, AgentSpec,
-    BlobHost, ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
+    amount, blob, digits_input, digits_job, free_port_block, order_leases, slash_records, supply,
+    verifier_cli, wait_for, BlobHost, Market, TestNet, VerifierAgent, VerifierSpec,
 };
-use gpuchain_tx::Msg;
 
 const GPU: u128 = 1_000_000;
 
@@ -69,37 +67,11 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
     let node = net.net.nodes[0].rpc_url.clone();
     let supply_before = supply(&chain).await?;
     let dir = tempfile::tempdir()?;
-    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 2);
-
+    let market = Market::new(&net)?;
     let mut agents = Vec::new();
-    for (i, (name, region, backend, cheat)) in PROVIDERS.iter().enumerate() {
-        let spec = AgentSpec {
-            node: node.clone(),
-            keys_home: net.keys_home(),
-            key: name.to_string(),
-            dir: dir.path().join(name),
-            blob_port: ports + 2 * i as u16,
-            metrics_port: ports + 2 * i as u16 + 1,
-            cpu_price: 100_000,
-            max_jobs: 2,
-            archs: vec!["digits_mlp".into()],
-            bond: 1_000 * GPU,
-        };
-        let config = write_provider_config(&spec, region, backend)?;
-        let out = provider_cli(&[
-            "register",
-            "--config",
-            config.to_str().unwrap(),
-            "--output",
-            "json",
-        ])?;
-        assert!(
-            out.status.success(),
-            "register {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for (name, region, backend, cheat) in PROVIDERS {
         let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
-        agents.push(ProviderAgent::spawn(&config, &extra)?);
+        agents.push(market.provider_on(name, region, backend, &extra)?);
     }
     wait_for("agents to start", 90, || {
         agents
@@ -121,10 +93,8 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
         &pool_spec,
         serde_json::to_string(&digits_job(w.clone(), pool_x))?,
     )?;
-    let (metrics_port, ringer_port) = (
-        ports + 2 * PROVIDERS.len() as u16,
-        ports + 2 * PROVIDERS.len() as u16 + 1,
-    );
+    let ports = free_port_block(2);
+    let (metrics_port, ringer_port) = (ports, ports + 1);
     let challenge = format!(
         r#"[challenge]
 enabled = true
@@ -164,20 +134,11 @@ pool = [{{ spec = "{}", max_price_per_replica = {GPU}, bid_window_blocks = 15, e
     let mut verifier = VerifierAgent::spawn(&vconfig)?;
 
     // Two k = 2 orders from the client.
-    let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
     let mut orders = BTreeMap::new();
     for (i, region) in ["r-pair-a", "r-pair-b"].into_iter().enumerate() {
-        let input = digits_input(32, 10 + i as u32);
-        let x = blob(&input, host.put(&format!("x{i}"), input.clone()));
-        let order = routed_order(digits_job(w.clone(), x), region, 2, GPU);
-        let out = chain
-            .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
-            .await?
-            .ok()?;
-        let id: u64 = out
-            .event_attr("auction.order_posted", "order_id")
-            .unwrap_or("x")
-            .parse()?;
+        let id = market
+            .post_digits_order("client", region, 2, 10 + i as u32)
+            .await?;
         orders.insert(region, id);
     }
     // The ringer order, posted by the ordinary account.
