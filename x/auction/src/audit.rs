@@ -28,10 +28,14 @@ pub fn audit_probability(score: Ppm, params: &AuctionParams) -> Ppm {
         .saturating_sub(Ppm::try_from(cut).unwrap_or(0))
 }
 
+/// The wrong-result slash a bond of `bond` pays (never more than the bond).
+pub fn wrong_result_slash_of(bond: Amount, slashing: &SlashingParams) -> Amount {
+    mul_ppm(bond, slashing.wrong_result_slash_ppm).unwrap_or(bond)
+}
+
 /// The wrong-result slash that stands behind each of a provider's `open_leases`.
 pub fn penalty_per_lease(bond: Amount, open_leases: u64, slashing: &SlashingParams) -> Amount {
-    mul_ppm(bond, slashing.wrong_result_slash_ppm).unwrap_or(Amount::MAX)
-        / u128::from(open_leases.max(1))
+    wrong_result_slash_of(bond, slashing) / u128::from(open_leases.max(1))
 }
 
 /// The least audit probability at which cheating on a result of `price` backed by `penalty`

@@ -20,10 +20,11 @@ use gpuchain_bank::BankRead;
 use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
 use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind, SlashingRead};
 use gpuchain_staking::{StakingRead, StakingWrite};
-use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
+use gpuchain_types::{Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
 use crate::audit::{
     any_of, audit_chance, audit_drawn, audit_fee, penalty_per_lease, verification_charge,
+    wrong_result_slash_of,
 };
 use crate::escrow::{move_funds, pay, refund};
 use crate::{
@@ -130,7 +131,7 @@ pub fn lease_audit_chance(state: &impl StateRead, ctx: &BlockCtx, lease: &Lease)
 /// The wrong-result slash `provider`'s bond would pay now.
 pub fn wrong_result_slash(state: &impl StateRead, provider: &Address) -> Amount {
     let bond = state.provider(provider).map_or(0, |p| p.bonded);
-    mul_ppm(bond, state.slashing_params().wrong_result_slash_ppm).unwrap_or(bond)
+    wrong_result_slash_of(bond, &state.slashing_params())
 }
 
 /// Judges an order's revealed results once none of its leases can still commit or reveal.

@@ -7,7 +7,7 @@
 //! table; the tests below hold CI to it.
 
 use gpuchain_auction::audit::{
-    any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge,
+    any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge, wrong_result_slash_of,
 };
 use gpuchain_auction::escrow::dispute_reserve;
 use gpuchain_auction::AuctionParams;
@@ -66,7 +66,7 @@ impl Economy {
 
     /// The provider's whole wrong-result slash.
     pub fn slash(&self, pt: &Point) -> Amount {
-        mul_ppm(pt.bond, self.slashing.wrong_result_slash_ppm).unwrap()
+        wrong_result_slash_of(pt.bond, &self.slashing)
     }
 
     /// What a paid lease leaves the provider, with the loyalty bonus (the attacker's best
