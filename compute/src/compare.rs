@@ -84,6 +84,25 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     ab / (aa.sqrt() * bb.sqrt())
 }
 
+/// The tolerance between two replicas' results when each is allowed `tol` from the
+/// reference: neither is the reference, so each slack widens. Relative L2 error and
+/// disagreement add up (triangle inequality, union bound): twice the slack. The cosine
+/// slack `1 − cos` grows with the square of the angle, and the angles add: four times.
+pub fn between_replicas(tol: &Tolerance) -> Tolerance {
+    const ONE: u32 = 1_000_000;
+    let widen =
+        |min: u32, factor: u32| ONE.saturating_sub(ONE.saturating_sub(min).saturating_mul(factor));
+    Tolerance {
+        rel_l2_ppm_max: tol.rel_l2_ppm_max.saturating_mul(2),
+        agreement_ppm_min: widen(tol.agreement_ppm_min, 2),
+        cosine_ppm_min: if tol.cosine_ppm_min == 0 {
+            0
+        } else {
+            widen(tol.cosine_ppm_min, 4)
+        },
+    }
+}
+
 /// Compares a candidate result with a reference result of a job of kind `kind`.
 pub fn compare(
     kind: JobKind,
@@ -204,6 +223,54 @@ fn judge(metrics: Metrics, tol: &Tolerance, kind: JobKind) -> Verdict {
 mod tests {
     use super::*;
     use crate::tensor_io::encode_f32;
+
+    #[test]
+    fn two_replicas_may_each_drift_their_full_tolerance() {
+        let tol = Tolerance::default_for(JobKind::Embeddings);
+        let wide = between_replicas(&tol);
+        assert_eq!(wide.rel_l2_ppm_max, 2 * tol.rel_l2_ppm_max);
+        assert_eq!(
+            1_000_000 - wide.cosine_ppm_min,
+            4 * (1_000_000 - tol.cosine_ppm_min)
+        );
+        let logits = between_replicas(&Tolerance::default_for(JobKind::Logits));
+        assert_eq!(logits.agreement_ppm_min, 980_000);
+        let loose = Tolerance {
+            rel_l2_ppm_max: u32::MAX,
+            agreement_ppm_min: 0,
+            cosine_ppm_min: 1,
+        };
+        let widened = between_replicas(&loose);
+        assert_eq!(
+            (
+                widened.rel_l2_ppm_max,
+                widened.agreement_ppm_min,
+                widened.cosine_ppm_min
+            ),
+            (u32::MAX, 0, 0),
+            "saturates instead of wrapping"
+        );
+        // Two results on either side of the reference, each at its full L2 slack.
+        let reference = [1000.0f32, 0.0];
+        let a = encode_f32(&[1, 2], &[1000.9, 0.0]);
+        let b = encode_f32(&[1, 2], &[999.1, 0.0]);
+        let r = encode_f32(&[1, 2], &reference);
+        let logits_tol = Tolerance::default_for(JobKind::Logits);
+        assert!(compare(JobKind::Logits, &logits_tol, &a, &r)
+            .unwrap()
+            .accepted());
+        assert!(compare(JobKind::Logits, &logits_tol, &b, &r)
+            .unwrap()
+            .accepted());
+        assert!(!compare(JobKind::Logits, &logits_tol, &a, &b)
+            .unwrap()
+            .accepted());
+        assert!(
+            compare(JobKind::Logits, &between_replicas(&logits_tol), &a, &b)
+                .unwrap()
+                .accepted()
+        );
+    }
 
     #[test]
     fn drift_is_accepted_and_wrong_answers_are_not() {

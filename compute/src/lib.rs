@@ -28,6 +28,6 @@ pub mod tensor_io;
 pub mod train;
 
 pub use backend::Backend;
-pub use compare::{compare, Metrics, Verdict};
+pub use compare::{between_replicas, compare, Metrics, Verdict};
 pub use error::{Error, Result};
 pub use job::{fetch_job_blobs, run_job, JobOutput};

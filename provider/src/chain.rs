@@ -67,6 +67,13 @@ impl Chain {
             .await
     }
 
+    /// Another provider's registration (its blob server's endpoint).
+    pub(crate) async fn provider_at(&self, address: &Address) -> Result<Option<Provider>> {
+        self.client
+            .get(&gpuchain_staking::state_key::provider(address))
+            .await
+    }
+
     pub(crate) async fn balance(&self) -> Result<Amount> {
         self.client.balance(&self.address).await
     }

@@ -123,6 +123,9 @@ pub(crate) struct LeaseRecord {
     /// Height at which the agent appealed a faulty verdict on this lease.
     #[serde(default)]
     pub(crate) appealed_height: Option<u64>,
+    /// Height at which the agent stated its comparison of the other replicas' outputs.
+    #[serde(default)]
+    pub(crate) compared_height: Option<u64>,
 }
 
 /// Running totals, exported as metrics.

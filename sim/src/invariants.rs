@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpuchain_auction::{escrow, AuctionRead, OrderState};
+use gpuchain_auction::{escrow, AuctionRead, LeaseState, OrderState};
 use gpuchain_bank::BankRead;
 use gpuchain_reputation::ReputationRead;
 use gpuchain_slashing::SlashingRead;
@@ -103,8 +103,13 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             )
         })?;
     }
-    // A lease is charged for verification only once judged, never more than its price.
+    // A lease is charged for verification only once judged, never more than its price; a
+    // comparison is kept only while its lease compares.
     for l in &all {
+        ensure(
+            s.comparison(l.id).is_none() || l.state == LeaseState::Comparing,
+            || format!("lease {} keeps a comparison in state {:?}", l.id, l.state),
+        )?;
         let judged = l.result_hash.is_some();
         ensure(l.verification_charge <= l.price, || {
             format!(

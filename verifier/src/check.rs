@@ -4,9 +4,9 @@
 //! hash to the revealed result hash, is faulty; numeric drift within tolerance is honest.
 //! Training results go to [`crate::training`].
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use gpuchain_compute::blob::{hash_bytes, BlobFetcher, FetchPolicy};
+use gpuchain_compute::blob::{fetch_output, BlobFetcher, OutputLimits};
 use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend, Verdict};
 use gpuchain_jobspec::JobSpec;
 use gpuchain_verify::VerdictKind;
@@ -43,64 +43,8 @@ pub(crate) struct Finding {
     pub(crate) training: bool,
 }
 
-/// Limits of the checker.
-#[derive(Clone, Debug)]
-pub(crate) struct Limits {
-    pub(crate) fetch_timeout: Duration,
-    pub(crate) max_output_bytes: u64,
-    /// Which hosts may be fetched from: provider endpoints are chosen by providers.
-    pub(crate) policy: FetchPolicy,
-}
-
-/// Fetches `<endpoint>/blob/<hex>` and checks its blake3; `Err` says why it is unusable.
-pub(crate) async fn fetch_output(
-    http: &reqwest::Client,
-    endpoint: &str,
-    hash: &[u8; 32],
-    limits: &Limits,
-) -> Result<Vec<u8>, String> {
-    let url = format!(
-        "{}/blob/{}",
-        endpoint.trim_end_matches('/'),
-        hex::encode(hash)
-    );
-    if let Some(why) = limits.policy.refuse(&url) {
-        return Err(format!("GET {url}: refused: {why}"));
-    }
-    let get = async {
-        let mut resp = http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        if !resp.status().is_success() {
-            return Err(format!("GET {url}: status {}", resp.status()));
-        }
-        let too_big = || format!("GET {url}: larger than {} bytes", limits.max_output_bytes);
-        if resp.content_length().unwrap_or(0) > limits.max_output_bytes {
-            return Err(too_big());
-        }
-        // The declared length may be absent or false: count what actually arrives.
-        let mut bytes = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("GET {url}: {e}"))? {
-            if bytes.len() as u64 + chunk.len() as u64 > limits.max_output_bytes {
-                return Err(too_big());
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
-    };
-    let bytes = tokio::time::timeout(limits.fetch_timeout, get)
-        .await
-        .map_err(|_| format!("GET {url}: timed out"))??;
-    if hash_bytes(&bytes).0 != *hash {
-        return Err(format!(
-            "output served at {url} hashes to {}, not the revealed result",
-            hex::encode(hash_bytes(&bytes).0)
-        ));
-    }
-    Ok(bytes)
-}
+/// Limits of the checker: output fetches from provider-chosen endpoints.
+pub(crate) type Limits = OutputLimits;
 
 /// Fetches every blob of the job into the store; `Err` means the job cannot be checked
 /// (not the provider's fault).

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use gpuchain_auction::{
-    AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder,
-    MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards, Requirements, TooFewBids,
+    AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgCompareReplicas,
+    MsgPostOrder, MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards, Requirements, TooFewBids,
 };
 use gpuchain_jobspec::JobSpec;
 use gpuchain_tx::Msg;
@@ -77,6 +77,18 @@ pub(crate) enum AuctionTx {
         from: String,
         /// Lease id.
         lease_id: u64,
+    },
+    /// State whether the other replicas of a `comparing` lease's order match your output
+    /// within the job's tolerance (`--consistent` yes; without it, no: the order is
+    /// disputed).
+    CompareReplicas {
+        /// Provider key.
+        from: String,
+        /// Lease id.
+        lease_id: u64,
+        /// Every other output is within tolerance of yours.
+        #[arg(long)]
+        consistent: bool,
     },
     /// Withdraw accrued validator rewards.
     WithdrawRewards {
@@ -242,6 +254,17 @@ pub(crate) fn auction_msg(
             from,
             msg(AuctionMsg::ReleaseLease(MsgReleaseLease {
                 lease_id: *lease_id,
+            })),
+        ),
+        AuctionTx::CompareReplicas {
+            from,
+            lease_id,
+            consistent,
+        } => (
+            from,
+            msg(AuctionMsg::CompareReplicas(MsgCompareReplicas {
+                lease_id: *lease_id,
+                consistent: *consistent,
             })),
         ),
         AuctionTx::WithdrawRewards { from } => (

@@ -81,6 +81,7 @@ AUCTION_MSG = enum(
     ("RevealResult", struct(("lease_id", "u64"), ("result_hash", HASH), ("salt", HASH))),
     ("WithdrawRewards", struct()),
     ("ReleaseLease", struct(("lease_id", "u64"))),
+    ("CompareReplicas", struct(("lease_id", "u64"), ("consistent", "bool"))),
 )
 
 VERDICT_KIND = enum("Honest", "Faulty")

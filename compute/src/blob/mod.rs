@@ -5,11 +5,13 @@
 //! never handed to a model.
 
 mod fetch;
+mod output;
 mod policy;
 mod server;
 mod store;
 
 pub use fetch::{BlobFetcher, Progress};
+pub use output::{fetch_output, OutputLimits};
 pub use policy::{is_public, FetchPolicy};
 pub use server::{serve, BlobServer, DEFAULT_MAX_UPLOAD_BYTES};
 pub use store::{hash_bytes, BlobStore};

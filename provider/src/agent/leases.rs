@@ -17,7 +17,7 @@ use crate::dishonest::{random_bytes, Dishonest};
 use crate::state::{BidStatus, LeaseRecord, Stage};
 
 /// Most failed transactions for one lease step before the agent stops retrying it.
-const MAX_TX_FAILURES: u32 = 3;
+pub(super) const MAX_TX_FAILURES: u32 = 3;
 
 fn hex32(text: Option<&str>) -> Option<[u8; 32]> {
     hex::decode(text?).ok()?.try_into().ok()
@@ -45,6 +45,7 @@ fn record(lease: &Lease) -> LeaseRecord {
         revealed_height: 0,
         paid_height: 0,
         appealed_height: None,
+        compared_height: None,
     }
 }
 
@@ -170,6 +171,10 @@ impl Agent {
                     rec.stage = Stage::Committed;
                 }
                 self.maybe_reveal(&lease).await?;
+            }
+            LeaseState::Comparing => {
+                rec.stage = Stage::Revealed;
+                self.compare_replicas(&lease).await?;
             }
             LeaseState::Revealed
             | LeaseState::Accepted

@@ -7,6 +7,7 @@
 
 mod appeal;
 mod bidding;
+mod compare;
 mod execute;
 mod leases;
 mod startup;

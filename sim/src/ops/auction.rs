@@ -3,8 +3,8 @@
 
 use gpuchain_auction::{
     commitment, AuctionMsg, AuctionRead, ClassRequirement, Lease, LeaseState, MsgBid,
-    MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgRevealResult, MsgWithdrawRewards, Order,
-    OrderState, Requirements, TooFewBids,
+    MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgPostOrder, MsgRevealResult,
+    MsgWithdrawRewards, Order, OrderState, Requirements, TooFewBids,
 };
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_staking::StakingRead;
@@ -239,6 +239,22 @@ fn wrong_result(order_id: u64, provider: &Address) -> [u8; 32] {
     *blake3::hash(&[b"wrong".as_slice(), &order_id.to_be_bytes(), &provider.0].concat()).as_bytes()
 }
 
+/// An honest result computed on another backend: different bytes, within tolerance of the
+/// right one. Honest providers with an odd first address byte compute it.
+pub(super) fn drifted_result(right: &[u8; 32]) -> [u8; 32] {
+    *blake3::hash(&[b"drift".as_slice(), right].concat()).as_bytes()
+}
+
+/// Whether `result` is an honest answer to the order (exact or drifted).
+pub(super) fn is_honest_result(g: &Gen<'_>, order_id: u64, result: &[u8; 32]) -> bool {
+    let right = right_result(g, order_id);
+    *result == right || *result == drifted_result(&right)
+}
+
+fn drifts(provider: &Address) -> bool {
+    provider.0[0] % 2 == 1
+}
+
 /// The colluders' result: wrong, and the same for every colluder on the order.
 fn colluded_result(order_id: u64) -> [u8; 32] {
     *blake3::hash(&[b"collude".as_slice(), &order_id.to_be_bytes()].concat()).as_bytes()
@@ -266,6 +282,9 @@ fn salt(lease: &Lease) -> [u8; 32] {
 
 fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, kind: Committed) -> Vec<u8> {
     let result = match kind {
+        Committed::Right if drifts(&lease.provider) => {
+            drifted_result(&right_result(g, lease.order_id))
+        }
         Committed::Right => right_result(g, lease.order_id),
         Committed::Wrong => wrong_result(lease.order_id, &lease.provider),
         Committed::Colluded => colluded_result(lease.order_id),
@@ -280,9 +299,12 @@ fn commit_tx(g: &mut Gen<'_>, who: usize, lease: &Lease, kind: Committed) -> Vec
 /// The result a lease committed to (right or wrong), found by recomputing the commitment.
 fn committed_result(g: &Gen<'_>, lease: &Lease) -> [u8; 32] {
     let right = right_result(g, lease.order_id);
+    let drifted = drifted_result(&right);
     let colluded = colluded_result(lease.order_id);
     if lease.commitment == Some(commitment(&right, &lease.provider, &salt(lease))) {
         right
+    } else if lease.commitment == Some(commitment(&drifted, &lease.provider, &salt(lease))) {
+        drifted
     } else if lease.commitment == Some(commitment(&colluded, &lease.provider, &salt(lease))) {
         colluded
     } else {
@@ -340,6 +362,32 @@ pub(super) fn reveal(g: &mut Gen<'_>) -> Planned {
     Planned::Txs(vec![reveal_tx(g, who, &lease, s)])
 }
 
+/// The provider of a `Comparing` lease states whether the other replicas match: an honest
+/// one truthfully (honest results match, drifted or not), a cheat always "yes".
+pub(super) fn compare_replicas(g: &mut Gen<'_>) -> Planned {
+    let Some((who, lease)) = lease_in(g, LeaseState::Comparing) else {
+        return Planned::NoOp;
+    };
+    Planned::Txs(vec![compare_tx(g, who, &lease)])
+}
+
+fn compare_tx(g: &mut Gen<'_>, who: usize, lease: &Lease) -> Vec<u8> {
+    let consistent = match g.profile(who) {
+        Profile::Liar | Profile::Colluder => true,
+        Profile::Honest | Profile::Lazy | Profile::Silent => g
+            .leases()
+            .iter()
+            .filter(|l| l.order_id == lease.order_id && l.state == LeaseState::Comparing)
+            .filter_map(|l| l.result_hash)
+            .all(|h| is_honest_result(g, lease.order_id, &h)),
+    };
+    let msg = AuctionMsg::CompareReplicas(MsgCompareReplicas {
+        lease_id: lease.id,
+        consistent,
+    });
+    g.tx(who, vec![auction(msg)])
+}
+
 /// A provider reveals with the wrong salt.
 pub(super) fn reveal_wrong_salt(g: &mut Gen<'_>) -> Planned {
     let Some((who, lease)) = lease_in(g, LeaseState::Committed) else {
@@ -367,6 +415,11 @@ pub fn drain(g: &mut Gen<'_>) -> Vec<Vec<u8>> {
     for (who, lease) in our_leases(g, LeaseState::Committed) {
         let s = salt(&lease);
         txs.push(reveal_tx(g, who, &lease, s));
+    }
+    for (who, lease) in our_leases(g, LeaseState::Comparing) {
+        if g.state.comparison(lease.id).is_none() {
+            txs.push(compare_tx(g, who, &lease));
+        }
     }
     txs
 }

@@ -232,6 +232,13 @@ pub const OPS: &[OpSpec] = &[
     ),
     op("auction.reveal", 10, Honest, Any, auction::reveal),
     op(
+        "auction.compare_replicas",
+        8,
+        Honest,
+        Any,
+        auction::compare_replicas,
+    ),
+    op(
         "auction.reveal_wrong_salt",
         2,
         Fault,

@@ -11,7 +11,7 @@ use gpuchain_verify::{
     MsgUnbondVerifier, VerdictKind, VerifyMsg, VerifyRead,
 };
 
-use super::auction::right_result;
+use super::auction::{is_honest_result, right_result};
 use super::{Gen, Planned};
 use crate::actors::{Profile, GPU};
 
@@ -79,10 +79,10 @@ fn awaiting(g: &Gen<'_>) -> Vec<(usize, Case)> {
         .collect()
 }
 
-/// The truth about a lease: `faulty` iff its revealed result is not the right one.
+/// The truth about a lease: `faulty` iff its revealed result is not an honest one.
 fn truth(g: &Gen<'_>, lease: Option<Lease>, order_id: u64) -> VerdictKind {
     match lease.and_then(|l| l.result_hash) {
-        Some(h) if h == right_result(g, order_id) => VerdictKind::Honest,
+        Some(h) if is_honest_result(g, order_id, &h) => VerdictKind::Honest,
         _ => VerdictKind::Faulty,
     }
 }

@@ -4,7 +4,7 @@
 //! reveal once every lease of the order has been judged (before an accepted lease is paid).
 
 use anyhow::Result;
-use gpuchain_auction::{AuctionMsg, LeaseState, OrderState};
+use gpuchain_auction::{AuctionMsg, OrderState};
 use gpuchain_compute::fetch_job_blobs;
 use gpuchain_tx::Msg;
 use gpuchain_verify::{challenge_commitment, MsgCommitChallenge, MsgRevealChallenge, VerifyMsg};
@@ -256,12 +256,7 @@ impl Agent {
             return Ok(());
         }
         let leases = self.chain.leases_of_order(order_id).await?;
-        let unjudged = leases.iter().any(|l| {
-            matches!(
-                l.state,
-                LeaseState::Open | LeaseState::Committed | LeaseState::Revealed
-            )
-        });
+        let unjudged = leases.iter().any(|l| l.state.is_unjudged());
         if leases.is_empty() || unjudged {
             return Ok(());
         }

@@ -1,6 +1,6 @@
 //! End of block, in this order: clear the orders whose bid window ends at this height, close
 //! the reveal windows that end here (missed leases are slashed and refunded, the rest
-//! judged), fire lease timers (payouts after the challenge window, verdict fallbacks), then
+//! judged), fire lease timers (payouts after the challenge window, closed comparisons, verdict fallbacks), then
 //! split the fee pool. Queues are keyed by height, so a skipped height is caught up.
 
 use gpuchain_staking::StakingWrite;
@@ -8,7 +8,7 @@ use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{dispute_reserve, move_funds, refund};
-use crate::judge::{audit_fallback, finish, judge_order};
+use crate::judge::{audit_fallback, close_comparison, finish, judge_order};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,
@@ -193,6 +193,9 @@ fn fire_timer(
             if due(lease.verdict_deadline_height) =>
         {
             audit_fallback(state, ctx, &mut lease)
+        }
+        LeaseState::Comparing if due(lease.verdict_deadline_height) => {
+            close_comparison(state, ctx, lease.order_id)
         }
         LeaseState::Disputed if due(lease.verdict_deadline_height) => {
             finish(state, ctx, &mut lease, LeaseState::Refunded, None)

@@ -156,6 +156,9 @@ pub enum AuctionError {
     /// Nothing to withdraw.
     #[error("{0} has no rewards to withdraw")]
     NoRewards(Address),
+    /// A second comparison for the same lease.
+    #[error("lease {0} already stated its comparison")]
+    AlreadyCompared(u64),
     /// A verdict for a lease that is not waiting for one.
     #[error("lease {0} is not waiting for a verdict")]
     VerdictNotPending(u64),
@@ -217,6 +220,7 @@ impl ModuleError for AuctionError {
             AuctionError::Slashing(_) => 32,
             AuctionError::Reputation(_) => 33,
             AuctionError::ReleaseTooLate { .. } => 34,
+            AuctionError::AlreadyCompared(_) => 35,
         }
     }
 }

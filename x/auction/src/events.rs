@@ -198,6 +198,20 @@ typed_event!(
 );
 
 typed_event!(
+    /// The provider of a `Comparing` lease stated whether the order's other outputs match its own.
+    ReplicasComparedEvent = "verify.replicas_compared" {
+        /// Lease.
+        lease_id: u64,
+        /// Order.
+        order_id: u64,
+        /// Provider.
+        provider: Address,
+        /// What it stated.
+        consistent: bool,
+    }
+);
+
+typed_event!(
     /// A lone result was sampled for audit.
     AuditSampledEvent = "verify.audit_sampled" {
         /// Lease.

@@ -1,20 +1,24 @@
-//! Verification, first part: result commit-reveal, acceptance, disputes and audit sampling.
+//! Verification, first part: result commit-reveal, comparison, acceptance, disputes and
+//! audit sampling.
 //!
 //! A provider commits `blake3(result_hash ‖ provider address (20 bytes) ‖ salt)` by the
 //! lease deadline and reveals after every replica has committed or the deadline has passed,
 //! within `reveal_window_blocks`. When no replica of the order is left to reveal, the revealed
-//! results are judged. Any disagreement puts every revealed lease in `Disputed`, whose
-//! verification the client's dispute reserve pays. Otherwise (one result, or several equal ones) each lease is drawn
-//! for audit with its own probability [`audit_chance`] (reputation's rate raised to the
-//! deterrence floor) as `u64::from_be_bytes(first 8 bytes of BlockCtx::draw("verify/audit",
-//! lease id (8 bytes big-endian) ‖ commitment)) mod 10^6 < p`, and charged `⌈p × fee⌉`; if
-//! any lease is drawn, every one of them waits in `AuditPending` (agreeing replicas stand or
-//! fall together), else all are accepted. The draw uses the hash of the block in which the
-//! result is judged, which the provider does not know when it sends its reveal.
-//! [`apply_verdict`] is the hook for the verifier module: it settles `AuditPending`,
-//! `Disputed` and (within the challenge window) `Accepted` leases. Without a verdict by
-//! `verdict_window_blocks`, an audit falls back to acceptance and a dispute to a refund
-//! without any slash.
+//! results are judged. Replicas that revealed different bytes go to `Comparing`: each
+//! provider fetches the others' outputs and states whether they are within the job's
+//! tolerance of its own (`CompareReplicas`, within `compare_window_blocks`). A "no", or
+//! silence, puts every compared lease in `Disputed`, whose verification the client's dispute
+//! reserve pays. Results that agree (one result, equal ones, or ones every provider found
+//! within tolerance) are each drawn for audit with their own probability [`audit_chance`]
+//! (reputation's rate raised to the deterrence floor) as `u64::from_be_bytes(first 8 bytes
+//! of BlockCtx::draw("verify/audit", lease id (8 bytes big-endian) ‖ commitment)) mod 10^6
+//! < p`; if any lease is drawn, one lease per distinct result waits in `AuditPending` and the
+//! others follow the one with their bytes, else all are accepted. The draw uses the hash of
+//! the block in which the results are judged, which no provider knows when it reveals or
+//! compares. [`apply_verdict`] is the hook for the verifier module: it settles
+//! `AuditPending`, `Disputed`, their followers and (within the challenge window) `Accepted`
+//! leases. Without a verdict by `verdict_window_blocks`, an audit falls back to acceptance
+//! and a dispute to a refund without any slash.
 
 use gpuchain_bank::BankRead;
 use gpuchain_reputation::{Outcome, ReputationRead, ReputationWrite};
@@ -30,6 +34,7 @@ use crate::escrow::{move_funds, pay, refund};
 use crate::{
     module_account, state_key, AuctionError, AuctionRead, AuctionWrite, AuditSampledEvent, Lease,
     LeaseState, LeaseStateEvent, Order, OrderSettledEvent, OrderState, RefundEvent,
+    ReplicasComparedEvent,
 };
 
 /// A verifier's finding about a lease's result.
@@ -135,6 +140,8 @@ pub fn wrong_result_slash(state: &impl StateRead, provider: &Address) -> Amount 
 }
 
 /// Judges an order's revealed results once none of its leases can still commit or reveal.
+/// Equal results are judged as agreeing; different bytes first go to the providers'
+/// comparison.
 pub(crate) fn judge_order(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -151,58 +158,179 @@ pub(crate) fn judge_order(
         .into_iter()
         .filter(|l| l.state == LeaseState::Revealed)
         .collect();
-    let params = state.auction_params();
     let first = revealed.first().and_then(|l| l.result_hash);
-    if revealed.iter().any(|l| l.result_hash != first) {
-        // Every disputed lease is verified: the client's dispute reserve pays for it, and
-        // whatever it cannot cover is charged to the lease.
-        let mut order = state
-            .order(order_id)
-            .ok_or(AuctionError::UnknownOrder(order_id))?;
-        let mut spent: Amount = 0;
-        for lease in &mut revealed {
-            let fee = audit_fee(lease.price, &params);
-            let covered = fee.min(order.dispute_reserve.saturating_sub(spent));
-            spent = spent.checked_add(covered).ok_or(AuctionError::Overflow)?;
-            lease.verification_charge = fee - covered;
-            await_verdict(state, ctx, lease, LeaseState::Disputed)?;
-        }
-        spend_reserve(state, &mut order, spent)?;
-        state.put_order(&order);
-        return Ok(());
+    if revealed.iter().all(|l| l.result_hash == first) {
+        return judge_agreeing(state, ctx, order_id, revealed);
     }
-    let chances: Vec<Ppm> = revealed
+    // Honest replicas on different backends differ in the last bits: each provider, who has
+    // its own output, compares the others' under the job's tolerance before anyone pays for
+    // a re-execution.
+    let window = state.auction_params().compare_window_blocks;
+    let at = ctx
+        .height
+        .checked_add(window)
+        .ok_or(AuctionError::Overflow)?;
+    for lease in &mut revealed {
+        lease.verdict_deadline_height = Some(at);
+        state.enqueue(state_key::lease_timer(at, lease.id));
+        set_state(state, lease, LeaseState::Comparing);
+    }
+    Ok(())
+}
+
+/// Records what the provider of a `Comparing` lease stated. A "no" disputes the order at
+/// once; the last "yes" judges the results as agreeing.
+pub(crate) fn record_comparison(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &Lease,
+    consistent: bool,
+) -> Result<(), AuctionError> {
+    state.put_comparison(lease.id, Some(consistent));
+    state.emit(
+        ReplicasComparedEvent {
+            lease_id: lease.id,
+            order_id: lease.order_id,
+            provider: lease.provider,
+            consistent,
+        }
+        .into(),
+    );
+    let comparing = comparing_leases(state, lease.order_id);
+    if !consistent {
+        return dispute(state, ctx, lease.order_id, comparing);
+    }
+    if comparing
+        .iter()
+        .all(|l| state.comparison(l.id) == Some(true))
+    {
+        forget_comparisons(state, &comparing);
+        return judge_agreeing(state, ctx, lease.order_id, comparing);
+    }
+    Ok(())
+}
+
+/// The comparison window of `order_id` closed with a statement missing: the order is
+/// disputed.
+pub(crate) fn close_comparison(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    order_id: u64,
+) -> Result<(), AuctionError> {
+    let comparing = comparing_leases(state, order_id);
+    dispute(state, ctx, order_id, comparing)
+}
+
+fn comparing_leases(state: &impl StateRead, order_id: u64) -> Vec<Lease> {
+    state
+        .leases_of_order(order_id)
+        .into_iter()
+        .filter(|l| l.state == LeaseState::Comparing)
+        .collect()
+}
+
+fn forget_comparisons(state: &mut impl StateWrite, leases: &[Lease]) {
+    for lease in leases {
+        state.put_comparison(lease.id, None);
+    }
+}
+
+/// Every lease of a real disagreement is verified: the client's dispute reserve pays for
+/// it, and whatever the reserve cannot cover is charged to the lease.
+fn dispute(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    order_id: u64,
+    mut leases: Vec<Lease>,
+) -> Result<(), AuctionError> {
+    forget_comparisons(state, &leases);
+    let params = state.auction_params();
+    let mut order = state
+        .order(order_id)
+        .ok_or(AuctionError::UnknownOrder(order_id))?;
+    let mut spent: Amount = 0;
+    for lease in &mut leases {
+        let fee = audit_fee(lease.price, &params);
+        let covered = fee.min(order.dispute_reserve.saturating_sub(spent));
+        spent = spent.checked_add(covered).ok_or(AuctionError::Overflow)?;
+        lease.verification_charge = fee - covered;
+        await_verdict(state, ctx, lease, LeaseState::Disputed)?;
+    }
+    spend_reserve(state, &mut order, spent)?;
+    state.put_order(&order);
+    Ok(())
+}
+
+/// Judges results that agree: byte-equal, or found within tolerance of each other by every
+/// provider. Each lease is drawn with its own audit chance; if any is drawn, the first lease
+/// of each distinct result waits for a verdict (`AuditPending`) and the rest follow the one
+/// with their bytes (`AuditFollowing`), so equal results stand or fall together and a
+/// result that only looked close is re-run on its own. Each lease is charged its share of
+/// the fees at that chance.
+fn judge_agreeing(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    order_id: u64,
+    mut leases: Vec<Lease>,
+) -> Result<(), AuctionError> {
+    let params = state.auction_params();
+    let chances: Vec<Ppm> = leases
         .iter()
         .map(|lease| lease_audit_chance(state, ctx, lease))
         .collect();
-    // The results are audited when any lease is drawn, by one re-run of the first drawn: each
-    // lease is charged its share of one fee at that chance.
     let group = any_of(&chances);
-    let members = u128::try_from(revealed.len()).map_err(|_| AuctionError::Overflow)?;
-    for lease in &mut revealed {
-        lease.verification_charge =
-            verification_charge(lease.price, group, &params).div_ceil(members);
+    let members = u128::try_from(leases.len()).map_err(|_| AuctionError::Overflow)?;
+    let mut hashes: Vec<Option<[u8; 32]>> = leases.iter().map(|l| l.result_hash).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    let distinct = u128::try_from(hashes.len()).map_err(|_| AuctionError::Overflow)?;
+    for lease in &mut leases {
+        lease.verification_charge = verification_charge(lease.price, group, &params)
+            .checked_mul(distinct)
+            .ok_or(AuctionError::Overflow)?
+            .div_ceil(members);
     }
-    let drawn = revealed
+    let drawn = leases
         .iter()
         .zip(&chances)
         .position(|(lease, p)| audit_drawn(ctx, lease, *p));
-    for (i, (lease, p)) in revealed.iter_mut().zip(chances).enumerate() {
-        match drawn {
-            Some(d) if d == i => {
-                state.emit(
-                    AuditSampledEvent {
-                        lease_id: lease.id,
-                        order_id,
-                        provider: lease.provider,
-                        probability_ppm: p,
-                    }
-                    .into(),
-                );
-                await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
+    let Some(drawn) = drawn else {
+        for lease in &mut leases {
+            accept(state, ctx, lease)?;
+        }
+        return Ok(());
+    };
+    // The drawn lease is re-run for its result; each other result by its first lease.
+    let mut audited: Vec<Option<[u8; 32]>> = leases
+        .get(drawn)
+        .map(|l| l.result_hash)
+        .into_iter()
+        .collect();
+    let representative: Vec<bool> = leases
+        .iter()
+        .enumerate()
+        .map(|(i, lease)| {
+            let first = i == drawn || !audited.contains(&lease.result_hash);
+            if first && i != drawn {
+                audited.push(lease.result_hash);
             }
-            Some(_) => set_state(state, lease, LeaseState::AuditFollowing),
-            None => accept(state, ctx, lease)?,
+            first
+        })
+        .collect();
+    for ((lease, p), first) in leases.iter_mut().zip(chances).zip(representative) {
+        if first {
+            state.emit(
+                AuditSampledEvent {
+                    lease_id: lease.id,
+                    order_id,
+                    provider: lease.provider,
+                    probability_ppm: p,
+                }
+                .into(),
+            );
+            await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
+        } else {
+            set_state(state, lease, LeaseState::AuditFollowing);
         }
     }
     Ok(())

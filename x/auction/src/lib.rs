@@ -41,8 +41,8 @@ pub use events::*;
 pub use genesis::AuctionGenesis;
 pub use judge::{apply_verdict, commitment, hold_lease, Verdict};
 pub use msgs::{
-    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgPostOrder, MsgReleaseLease,
-    MsgRevealResult, MsgWithdrawRewards,
+    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgPostOrder,
+    MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards,
 };
 pub use params::{AuctionParams, MAX_REPLICAS};
 pub use view::{AuctionRead, AuctionWrite};
@@ -248,6 +248,11 @@ pub enum LeaseState {
     /// Variant 11: agrees with a replica of its order that was sampled for audit; takes
     /// that replica's verdict (one re-run settles every equal result).
     AuditFollowing,
+    /// Variant 12: revealed, and its order's replicas revealed different bytes; waits for
+    /// each replica's provider to say whether the other outputs match its own within the
+    /// job's tolerance (`CompareReplicas`). All say yes: the results are judged as agreeing;
+    /// any says no, or is silent past `verdict_deadline_height`: the order is disputed.
+    Comparing,
 }
 
 impl LeaseState {
@@ -275,6 +280,14 @@ impl LeaseState {
             || matches!(self, LeaseState::Accepted | LeaseState::AuditFollowing)
     }
 
+    /// Whether its order's results are not judged yet (a ringer cannot be revealed on it).
+    pub fn is_unjudged(&self) -> bool {
+        matches!(
+            self,
+            LeaseState::Open | LeaseState::Committed | LeaseState::Revealed | LeaseState::Comparing
+        )
+    }
+
     /// A short name for events and queries.
     pub fn name(&self) -> &'static str {
         match self {
@@ -290,6 +303,7 @@ impl LeaseState {
             LeaseState::Missed => "missed",
             LeaseState::Refunded => "refunded",
             LeaseState::Released => "released",
+            LeaseState::Comparing => "comparing",
         }
     }
 }
@@ -319,7 +333,8 @@ pub struct Lease {
     pub result_hash: Option<[u8; 32]>,
     /// When accepted: the height its payment is released.
     pub payout_height: Option<u64>,
-    /// When waiting for a verdict: the last height one is taken.
+    /// When waiting for a verdict: the last height one is taken; when comparing: the last
+    /// height a comparison is taken.
     pub verdict_deadline_height: Option<u64>,
     /// State.
     pub state: LeaseState,

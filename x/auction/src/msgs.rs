@@ -72,6 +72,18 @@ pub struct MsgReleaseLease {
     pub lease_id: u64,
 }
 
+/// The provider of a `Comparing` lease says whether every other revealed replica of the
+/// order matches its own output within the job's tolerance (fetched from each provider's
+/// blob server by the revealed hash). One statement per lease.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgCompareReplicas {
+    /// The signer's lease.
+    pub lease_id: u64,
+    /// `true`: all the other outputs are within tolerance of the signer's; `false`: at
+    /// least one is not, or could not be fetched.
+    pub consistent: bool,
+}
+
 /// Withdraws the signer's accrued validator rewards.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct MsgWithdrawRewards {}
@@ -96,6 +108,8 @@ pub enum AuctionMsg {
     WithdrawRewards(MsgWithdrawRewards),
     /// Variant 6.
     ReleaseLease(MsgReleaseLease),
+    /// Variant 7.
+    CompareReplicas(MsgCompareReplicas),
 }
 
 impl AuctionMsg {
@@ -109,6 +123,7 @@ impl AuctionMsg {
             AuctionMsg::RevealResult(_) => "auction.reveal_result",
             AuctionMsg::WithdrawRewards(_) => "auction.withdraw_rewards",
             AuctionMsg::ReleaseLease(_) => "auction.release_lease",
+            AuctionMsg::CompareReplicas(_) => "auction.compare_replicas",
         }
     }
 }

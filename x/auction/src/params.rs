@@ -29,6 +29,9 @@ pub struct AuctionParams {
     pub reveal_window_blocks: u64,
     /// Blocks between acceptance and payment, in which a verdict may still fault a result.
     pub challenge_window_blocks: u64,
+    /// Blocks the providers of replicas that revealed different bytes have to compare each
+    /// other's outputs under the job's tolerance; silence past it disputes the order.
+    pub compare_window_blocks: u64,
     /// Blocks a disputed or audited result waits for a verdict before the fallback (audit:
     /// accepted; dispute: refunded without slashing).
     pub verdict_window_blocks: u64,
@@ -71,6 +74,7 @@ impl Default for AuctionParams {
             take_rate_ppm: 100_000,
             reveal_window_blocks: 20,
             challenge_window_blocks: 20,
+            compare_window_blocks: 30,
             verdict_window_blocks: 100,
             audit_min_ppm: 60_000,
             audit_max_ppm: 300_000,
@@ -100,8 +104,11 @@ impl AuctionParams {
         {
             return bad("max_price_per_replica_limit must be 1..=10^24");
         }
-        if self.reveal_window_blocks == 0 || self.verdict_window_blocks == 0 {
-            return bad("reveal and verdict windows must be positive");
+        if self.reveal_window_blocks == 0
+            || self.verdict_window_blocks == 0
+            || self.compare_window_blocks == 0
+        {
+            return bad("reveal, compare and verdict windows must be positive");
         }
         let ppms = [
             self.verification_fee_ppm,

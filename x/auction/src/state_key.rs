@@ -117,6 +117,12 @@ pub fn lease_timers_prefix() -> &'static str {
     "auction/lease_timers/"
 }
 
+/// What the provider of a `Comparing` lease stated (`MsgCompareReplicas`): borsh `bool`.
+/// Deleted when the order's comparison closes.
+pub fn comparison(lease_id: u64) -> String {
+    format!("auction/comparisons/{lease_id:020}")
+}
+
 /// Index of the leases waiting for a verdict (`AuditPending` or `Disputed`), for the
 /// verification module's assignment: borsh `()`.
 pub fn verdict_pending(lease_id: u64) -> String {

@@ -98,6 +98,7 @@ pub fn test_params() -> AuctionParams {
         reveal_window_blocks: 3,
         challenge_window_blocks: 4,
         verdict_window_blocks: 6,
+        compare_window_blocks: 3,
         ..AuctionParams::default()
     }
 }

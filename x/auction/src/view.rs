@@ -99,6 +99,11 @@ pub trait AuctionRead: StateRead {
             .collect()
     }
 
+    /// What the provider of a `Comparing` lease stated, if it did.
+    fn comparison(&self, lease_id: u64) -> Option<bool> {
+        self.get(&state_key::comparison(lease_id))
+    }
+
     /// A validator's accrued, unwithdrawn rewards.
     fn reward(&self, validator: &Address) -> Amount {
         self.get(&state_key::reward(validator)).unwrap_or(0)
@@ -175,6 +180,15 @@ pub trait AuctionWrite: StateWrite {
         self.put(state_key::lease(lease.id), lease);
         self.put(state_key::lease_by_order(lease.order_id, lease.id), &());
         self.put(state_key::lease_by_provider(&lease.provider, lease.id), &());
+    }
+
+    /// Records a `Comparing` lease's comparison; `None` deletes it.
+    fn put_comparison(&mut self, lease_id: u64, consistent: Option<bool>) {
+        let key = state_key::comparison(lease_id);
+        match consistent {
+            Some(c) => self.put(key, &c),
+            None => self.delete(key),
+        }
     }
 
     /// Adds an entry to a height-keyed queue (a `state_key::*_queue` or `lease_timer` key).

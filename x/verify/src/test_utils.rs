@@ -4,8 +4,9 @@
 //! end-block runs the auction then verify; invariants after every block.
 
 use gpuchain_auction::{
-    commitment, AuctionGenesis, AuctionMsg, AuctionParams, AuctionRead, ClassRequirement, MsgBid,
-    MsgCommitResult, MsgPostOrder, MsgRevealResult, Requirements, TooFewBids,
+    commitment, AuctionGenesis, AuctionMsg, AuctionParams, AuctionRead, ClassRequirement,
+    LeaseState, MsgBid, MsgCommitResult, MsgCompareReplicas, MsgPostOrder, MsgRevealResult,
+    Requirements, TooFewBids,
 };
 use gpuchain_bank::{BankGenesis, BankParams, BankRead};
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
@@ -331,6 +332,22 @@ impl Chain {
                     lease_id: lease.id,
                     result_hash: *r,
                     salt: [9; 32],
+                }),
+            );
+        }
+        // Different results are really different: the first provider to compare says so.
+        if let Some(lease) = self
+            .state
+            .leases_of_order(order_id)
+            .into_iter()
+            .find(|l| l.state == LeaseState::Comparing)
+        {
+            self.auction_as(
+                h,
+                lease.provider,
+                AuctionMsg::CompareReplicas(MsgCompareReplicas {
+                    lease_id: lease.id,
+                    consistent: false,
                 }),
             );
         }

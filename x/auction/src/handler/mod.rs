@@ -5,6 +5,7 @@
 mod bid;
 mod cancel_order;
 mod commit_result;
+mod compare_replicas;
 mod post_order;
 mod release_lease;
 mod reveal_result;
@@ -38,9 +39,12 @@ pub fn execute(
         AuctionMsg::RevealResult(m) => reveal_result::execute(state, ctx, signer, m),
         AuctionMsg::WithdrawRewards(_) => withdraw_rewards::execute(state, signer),
         AuctionMsg::ReleaseLease(m) => release_lease::execute(state, ctx, signer, m),
+        AuctionMsg::CompareReplicas(m) => compare_replicas::execute(state, ctx, signer, m),
     }
 }
 
+#[cfg(test)]
+mod compare_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -58,6 +58,25 @@ pub(super) fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
     id
 }
 
+/// `provider` of a `Comparing` lease of `order_id` states its comparison at `h`.
+pub(super) fn compare(
+    chain: &mut Chain,
+    h: u64,
+    order_id: u64,
+    provider: u8,
+    consistent: bool,
+) -> Result<(), AuctionError> {
+    let lease_id = lease_of(chain, order_id, provider);
+    chain.exec(
+        h,
+        provider,
+        AuctionMsg::CompareReplicas(crate::MsgCompareReplicas {
+            lease_id,
+            consistent,
+        }),
+    )
+}
+
 pub(super) fn lease_of(chain: &Chain, order_id: u64, provider: u8) -> u64 {
     chain
         .state
@@ -782,6 +801,7 @@ fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
         let lease = lease_of(&chain, id, p);
         chain.exec(5, p, reveal_msg(p, lease, r)).unwrap();
     }
+    compare(&mut chain, 5, id, 10, false).unwrap();
     let states: Vec<LeaseState> = chain
         .state
         .leases_of_order(id)

@@ -4,7 +4,7 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, commit_msg, lease_of, reveal_msg};
+use super::tests::{cleared, commit_msg, compare, lease_of, reveal_msg};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, module_account, AuctionMsg, AuctionParams, AuctionRead, LeaseState, Verdict,
@@ -131,6 +131,7 @@ fn a_dispute_is_paid_from_the_clients_reserve_and_a_cheat_pays_it_back() {
     );
     let pool = chain.state.balance(&module_account::verification_pool());
     reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
+    compare(&mut chain, 5, id, 10, false).unwrap();
     let (honest, cheat) = (lease_of(&chain, id, 10), lease_of(&chain, id, 11));
     for lease in [honest, cheat] {
         let l = chain.state.lease(lease).unwrap();
@@ -188,6 +189,7 @@ fn a_dispute_with_no_fault_is_paid_for_by_the_clients_reserve() {
     let client_before = chain.balance(1);
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
     reveal(&mut chain, id, &[(10, [1; 32]), (11, [2; 32])]);
+    compare(&mut chain, 5, id, 11, false).unwrap();
     chain.end_block(5);
     let before = (chain.balance(10), chain.balance(11));
     for p in [10, 11] {

@@ -79,12 +79,7 @@ pub(super) fn execute(
         });
     }
     let leases = state.leases_of_order(order.id);
-    let unjudged = leases.iter().any(|l| {
-        matches!(
-            l.state,
-            LeaseState::Open | LeaseState::Committed | LeaseState::Revealed
-        )
-    });
+    let unjudged = leases.iter().any(|l| l.state.is_unjudged());
     if leases.is_empty() || unjudged {
         return Err(VerifyError::OrderNotJudged(order.id));
     }
