@@ -11,6 +11,9 @@
 //!   the order, a wrong-model cheat wins it, its result is accepted (no audit), and the
 //!   verifier's reveal proves the fault: the cheat is faulted and slashed with the verifier
 //!   as prover.
+//! - A second ringer won by an honest CPU agent: its output differs from the canonical
+//!   expected answer in the last bits, so the verifier finds it within tolerance and does
+//!   not reveal (the reveal would fault it); the honest provider is paid and never slashed.
 //!
 //! The supply moves only by the burns the slash records show.
 
@@ -27,12 +30,13 @@ use gpuchain_tests::{
 const GPU: u128 = 1_000_000;
 
 /// (key, region, backend, dishonest kind)
-const PROVIDERS: [(&str, &str, &str, Option<&str>); 5] = [
+const PROVIDERS: [(&str, &str, &str, Option<&str>); 6] = [
     ("pa", "r-pair-a", "cpu", None),
     ("copier", "r-pair-a", "cpu", Some("copy")),
     ("pb", "r-pair-b", "canonical", None),
     ("random2", "r-pair-b", "cpu", Some("random-output")),
     ("wm", "r-ringer", "cpu", Some("wrong-model")),
+    ("hc", "r-ringer-cpu", "cpu", None),
 ];
 
 fn root() -> std::path::PathBuf {
@@ -99,14 +103,17 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
         r#"[challenge]
 enabled = true
 every_blocks = 1
-max_total = 1
-max_open = 1
+max_total = 2
+max_open = 2
 posters = ["poster"]
 blob_listen = "127.0.0.1:{ringer_port}"
 blob_url = "http://127.0.0.1:{ringer_port}"
-pool = [{{ spec = "{}", max_price_per_replica = {GPU}, bid_window_blocks = 15, exec_deadline_blocks = 40, region = "r-ringer", draw_rows = 24 }}]
+pool = [
+  {{ spec = "{spec}", max_price_per_replica = {GPU}, bid_window_blocks = 15, exec_deadline_blocks = 40, region = "r-ringer", draw_rows = 24 }},
+  {{ spec = "{spec}", max_price_per_replica = {GPU}, bid_window_blocks = 15, exec_deadline_blocks = 40, region = "r-ringer-cpu", draw_rows = 24 }},
+]
 "#,
-        pool_spec.display()
+        spec = pool_spec.display()
     );
     let vconfig = VerifierSpec {
         node: node.clone(),
@@ -141,22 +148,24 @@ pool = [{{ spec = "{}", max_price_per_replica = {GPU}, bid_window_blocks = 15, e
             .await?;
         orders.insert(region, id);
     }
-    // The ringer order, posted by the ordinary account.
-    let ringer = wait_for("the ringer order", 60, || {
-        let s = verifier.status().ok()?;
-        s["ringers"][0]["order_id"].as_u64()
-    })
-    .await;
-    let order: Order = chain
-        .get(&gpuchain_auction::state_key::order(ringer))
-        .await?
-        .expect("ringer order");
+    // The ringer orders, posted by the ordinary account.
     let poster = Keystore::open(&net.net.keys_dir)?.show("poster")?.address;
-    assert_eq!(
-        order.client, poster,
-        "the ringer comes from an ordinary account"
-    );
-    orders.insert("r-ringer", ringer);
+    for (i, region) in ["r-ringer", "r-ringer-cpu"].into_iter().enumerate() {
+        let ringer = wait_for("the ringer order", 90, || {
+            let s = verifier.status().ok()?;
+            s["ringers"][i]["order_id"].as_u64()
+        })
+        .await;
+        let order: Order = chain
+            .get(&gpuchain_auction::state_key::order(ringer))
+            .await?
+            .expect("ringer order");
+        assert_eq!(
+            order.client, poster,
+            "the ringer comes from an ordinary account"
+        );
+        orders.insert(region, ringer);
+    }
 
     // Everything settles.
     let deadline = Instant::now() + Duration::from_secs(150);
@@ -210,6 +219,17 @@ pool = [{{ spec = "{}", max_price_per_replica = {GPU}, bid_window_blocks = 15, e
         }
     }
     let status = verifier.status()?;
+    let honest_ringer = wait_for("the honest ringer's outcome", 60, || {
+        let s = verifier.status().ok()?;
+        (s["ringers"][1]["stage"] == "abandoned").then(|| s["ringers"][1].clone())
+    })
+    .await;
+    assert!(
+        honest_ringer["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("another backend")),
+        "not revealed on an honest CPU result: {honest_ringer:#}"
+    );
     let r = &status["ringers"][0];
     assert_eq!(r["stage"], "revealed", "{status:#}");
     assert_eq!(

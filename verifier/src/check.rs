@@ -7,8 +7,9 @@
 use std::time::Instant;
 
 use gpuchain_compute::blob::{fetch_output, BlobFetcher, OutputLimits};
+use gpuchain_compute::llama::check_generation;
 use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend, Verdict};
-use gpuchain_jobspec::JobSpec;
+use gpuchain_jobspec::{InferenceSpec, JobKind, JobSpec};
 use gpuchain_verify::VerdictKind;
 
 /// What to check.
@@ -86,6 +87,11 @@ pub(crate) async fn check(
     if let JobSpec::Training(t) = &job.spec {
         return crate::training::audit(&job, t, &fetcher, &http, &limits).await;
     }
+    if let JobSpec::Inference(spec) = &job.spec {
+        if job.spec.kind() == JobKind::Tokens {
+            return check_generation_result(&job, spec, &fetcher, &http, &limits).await;
+        }
+    }
     let fetch_seconds = fetch_job(&job.spec, &fetcher, &limits).await?;
     let start = Instant::now();
     let fetched = fetch_output(&http, &job.endpoint_url, &job.result_hash, &limits).await;
@@ -112,6 +118,53 @@ pub(crate) async fn check(
         backend: job.backend.name(),
         training: false,
     })
+}
+
+/// A decoder job is checked by teacher forcing on the candidate's own tokens
+/// ([`gpuchain_compute::llama::check_generation`]): one forward pass instead of a generation,
+/// and a near-tie that flipped on another backend is told apart from tokens the model never
+/// picked. `output_hash` is then the hash of the output that was checked (all zeros when it
+/// could not be fetched).
+async fn check_generation_result(
+    job: &Job,
+    spec: &InferenceSpec,
+    fetcher: &BlobFetcher,
+    http: &reqwest::Client,
+    limits: &Limits,
+) -> Result<Finding, String> {
+    let fetch_seconds = fetch_job(&job.spec, fetcher, limits).await?;
+    let start = Instant::now();
+    let fetched = fetch_output(http, &job.endpoint_url, &job.result_hash, limits).await;
+    let fetch_seconds = fetch_seconds + start.elapsed().as_secs_f64();
+    let finding = |verdict, output_hash, detail, fetch_failure, execute_seconds| Finding {
+        verdict,
+        output_hash,
+        detail,
+        fetch_failure,
+        fetch_seconds,
+        execute_seconds,
+        backend: job.backend.name(),
+        training: false,
+    };
+    let candidate = match fetched {
+        Ok(bytes) => bytes,
+        Err(why) => return Ok(finding(VerdictKind::Faulty, [0; 32], why, true, 0.0)),
+    };
+    let start = Instant::now();
+    let (spec, store, backend) = (spec.clone(), fetcher.store().clone(), job.backend);
+    let checked = candidate.clone();
+    let outcome =
+        tokio::task::spawn_blocking(move || check_generation(&spec, &store, backend, &checked))
+            .await
+            .map_err(|e| format!("the check panicked: {e}"))?
+            .map_err(|e| format!("checking the tokens: {e}"))?;
+    Ok(finding(
+        judge(&outcome),
+        job.result_hash,
+        describe(&outcome),
+        false,
+        start.elapsed().as_secs_f64(),
+    ))
 }
 
 /// `honest` when the comparison accepts the candidate.

@@ -2,7 +2,9 @@
 //! (so the order looks like ordinary traffic and its answer is not one a provider has seen),
 //! compute the expected answer on the canonical path, and build the ordinary order the
 //! poster will send. The commitment binds the poster, the expected hash and a salt
-//! ([`gpuchain_verify::challenge_commitment`]).
+//! ([`gpuchain_verify::challenge_commitment`]). The expected output stays in the blob store:
+//! before revealing, a result with other bytes is compared with it under the job's
+//! tolerance, since an honest provider on another backend does not match it bit for bit.
 
 use anyhow::{bail, Context, Result};
 use gpuchain_auction::{MsgPostOrder, Requirements, TooFewBids};
@@ -94,6 +96,8 @@ pub(crate) fn prepare(
     let job = JobSpec::Inference(inner);
     let out = run_job(&job, store, Backend::Canonical)
         .context("running the ringer on the canonical path")?;
+    // Kept for the reveal: a result with other bytes is compared with it under tolerance.
+    store.put(&out.bytes)?;
     Ok(Prepared {
         order: MsgPostOrder {
             job,

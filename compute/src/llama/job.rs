@@ -1,6 +1,6 @@
 //! Decoder generation jobs.
 
-use gpuchain_jobspec::{InferenceSpec, JobKind};
+use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape};
 
 use super::generate::generate;
 use super::model::LlamaConfig;
@@ -9,9 +9,18 @@ use crate::params::Params;
 use crate::tensor_io::{decode, encode_u32, Tensor};
 use crate::{Backend, Error, JobOutput, Result};
 
-/// Runs a generation job (burn backends; the canonical backend runs it on the CPU backend,
-/// since token agreement, not bit equality, is the decoder's tolerance).
-pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
+/// A decoder job's parts, checked: its shape and generation settings, the prompts
+/// (`dims = [n, prompt_len]`) and the weights.
+pub(super) struct Loaded<'a> {
+    pub(super) shape: &'a LlamaShape,
+    pub(super) gen: &'a GenerationSpec,
+    pub(super) dims: Vec<usize>,
+    pub(super) prompts: Vec<u32>,
+    pub(super) params: Params,
+}
+
+/// Reads and checks a decoder job's input and weights.
+pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded<'a>> {
     let shape = s
         .llama
         .as_ref()
@@ -46,16 +55,39 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
             dims[1], gen.max_new_tokens, shape.max_seq_len
         )));
     }
-    let cfg = LlamaConfig::from_shape(shape);
     let params = Params::from_safetensors(&store.get(&s.weights)?)?;
-    let batch = (s.batch_size as usize).max(1);
-    let mut out = Vec::new();
-    let burn_backend = if backend == Backend::Canonical {
+    Ok(Loaded {
+        shape,
+        gen,
+        dims,
+        prompts,
+        params,
+    })
+}
+
+/// The burn backend a decoder job runs on: the canonical backend runs it on the CPU
+/// backend, since token agreement, not bit equality, is the decoder's tolerance.
+pub(super) fn burn_backend(backend: Backend) -> Backend {
+    if backend == Backend::Canonical {
         Backend::Cpu
     } else {
         backend
-    };
-    crate::with_burn_backend!(burn_backend, |B, device| {
+    }
+}
+
+/// Runs a generation job (burn backends; see [`burn_backend`]).
+pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
+    let Loaded {
+        shape,
+        gen,
+        dims,
+        prompts,
+        params,
+    } = load(s, store)?;
+    let cfg = LlamaConfig::from_shape(shape);
+    let batch = (s.batch_size as usize).max(1);
+    let mut out = Vec::new();
+    crate::with_burn_backend!(burn_backend(backend), |B, device| {
         let model = cfg.load::<B>(&params, &device)?;
         for chunk in prompts.chunks(batch * dims[1]) {
             let rows = chunk.len() / dims[1];

@@ -6,12 +6,14 @@
 //! Job input: `GCT1` u32 `[n, prompt_len]` token ids. Output: `GCT1` u32
 //! `[n, max_new_tokens]` generated ids.
 
+mod check;
 pub mod generate;
 pub mod layers;
 pub mod model;
 
 mod job;
 
+pub use check::{check_generation, TOKEN_MARGIN_PPM};
 pub use generate::{generate, pick_token};
 pub use job::run_job;
 pub use model::{random_params, KvCache, Llama, LlamaConfig};

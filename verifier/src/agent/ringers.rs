@@ -4,8 +4,10 @@
 //! reveal once every lease of the order has been judged (before an accepted lease is paid).
 
 use anyhow::Result;
-use gpuchain_auction::{AuctionMsg, OrderState};
-use gpuchain_compute::fetch_job_blobs;
+use gpuchain_auction::{AuctionMsg, Lease, OrderState};
+use gpuchain_compute::blob::fetch_output;
+use gpuchain_compute::{compare, fetch_job_blobs};
+use gpuchain_jobspec::{BlobHash, JobSpec};
 use gpuchain_tx::Msg;
 use gpuchain_verify::{challenge_commitment, MsgCommitChallenge, MsgRevealChallenge, VerifyMsg};
 use rand_core::{OsRng, RngCore};
@@ -264,6 +266,11 @@ impl Agent {
             self.abandon(r.id, "no challenge id was recorded".into());
             return Ok(());
         };
+        let expected = hash32(&r.expected);
+        if let Some(honest) = self.honest_difference(&order.job, &leases, &expected).await {
+            self.abandon(r.id, honest);
+            return Ok(());
+        }
         let msg = MsgRevealChallenge {
             challenge_id,
             order_id,
@@ -304,6 +311,45 @@ impl Agent {
             Err(e) => self.abandon(r.id, format!("reveal failed: {e:#}")),
         }
         Ok(())
+    }
+
+    /// Why revealing would fault an honest result: a lease of the ringer order whose bytes
+    /// differ from the expected answer but lie within the job's tolerance of it (another
+    /// backend). The reveal faults every other hash, and the provider's appeal would cost
+    /// this verifier its bond. `None` when every other result is really wrong (beyond
+    /// tolerance, unfetchable, or not its revealed bytes) or the expected output is gone
+    /// (then the reveal goes ahead on the hash alone).
+    async fn honest_difference(
+        &self,
+        job: &JobSpec,
+        leases: &[Lease],
+        expected: &[u8; 32],
+    ) -> Option<String> {
+        let ours = std::fs::read(self.fetcher.store().path(&BlobHash(*expected))).ok()?;
+        for lease in leases {
+            let Some(theirs) = lease.result_hash else {
+                continue;
+            };
+            if theirs == *expected || !lease.state.takes_verdict() {
+                continue;
+            }
+            let Ok(Some(provider)) = self.chain.provider(&lease.provider).await else {
+                continue;
+            };
+            let endpoint = provider.attrs.endpoint_url;
+            let Ok(bytes) = fetch_output(&self.http, &endpoint, &theirs, &self.limits).await else {
+                continue;
+            };
+            let within =
+                compare(job.kind(), &job.tolerance(), &bytes, &ours).is_ok_and(|v| v.accepted());
+            if within {
+                return Some(format!(
+                    "lease {}: an honest result on another backend (within tolerance); not revealed",
+                    lease.id
+                ));
+            }
+        }
+        None
     }
 
     /// After a restart: a commitment or order that was being sent is looked up on chain and

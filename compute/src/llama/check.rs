@@ -1,0 +1,178 @@
+//! Checking a generation result by teacher forcing: one forward pass over each prompt
+//! followed by the candidate's own tokens gives, at every generated position, the logits the
+//! model had when it picked that token. Each token must be the pick those logits justify:
+//! greedy, within a margin of the top logit; seeded, the token whose share of the top-k
+//! mass holds the sampler's draw for that step, within a margin of its edges. The output
+//! must be complete (every row, every token).
+//!
+//! Comparing tokens with a re-execution cannot tell an honest backend from a cheat: a
+//! near-tie that flips on another backend changes the whole rest of the row, and a row whose
+//! tail was never generated looks the same. Under teacher forcing a flip is one position
+//! that sits on a near-tie, and every later token is judged on the candidate's own prefix.
+
+use burn::prelude::*;
+use gpuchain_jobspec::{InferenceSpec, Sampling};
+
+use super::job::{burn_backend, load, Loaded};
+use super::model::LlamaConfig;
+use crate::blob::BlobStore;
+use crate::compare::{Metrics, Verdict};
+use crate::models::burn_io::values;
+use crate::models::init::SplitMix64;
+use crate::tensor_io::{decode, Tensor as Stored};
+use crate::{Backend, Error, Result};
+
+/// A token passes when its logit is within this share of the row's logit spread (max − min)
+/// of the top logit (greedy), or the sampler's draw lies within this share of the top-k mass
+/// of its interval (seeded). Backends differ by far less (f32 reductions in another order,
+/// TF32 matmuls); a token the model did not favour sits far outside.
+pub const TOKEN_MARGIN_PPM: u64 = 10_000;
+
+/// Checks `candidate` as the output of the decoder job `s` by teacher forcing on `backend`.
+pub fn check_generation(
+    s: &InferenceSpec,
+    store: &BlobStore,
+    backend: Backend,
+    candidate: &[u8],
+) -> Result<Verdict> {
+    let Loaded {
+        shape,
+        gen,
+        dims,
+        prompts,
+        params,
+    } = load(s, store)?;
+    let (rows, plen, new) = (dims[0], dims[1], gen.max_new_tokens as usize);
+    let tokens = match decode(candidate) {
+        Ok(Stored::U32 { dims: d, data }) if d == [rows, new] => data,
+        Ok(Stored::U32 { dims: d, .. }) => {
+            return Ok(mismatch(format!(
+                "incomplete output: shape {d:?}, the job generates {:?}",
+                [rows, new]
+            )))
+        }
+        Ok(_) => return Ok(mismatch("the output is not u32 token ids")),
+        Err(e) => return Ok(mismatch(format!("the output is not a valid result: {e}"))),
+    };
+    if let Some(t) = tokens.iter().find(|t| **t >= shape.vocab_size) {
+        return Ok(mismatch(format!("token id {t} is outside the vocabulary")));
+    }
+    if new == 0 {
+        return Ok(Verdict::Identical);
+    }
+    let cfg = LlamaConfig::from_shape(shape);
+    let batch = (s.batch_size as usize).max(1);
+    let mut passed = 0u64;
+    let mut first_bad: Option<(usize, usize)> = None;
+    crate::with_burn_backend!(burn_backend(backend), |B, device| {
+        let model = cfg.load::<B>(&params, &device)?;
+        for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
+            let chunk_rows = chunk.len() / plen;
+            let row0 = chunk_index * batch;
+            // Each sequence: its prompt, then every candidate token but the last.
+            let len = plen + new - 1;
+            let mut feed = Vec::with_capacity(chunk_rows * len);
+            for r in 0..chunk_rows {
+                feed.extend(
+                    chunk[r * plen..(r + 1) * plen]
+                        .iter()
+                        .map(|t| i64::from(*t)),
+                );
+                let row = &tokens[(row0 + r) * new..(row0 + r + 1) * new];
+                feed.extend(row[..new - 1].iter().map(|t| i64::from(*t)));
+            }
+            let ids =
+                Tensor::<B, 2, Int>::from_data(TensorData::new(feed, [chunk_rows, len]), &device);
+            let logits = model.forward(ids, 0, None);
+            let vocab = logits.dims()[2];
+            let picked = values(logits.narrow(1, plen - 1, new));
+            for r in 0..chunk_rows {
+                // The sampler's stream of row r of this chunk, as generation seeds it.
+                let mut rng = row_rng(&gen.sampling, r);
+                for j in 0..new {
+                    let at = (r * new + j) * vocab;
+                    let token = tokens[(row0 + r) * new + j];
+                    if plausible(&picked[at..at + vocab], token, &gen.sampling, &mut rng) {
+                        passed += 1;
+                    } else if first_bad.is_none() {
+                        first_bad = Some((row0 + r, j));
+                    }
+                }
+            }
+        }
+        Ok::<(), Error>(())
+    })?;
+    let total = (rows * new) as u64;
+    let metrics = Metrics {
+        agreement_ppm: passed * 1_000_000 / total.max(1),
+        ..Metrics::default()
+    };
+    Ok(match first_bad {
+        None => Verdict::WithinTolerance { metrics },
+        Some((row, step)) => Verdict::Mismatch {
+            reason: format!(
+                "row {row}, token {step}: not a token the model picks from its own prefix \
+                 ({} of {total} tokens justified)",
+                passed
+            ),
+            metrics: Some(metrics),
+        },
+    })
+}
+
+fn mismatch(reason: impl Into<String>) -> Verdict {
+    Verdict::Mismatch {
+        reason: reason.into(),
+        metrics: None,
+    }
+}
+
+fn row_rng(sampling: &Sampling, r: usize) -> SplitMix64 {
+    let seed = match sampling {
+        Sampling::Seeded { seed, .. } => *seed,
+        Sampling::Greedy => 0,
+    };
+    SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// Whether `token` is a pick `logits` justify under `sampling`; advances `rng` by one draw
+/// as generation does.
+fn plausible(logits: &[f32], token: u32, sampling: &Sampling, rng: &mut SplitMix64) -> bool {
+    let margin = TOKEN_MARGIN_PPM as f32 / 1e6;
+    let Some(&mine) = logits.get(token as usize) else {
+        return false;
+    };
+    match sampling {
+        Sampling::Greedy => {
+            let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let low = logits.iter().copied().fold(f32::INFINITY, f32::min);
+            top - mine <= (top - low) * margin
+        }
+        Sampling::Seeded {
+            temperature_milli,
+            top_k,
+            ..
+        } => {
+            let mut order: Vec<usize> = (0..logits.len()).collect();
+            order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
+            order.truncate((*top_k as usize).clamp(1, logits.len()));
+            let t = *temperature_milli as f32 / 1000.0;
+            let top = logits[order[0]];
+            let weights: Vec<f32> = order
+                .iter()
+                .map(|i| libm::expf((logits[*i] - top) / t))
+                .collect();
+            let total: f32 = weights.iter().sum();
+            let u = rng.next_f32() * total;
+            let mut lo = 0.0f32;
+            for (w, i) in weights.iter().zip(&order) {
+                if *i == token as usize {
+                    let slack = total * margin;
+                    return u >= lo - slack && u < lo + w + slack;
+                }
+                lo += w;
+            }
+            false
+        }
+    }
+}
