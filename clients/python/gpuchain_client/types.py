@@ -133,7 +133,7 @@ VERIFY_PARAMS = struct(
     ("wrong_slash_harmed_share_ppm", "u32"), ("verifier_jail_blocks", "u64"),
     ("challenge_rate_ppm", "u32"),
     ("challenge_ttl_blocks", "u64"), ("max_open_challenges", "u32"),
-    ("max_verdict_wait_blocks", "u64"),
+    ("max_verdict_wait_blocks", "u64"), ("max_pool_outflow_ppm", "u32"),
 )
 
 

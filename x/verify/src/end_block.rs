@@ -1,4 +1,5 @@
-//! End of block, in this order: pay out matured verifier unbondings, expire unrevealed
+//! End of block, in this order: pay out matured verifier unbondings, pay owed audit fees
+//! (oldest first, within the pool's per-block outflow cap), expire unrevealed
 //! challenges, fire case timers (missed verdict deadlines are slashed and reassigned once;
 //! closed appeal windows apply the first verdict), then open a case for every lease the
 //! auction holds for a verdict that has none, or whose case closed without any verdict
@@ -10,7 +11,7 @@ use gpuchain_auction::{hold_lease, AuctionRead};
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::assign::assign;
-use crate::settle::{release, settle, slash_verifier, Offence};
+use crate::settle::{pay_owed_fees, release, settle, slash_verifier, Offence};
 use crate::{
     state_key, Case, CaseOutcome, CaseStage, ChallengeExpiredEvent, VerifyError, VerifyRead,
     VerifyWrite,
@@ -19,6 +20,7 @@ use crate::{
 /// Runs the verify end-block work for `ctx.height`. An error is a broken invariant.
 pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), VerifyError> {
     state.release_matured_verifier_unbondings(ctx.height)?;
+    pay_owed_fees(state, ctx.height)?;
     for (key, id) in state.verify_queue_due(state_key::challenge_expiry_prefix(), ctx.height) {
         state.delete(key);
         if let Some(challenge) = state.challenge(id) {

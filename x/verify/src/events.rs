@@ -150,6 +150,19 @@ typed_event!(
 );
 
 typed_event!(
+    /// An audit fee the verification pool could not pay in this block: owed, paid first in
+    /// later blocks.
+    AuditFeeOwedEvent = "verify.audit_fee_owed" {
+        /// Lease.
+        lease_id: u64,
+        /// Verifier.
+        verifier: Address,
+        /// ugpu owed.
+        amount: Amount,
+    }
+);
+
+typed_event!(
     /// A challenge was committed.
     ChallengeCommittedEvent = "verify.challenge_committed" {
         /// Challenge.

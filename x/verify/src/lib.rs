@@ -269,6 +269,20 @@ pub struct Case {
     pub outcome: CaseOutcome,
 }
 
+/// An audit fee the verification pool could not pay yet (over its per-block outflow cap or
+/// its balance); paid first, oldest first, in later blocks.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct OwedFee {
+    /// Queue position.
+    pub id: u64,
+    /// The case's lease.
+    pub lease_id: u64,
+    /// Who is owed.
+    pub verifier: Address,
+    /// What is still owed, ugpu.
+    pub amount: Amount,
+}
+
 /// A committed challenge (ringer).
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct Challenge {

@@ -43,6 +43,10 @@ pub struct VerifyParams {
     /// held, and a case that closed with every drawn verifier silent is drawn again without
     /// them. 0 keeps the auction's verdict window alone.
     pub max_verdict_wait_blocks: u64,
+    /// Most the verification pool pays verifiers in one block, as a share of what it held
+    /// when the block's payouts began. Fees beyond it are owed and paid first in later
+    /// blocks, oldest first: no rule, however it is gamed, empties the pool faster.
+    pub max_pool_outflow_ppm: Ppm,
 }
 
 impl Default for VerifyParams {
@@ -61,6 +65,7 @@ impl Default for VerifyParams {
             challenge_ttl_blocks: 10_000,
             max_open_challenges: 64,
             max_verdict_wait_blocks: 14_400,
+            max_pool_outflow_ppm: 50_000,
         }
     }
 }
@@ -83,9 +88,13 @@ impl VerifyParams {
             self.verifier_wrong_slash_ppm,
             self.wrong_slash_harmed_share_ppm,
             self.challenge_rate_ppm,
+            self.max_pool_outflow_ppm,
         ];
         if ppms.iter().any(|p| *p > PPM_ONE) {
             return bad("fractions must be at most 1000000 ppm");
+        }
+        if self.max_pool_outflow_ppm == 0 {
+            return bad("max_pool_outflow_ppm must be positive");
         }
         if self.max_open_challenges == 0 || self.max_open_challenges > 10_000 {
             return bad("max_open_challenges must be 1..=10000");

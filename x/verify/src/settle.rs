@@ -7,11 +7,12 @@ use gpuchain_auction::{
     Verdict,
 };
 use gpuchain_bank::{BankRead, BankWrite};
-use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateWrite};
+use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
 use crate::{
-    module_account, AuditFeePaidEvent, Case, CaseOutcome, CaseSettledEvent, CaseStage, VerdictKind,
-    VerifierSlashedEvent, VerifyError, VerifyRead, VerifyWrite,
+    module_account, state_key, AuditFeeOwedEvent, AuditFeePaidEvent, Case, CaseOutcome,
+    CaseSettledEvent, CaseStage, OwedFee, VerdictKind, VerifierSlashedEvent, VerifyError,
+    VerifyRead, VerifyWrite,
 };
 
 /// Moves `amount` unless it is zero (the bank refuses zero transfers).
@@ -157,7 +158,7 @@ pub(crate) fn settle(
             }
         };
         apply_verdict(state, ctx, case.lease_id, verdict)?;
-        pay_fee(state, case.lease_id, &standing_side, fee)?;
+        pay_fee(state, ctx.height, case.lease_id, &standing_side, fee)?;
     }
     case.stage = CaseStage::Closed;
     case.assignee = None;
@@ -178,9 +179,10 @@ pub(crate) fn settle(
 }
 
 /// Pays one audit fee for a case, in equal parts to the verifiers whose verdict stood (the
-/// first takes the rounding), each part at most what the verification pool holds.
+/// first takes the rounding). What the pool cannot pay now is owed ([`pool_pay`]).
 fn pay_fee(
     state: &mut impl StateWrite,
+    height: u64,
     lease_id: u64,
     verifiers: &[Address],
     fee: Amount,
@@ -194,18 +196,82 @@ fn pay_fee(
     let part = fee / n;
     for (i, verifier) in verifiers.iter().enumerate() {
         let due = if i == 0 { fee - part * (n - 1) } else { part };
-        let pay = due.min(state.balance(&verification_pool()));
-        move_funds(state, &verification_pool(), verifier, pay)?;
-        if pay > 0 {
+        let paid = pool_pay(state, height, lease_id, verifier, due)?;
+        let owed = due - paid;
+        if owed > 0 {
+            let id = state.take_verify_id(state_key::next_owed_fee_id())?;
+            state.put_owed_fee(&OwedFee {
+                id,
+                lease_id,
+                verifier: *verifier,
+                amount: owed,
+            });
             state.emit(
-                AuditFeePaidEvent {
+                AuditFeeOwedEvent {
                     lease_id,
                     verifier: *verifier,
-                    amount: pay,
+                    amount: owed,
                 }
                 .into(),
             );
         }
+    }
+    Ok(())
+}
+
+/// What the verification pool may still pay verifiers at `height`: `max_pool_outflow_ppm`
+/// of what it held when the block's payouts began (its balance plus what it paid at this
+/// height), less what it paid, and never more than its balance.
+pub(crate) fn pool_budget(state: &impl StateRead, height: u64) -> Amount {
+    let paid = state.pool_outflow_at(height);
+    let balance = state.balance(&verification_pool());
+    let cap = mul_ppm(
+        balance.saturating_add(paid),
+        state.verify_params().max_pool_outflow_ppm,
+    )
+    .unwrap_or(Amount::MAX);
+    cap.saturating_sub(paid).min(balance)
+}
+
+/// Pays `verifier` up to `due` from the verification pool within this block's budget;
+/// returns what it paid.
+fn pool_pay(
+    state: &mut impl StateWrite,
+    height: u64,
+    lease_id: u64,
+    verifier: &Address,
+    due: Amount,
+) -> Result<Amount, VerifyError> {
+    let pay = due.min(pool_budget(state, height));
+    if pay == 0 {
+        return Ok(0);
+    }
+    move_funds(state, &verification_pool(), verifier, pay)?;
+    let paid = state
+        .pool_outflow_at(height)
+        .checked_add(pay)
+        .ok_or(VerifyError::Overflow)?;
+    state.put_pool_outflow(height, paid);
+    state.emit(
+        AuditFeePaidEvent {
+            lease_id,
+            verifier: *verifier,
+            amount: pay,
+        }
+        .into(),
+    );
+    Ok(pay)
+}
+
+/// Pays owed fees, oldest first, within this block's budget.
+pub(crate) fn pay_owed_fees(state: &mut impl StateWrite, height: u64) -> Result<(), VerifyError> {
+    for mut fee in state.owed_fees() {
+        if pool_budget(state, height) == 0 {
+            break;
+        }
+        let paid = pool_pay(state, height, fee.lease_id, &fee.verifier, fee.amount)?;
+        fee.amount -= paid;
+        state.put_owed_fee(&fee);
     }
     Ok(())
 }

@@ -82,6 +82,27 @@ pub fn challenge_expiry_prefix() -> &'static str {
     "verify/challenge_expiry/"
 }
 
+/// What the verification pool paid verifiers at one height: borsh `(u64, u128)` (height,
+/// amount); overwritten at the next height that pays.
+pub fn pool_outflow() -> &'static str {
+    "verify/pool_outflow"
+}
+
+/// Next owed-fee id: borsh `u64`.
+pub fn next_owed_fee_id() -> &'static str {
+    "verify/next_owed_fee_id"
+}
+
+/// One owed audit fee: borsh [`crate::OwedFee`].
+pub fn owed_fee(id: u64) -> String {
+    format!("verify/owed_fees/{id:020}")
+}
+
+/// Prefix of the owed fees, oldest first.
+pub fn owed_fees_prefix() -> &'static str {
+    "verify/owed_fees/"
+}
+
 /// Marks an order already used by a revealed challenge: borsh `u64` (the challenge id).
 pub fn challenged_order(order_id: u64) -> String {
     format!("verify/challenged_orders/{order_id:020}")

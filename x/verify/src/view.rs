@@ -2,8 +2,8 @@ use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, StateWriteExt};
 
 use crate::{
-    module_account, state_key, Case, CaseStage, Challenge, Verifier, VerifierUnbondedEvent,
-    VerifierUnbonding, VerifierUnbondingEvent, VerifyError, VerifyParams,
+    module_account, state_key, Case, CaseStage, Challenge, OwedFee, Verifier,
+    VerifierUnbondedEvent, VerifierUnbonding, VerifierUnbondingEvent, VerifyError, VerifyParams,
 };
 
 /// Typed verify reads (the module's queries).
@@ -61,6 +61,22 @@ pub trait VerifyRead: StateRead {
             .collect()
     }
 
+    /// Audit fees the pool still owes, oldest first.
+    fn owed_fees(&self) -> Vec<OwedFee> {
+        self.prefix(state_key::owed_fees_prefix())
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect()
+    }
+
+    /// What the pool paid verifiers at `height` so far.
+    fn pool_outflow_at(&self, height: u64) -> Amount {
+        match self.get::<(u64, Amount)>(state_key::pool_outflow()) {
+            Some((h, paid)) if h == height => paid,
+            _ => 0,
+        }
+    }
+
     /// The challenge an order was already the subject of.
     fn challenged_by(&self, order_id: u64) -> Option<u64> {
         self.get(&state_key::challenged_order(order_id))
@@ -95,6 +111,21 @@ pub trait VerifyWrite: StateWrite {
     /// Stores the module parameters.
     fn put_verify_params(&mut self, params: &VerifyParams) {
         self.put(state_key::params().to_string(), params);
+    }
+
+    /// Records what the pool paid verifiers at `height` so far.
+    fn put_pool_outflow(&mut self, height: u64, paid: Amount) {
+        self.put(state_key::pool_outflow().to_string(), &(height, paid));
+    }
+
+    /// Stores an owed fee (0 deletes it).
+    fn put_owed_fee(&mut self, fee: &OwedFee) {
+        let key = state_key::owed_fee(fee.id);
+        if fee.amount == 0 {
+            self.delete(key);
+        } else {
+            self.put(key, fee);
+        }
     }
 
     /// Stores a verifier.
@@ -207,9 +238,13 @@ impl<S: StateWrite + ?Sized> VerifyWrite for S {}
 
 /// Checks the module's accounting: `verify_bonded` holds the sum of bonds,
 /// `verify_unbonding` the queued unbondings and `verify_appeals` the open deposits; each
-/// verifier's `open_challenges` counts its unrevealed challenges. For tests and
+/// verifier's `open_challenges` counts its unrevealed challenges; an owed fee is deleted once
+/// paid. For tests and
 /// simulations, not for an on-chain check.
 pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
+    if let Some(f) = state.owed_fees().iter().find(|f| f.amount == 0) {
+        return Err(format!("owed fee {} is kept at zero", f.id));
+    }
     let challenges = state.challenges();
     for v in state.verifiers() {
         let open = challenges

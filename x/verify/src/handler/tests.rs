@@ -10,7 +10,7 @@ use crate::test_utils::*;
 use crate::{
     challenge_commitment, module_account, CaseOutcome, CaseStage, MsgAppeal, MsgBondVerifier,
     MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge, MsgSubmitVerdict,
-    MsgUnbondVerifier, VerdictKind, VerifyError, VerifyMsg, VerifyRead,
+    MsgUnbondVerifier, VerdictKind, VerifyError, VerifyMsg, VerifyParams, VerifyRead,
 };
 
 fn verdict(lease_id: u64, v: VerdictKind) -> VerifyMsg {
@@ -782,4 +782,55 @@ fn error_codes_are_distinct_and_in_the_verify_range() {
     codes.dedup();
     assert!(all.iter().all(|e| e.codespace() == "verify"));
     let _ = MemState::new();
+}
+
+#[test]
+fn the_pool_pays_at_most_its_outflow_cap_per_block_and_owes_the_rest_in_order() {
+    let mut chain = Chain::with(
+        auction_params(),
+        VerifyParams {
+            max_pool_outflow_ppm: 2_000,
+            ..verify_params()
+        },
+        &VERIFIERS,
+    );
+    let (lease, v) = audited(&mut chain);
+    let before = chain.balance(&addr(v));
+    chain
+        .exec(6, v, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.run_to(6, 9);
+    assert_eq!(
+        chain.state.case(lease).unwrap().outcome,
+        CaseOutcome::Settled(VerdictKind::Honest)
+    );
+    let owed = chain.state.owed_fees();
+    assert_eq!(owed.len(), 1, "the fee is over this block's cap");
+    let first = chain.balance(&addr(v)) - before;
+    assert!(first > 0 && first < GPU / 2, "paid {first} now");
+    assert_eq!(owed[0].amount, GPU / 2 - first);
+    assert_eq!(chain.events_of("verify.audit_fee_owed").len(), 1);
+    // Each later block pays at most 0.2% of what the pool held, oldest debt first, until the
+    // whole fee is paid.
+    let mut h = 10;
+    while !chain.state.owed_fees().is_empty() {
+        let got = chain.balance(&addr(v));
+        chain.end_block(h);
+        let paid = chain.balance(&addr(v)) - got;
+        // What the pool held when its payouts began: after this block's inflows.
+        let pool = chain.balance(&verification_pool()) + paid;
+        assert!(paid > 0, "h{h}: the debt is paid down");
+        assert!(
+            paid <= pool / 500 + 1,
+            "h{h}: {paid} over the cap of {pool}"
+        );
+        h += 1;
+        assert!(h < 100, "the debt is never paid");
+    }
+    assert_eq!(chain.balance(&addr(v)), before + GPU / 2, "paid in full");
+    let bad = VerifyParams {
+        max_pool_outflow_ppm: 0,
+        ..verify_params()
+    };
+    assert!(bad.validate().is_err(), "a cap of zero would never pay");
 }
