@@ -1,7 +1,7 @@
 //! The Llama-style decoder on a tiny checkpoint that the test creates and saves.
 
 use gpuchain_compute::blob::BlobStore;
-use gpuchain_compute::llama::{generate, random_params, LlamaConfig};
+use gpuchain_compute::llama::{check_generation, generate, random_params, LlamaConfig};
 use gpuchain_compute::params::Params;
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
@@ -112,29 +112,17 @@ fn checkpoint_round_trips_and_kv_cache_gives_the_same_tokens() {
 fn generation_job_runs_and_rejects_bad_prompts() {
     let dir = tempfile::tempdir().unwrap();
     let store = BlobStore::open(dir.path()).unwrap();
-    let cfg = LlamaConfig::from_shape(&shape());
-    let weights = store
-        .put(&random_params(&cfg, 4).to_safetensors().unwrap())
-        .unwrap();
-    let input = store
+    let mut s = job(&store, Sampling::Greedy);
+    s.input = store
         .put(&encode_u32(
             &[3, 4],
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
         ))
         .unwrap();
-    let mut s = InferenceSpec {
-        arch: ModelArch::LlamaDecoder,
-        weights,
-        tokenizer: None,
-        input,
-        batch_size: 2,
-        llama: Some(shape()),
-        generation: Some(GenerationSpec {
-            max_new_tokens: 5,
-            sampling: Sampling::Greedy,
-        }),
-        tolerance: None,
-    };
+    s.generation = Some(GenerationSpec {
+        max_new_tokens: 5,
+        sampling: Sampling::Greedy,
+    });
     let out = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu).unwrap();
     match decode(&out.bytes).unwrap() {
         Tensor::U32 { dims, .. } => assert_eq!(dims, vec![3, 5]),
@@ -202,4 +190,145 @@ fn decoder_matches_transformers_llama() {
         &device,
     );
     assert_eq!(tokens, want_tokens.concat());
+}
+
+// Checking generated tokens by teacher forcing: honest outputs pass whatever the sampling;
+// an ungenerated tail, an ungenerated row, a swapped token or a missing row fail.
+
+/// A decoder job of 5 prompts of 4 tokens, 20 new tokens each, batches of 2.
+fn job(store: &BlobStore, sampling: Sampling) -> InferenceSpec {
+    let cfg = LlamaConfig::from_shape(&shape());
+    let weights = store
+        .put(&random_params(&cfg, 4).to_safetensors().unwrap())
+        .unwrap();
+    let prompts: Vec<u32> = (0..20).map(|i| (i * 7 + 3) % 97).collect();
+    let input = store.put(&encode_u32(&[5, 4], &prompts)).unwrap();
+    InferenceSpec {
+        arch: ModelArch::LlamaDecoder,
+        weights,
+        tokenizer: None,
+        input,
+        batch_size: 2,
+        llama: Some(shape()),
+        generation: Some(GenerationSpec {
+            max_new_tokens: 20,
+            sampling,
+        }),
+        tolerance: None,
+    }
+}
+
+fn tokens(bytes: &[u8]) -> Vec<u32> {
+    match decode(bytes).unwrap() {
+        Tensor::U32 { data, .. } => data,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn passes(s: &InferenceSpec, store: &BlobStore, out: &[u32], dims: [usize; 2]) -> bool {
+    check_generation(s, store, Backend::Cpu, &encode_u32(&dims, out))
+        .unwrap()
+        .accepted()
+}
+
+#[test]
+fn honest_generations_pass_and_ungenerated_or_swapped_tokens_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    for sampling in [
+        Sampling::Greedy,
+        Sampling::Seeded {
+            seed: 9,
+            temperature_milli: 900,
+            top_k: 20,
+        },
+    ] {
+        let s = job(&store, sampling.clone());
+        let out = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu).unwrap();
+        let honest = tokens(&out.bytes);
+        assert!(
+            passes(&s, &store, &honest, [5, 20]),
+            "{sampling:?}: the honest output"
+        );
+        let canonical =
+            run_job(&JobSpec::Inference(s.clone()), &store, Backend::Canonical).unwrap();
+        assert!(passes(&s, &store, &tokens(&canonical.bytes), [5, 20]));
+
+        // The last token of every row left ungenerated (5%): some row's model would not
+        // have produced a 0 there.
+        let mut tail = honest.clone();
+        for row in 0..5 {
+            tail[row * 20 + 19] = (honest[row * 20 + 19] + 1) % 97;
+        }
+        assert!(
+            !passes(&s, &store, &tail, [5, 20]),
+            "{sampling:?}: a faked tail"
+        );
+
+        // One row of five never generated.
+        let mut row = honest.clone();
+        for t in &mut row[40..60] {
+            *t = 0;
+        }
+        assert!(
+            !passes(&s, &store, &row, [5, 20]),
+            "{sampling:?}: a faked row"
+        );
+
+        // One token swapped for the least likely one.
+        let mut swapped = honest.clone();
+        swapped[7] = (honest[7] + 48) % 97;
+        assert!(
+            !passes(&s, &store, &swapped, [5, 20]),
+            "{sampling:?}: a swap"
+        );
+
+        // Incomplete: four rows of five, or 19 tokens a row.
+        assert!(!passes(&s, &store, &honest[..80], [4, 20]));
+        let short: Vec<u32> = honest.chunks(20).flat_map(|r| r[..19].to_vec()).collect();
+        assert!(!passes(&s, &store, &short, [5, 19]));
+    }
+}
+
+#[test]
+fn a_flip_on_a_near_tie_is_judged_on_its_own_prefix() {
+    // Another backend may pick the runner-up where two logits nearly tie; every later token
+    // then follows from that prefix. Teacher forcing judges each token on the candidate's
+    // own prefix: a continuation regenerated after a flip at step 3 passes if step 3 is
+    // within the margin, and is refused when it is not.
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let s = job(&store, Sampling::Greedy);
+    let out = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu).unwrap();
+    let honest = tokens(&out.bytes);
+    // Force row 0 to take another token at step 3, then let the model continue from there:
+    // the continuation is what the model generates after that prefix.
+    let mut forced = s.clone();
+    let mut prompt: Vec<u32> = (0..4).map(|i| (i * 7 + 3) % 97).collect();
+    prompt.extend_from_slice(&honest[..3]);
+    let other = (honest[3] + 1) % 97;
+    prompt.push(other);
+    forced.input = store.put(&encode_u32(&[1, 8], &prompt)).unwrap();
+    forced.generation = Some(GenerationSpec {
+        max_new_tokens: 16,
+        sampling: Sampling::Greedy,
+    });
+    let rest = tokens(
+        &run_job(&JobSpec::Inference(forced), &store, Backend::Cpu)
+            .unwrap()
+            .bytes,
+    );
+    let mut flipped = honest.clone();
+    flipped[3] = other;
+    flipped[4..20].copy_from_slice(&rest);
+    // The forced token is not a near-tie (the model favoured another by far): refused, and
+    // only that one position of 100 is unjustified.
+    let verdict =
+        check_generation(&s, &store, Backend::Cpu, &encode_u32(&[5, 20], &flipped)).unwrap();
+    assert!(!verdict.accepted());
+    let text = format!("{verdict:?}");
+    assert!(
+        text.contains("row 0, token 3") && text.contains("99 of 100"),
+        "{text}"
+    );
 }

@@ -87,84 +87,102 @@ pub(crate) async fn check(
     if let JobSpec::Training(t) = &job.spec {
         return crate::training::audit(&job, t, &fetcher, &http, &limits).await;
     }
-    if let JobSpec::Inference(spec) = &job.spec {
-        if job.spec.kind() == JobKind::Tokens {
-            return check_generation_result(&job, spec, &fetcher, &http, &limits).await;
-        }
-    }
     let fetch_seconds = fetch_job(&job.spec, &fetcher, &limits).await?;
     let start = Instant::now();
     let fetched = fetch_output(&http, &job.endpoint_url, &job.result_hash, &limits).await;
     let fetch_seconds = fetch_seconds + start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let mine = execute(job.spec.clone(), &fetcher, job.backend).await?;
-    let execute_seconds = start.elapsed().as_secs_f64();
-    let (verdict, detail, fetch_failure) = match fetched {
-        Err(why) => (VerdictKind::Faulty, why, true),
-        Ok(candidate) => {
-            let kind = job.spec.kind();
-            let outcome = compare(kind, &job.spec.tolerance(), &candidate, &mine.bytes)
-                .map_err(|e| format!("comparing: {e}"))?;
-            (judge(&outcome), describe(&outcome), false)
+    let judged = match &job.spec {
+        JobSpec::Inference(spec) if job.spec.kind() == JobKind::Tokens => {
+            by_teacher_forcing(&job, spec, fetched, &fetcher).await?
         }
+        _ => by_re_execution(&job, fetched, &fetcher).await?,
     };
     Ok(Finding {
-        verdict,
-        output_hash: mine.hash.0,
-        detail,
-        fetch_failure,
+        verdict: judged.verdict,
+        output_hash: judged.output_hash,
+        detail: judged.detail,
+        fetch_failure: judged.fetch_failure,
         fetch_seconds,
-        execute_seconds,
+        execute_seconds: start.elapsed().as_secs_f64(),
         backend: job.backend.name(),
         training: false,
+    })
+}
+
+/// What one check found about a fetched (or unfetchable) output.
+struct Judged {
+    verdict: VerdictKind,
+    output_hash: [u8; 32],
+    detail: String,
+    fetch_failure: bool,
+}
+
+impl Judged {
+    fn unfetchable(why: String, output_hash: [u8; 32]) -> Judged {
+        Judged {
+            verdict: VerdictKind::Faulty,
+            output_hash,
+            detail: why,
+            fetch_failure: true,
+        }
+    }
+
+    fn compared(outcome: &Verdict, output_hash: [u8; 32]) -> Judged {
+        Judged {
+            verdict: judge(outcome),
+            output_hash,
+            detail: describe(outcome),
+            fetch_failure: false,
+        }
+    }
+}
+
+/// Re-executes the job and compares under the job kind's tolerance; the verdict carries the
+/// hash of the re-execution's output.
+async fn by_re_execution(
+    job: &Job,
+    fetched: Result<Vec<u8>, String>,
+    fetcher: &BlobFetcher,
+) -> Result<Judged, String> {
+    let mine = execute(job.spec.clone(), fetcher, job.backend).await?;
+    Ok(match fetched {
+        Err(why) => Judged::unfetchable(why, mine.hash.0),
+        Ok(candidate) => {
+            let outcome = compare(
+                job.spec.kind(),
+                &job.spec.tolerance(),
+                &candidate,
+                &mine.bytes,
+            )
+            .map_err(|e| format!("comparing: {e}"))?;
+            Judged::compared(&outcome, mine.hash.0)
+        }
     })
 }
 
 /// A decoder job is checked by teacher forcing on the candidate's own tokens
 /// ([`gpuchain_compute::llama::check_generation`]): one forward pass instead of a generation,
 /// and a near-tie that flipped on another backend is told apart from tokens the model never
-/// picked. `output_hash` is then the hash of the output that was checked (all zeros when it
+/// picked. The verdict carries the hash of the output that was checked (all zeros when it
 /// could not be fetched).
-async fn check_generation_result(
+async fn by_teacher_forcing(
     job: &Job,
     spec: &InferenceSpec,
+    fetched: Result<Vec<u8>, String>,
     fetcher: &BlobFetcher,
-    http: &reqwest::Client,
-    limits: &Limits,
-) -> Result<Finding, String> {
-    let fetch_seconds = fetch_job(&job.spec, fetcher, limits).await?;
-    let start = Instant::now();
-    let fetched = fetch_output(http, &job.endpoint_url, &job.result_hash, limits).await;
-    let fetch_seconds = fetch_seconds + start.elapsed().as_secs_f64();
-    let finding = |verdict, output_hash, detail, fetch_failure, execute_seconds| Finding {
-        verdict,
-        output_hash,
-        detail,
-        fetch_failure,
-        fetch_seconds,
-        execute_seconds,
-        backend: job.backend.name(),
-        training: false,
-    };
+) -> Result<Judged, String> {
     let candidate = match fetched {
         Ok(bytes) => bytes,
-        Err(why) => return Ok(finding(VerdictKind::Faulty, [0; 32], why, true, 0.0)),
+        Err(why) => return Ok(Judged::unfetchable(why, [0; 32])),
     };
-    let start = Instant::now();
     let (spec, store, backend) = (spec.clone(), fetcher.store().clone(), job.backend);
-    let checked = candidate.clone();
     let outcome =
-        tokio::task::spawn_blocking(move || check_generation(&spec, &store, backend, &checked))
+        tokio::task::spawn_blocking(move || check_generation(&spec, &store, backend, &candidate))
             .await
             .map_err(|e| format!("the check panicked: {e}"))?
             .map_err(|e| format!("checking the tokens: {e}"))?;
-    Ok(finding(
-        judge(&outcome),
-        job.result_hash,
-        describe(&outcome),
-        false,
-        start.elapsed().as_secs_f64(),
-    ))
+    Ok(Judged::compared(&outcome, job.result_hash))
 }
 
 /// `honest` when the comparison accepts the candidate.

@@ -13,7 +13,8 @@
 use burn::prelude::*;
 use gpuchain_jobspec::{InferenceSpec, Sampling};
 
-use super::job::{burn_backend, load, Loaded};
+use super::generate::top_k_weights;
+use super::job::{burn_backend, load};
 use super::model::LlamaConfig;
 use crate::blob::BlobStore;
 use crate::compare::{Metrics, Verdict};
@@ -35,14 +36,9 @@ pub fn check_generation(
     backend: Backend,
     candidate: &[u8],
 ) -> Result<Verdict> {
-    let Loaded {
-        shape,
-        gen,
-        dims,
-        prompts,
-        params,
-    } = load(s, store)?;
-    let (rows, plen, new) = (dims[0], dims[1], gen.max_new_tokens as usize);
+    let job = load(s, store)?;
+    let (shape, gen, prompts) = (job.shape, job.gen, &job.prompts);
+    let (rows, plen, new) = (job.dims[0], job.dims[1], gen.max_new_tokens as usize);
     let tokens = match decode(candidate) {
         Ok(Stored::U32 { dims: d, data }) if d == [rows, new] => data,
         Ok(Stored::U32 { dims: d, .. }) => {
@@ -65,7 +61,7 @@ pub fn check_generation(
     let mut passed = 0u64;
     let mut first_bad: Option<(usize, usize)> = None;
     crate::with_burn_backend!(burn_backend(backend), |B, device| {
-        let model = cfg.load::<B>(&params, &device)?;
+        let model = cfg.load::<B>(&job.params, &device)?;
         for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
             let chunk_rows = chunk.len() / plen;
             let row0 = chunk_index * batch;
@@ -153,16 +149,7 @@ fn plausible(logits: &[f32], token: u32, sampling: &Sampling, rng: &mut SplitMix
             top_k,
             ..
         } => {
-            let mut order: Vec<usize> = (0..logits.len()).collect();
-            order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
-            order.truncate((*top_k as usize).clamp(1, logits.len()));
-            let t = *temperature_milli as f32 / 1000.0;
-            let top = logits[order[0]];
-            let weights: Vec<f32> = order
-                .iter()
-                .map(|i| libm::expf((logits[*i] - top) / t))
-                .collect();
-            let total: f32 = weights.iter().sum();
+            let (order, weights, total) = top_k_weights(logits, *temperature_milli, *top_k);
             let u = rng.next_f32() * total;
             let mut lo = 0.0f32;
             for (w, i) in weights.iter().zip(&order) {

@@ -7,6 +7,26 @@ use super::model::{KvCache, Llama};
 use crate::models::burn_io::values;
 use crate::models::init::SplitMix64;
 
+/// The seeded sampler's candidates: the `top_k` largest logits (ties by id), their softmax
+/// weights at the temperature (unnormalised, the top one 1.0) and the weights' sum.
+pub(crate) fn top_k_weights(
+    logits: &[f32],
+    temperature_milli: u32,
+    top_k: u32,
+) -> (Vec<usize>, Vec<f32>, f32) {
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
+    order.truncate((top_k as usize).clamp(1, logits.len()));
+    let t = temperature_milli as f32 / 1000.0;
+    let top = logits[order[0]];
+    let weights: Vec<f32> = order
+        .iter()
+        .map(|i| libm::expf((logits[*i] - top) / t))
+        .collect();
+    let total = weights.iter().sum();
+    (order, weights, total)
+}
+
 /// Picks the next token from one row of logits. Greedy: highest logit, ties to the lowest
 /// id. Seeded: softmax at the temperature over the `top_k` largest logits (ties by id),
 /// sampled with `rng`.
@@ -18,16 +38,7 @@ pub fn pick_token(logits: &[f32], sampling: &Sampling, rng: &mut SplitMix64) -> 
             top_k,
             ..
         } => {
-            let mut order: Vec<usize> = (0..logits.len()).collect();
-            order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
-            order.truncate((*top_k as usize).clamp(1, logits.len()));
-            let t = *temperature_milli as f32 / 1000.0;
-            let top = logits[order[0]];
-            let weights: Vec<f32> = order
-                .iter()
-                .map(|i| libm::expf((logits[*i] - top) / t))
-                .collect();
-            let total: f32 = weights.iter().sum();
+            let (order, weights, total) = top_k_weights(logits, *temperature_milli, *top_k);
             let mut u = rng.next_f32() * total;
             for (w, i) in weights.iter().zip(&order) {
                 if u < *w {

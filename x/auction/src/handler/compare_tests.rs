@@ -3,7 +3,7 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, commit_msg, compare, lease_of, reveal_msg};
+use super::tests::{cleared, compare, lease_of, reveal_all as reveal, state_of};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, module_account, AuctionError, AuctionMsg, AuctionParams, AuctionRead,
@@ -26,26 +26,6 @@ fn always_audit() -> AuctionParams {
         audit_max_ppm: 1_000_000,
         ..test_params()
     }
-}
-
-/// Commits and reveals `results` (provider, result) at height 5.
-fn reveal(chain: &mut Chain, order: u64, results: &[(u8, [u8; 32])]) {
-    for (p, r) in results {
-        let lease = lease_of(chain, order, *p);
-        chain.exec(5, *p, commit_msg(*p, lease, *r)).unwrap();
-    }
-    for (p, r) in results {
-        let lease = lease_of(chain, order, *p);
-        chain.exec(5, *p, reveal_msg(*p, lease, *r)).unwrap();
-    }
-}
-
-fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
-    chain
-        .state
-        .lease(lease_of(chain, order, provider))
-        .unwrap()
-        .state
 }
 
 #[test]

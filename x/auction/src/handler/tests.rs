@@ -58,6 +58,27 @@ pub(super) fn cleared(chain: &mut Chain, k: u32, bids: &[(u8, u128)]) -> u64 {
     id
 }
 
+/// Commits and reveals `results` (provider, result) at height 5.
+pub(super) fn reveal_all(chain: &mut Chain, order: u64, results: &[(u8, [u8; 32])]) {
+    for (p, r) in results {
+        let lease = lease_of(chain, order, *p);
+        chain.exec(5, *p, commit_msg(*p, lease, *r)).unwrap();
+    }
+    for (p, r) in results {
+        let lease = lease_of(chain, order, *p);
+        chain.exec(5, *p, reveal_msg(*p, lease, *r)).unwrap();
+    }
+}
+
+/// The state of `provider`'s lease of `order`.
+pub(super) fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
+    chain
+        .state
+        .lease(lease_of(chain, order, provider))
+        .unwrap()
+        .state
+}
+
 /// `provider` of a `Comparing` lease of `order_id` states its comparison at `h`.
 pub(super) fn compare(
     chain: &mut Chain,

@@ -4,7 +4,7 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, commit_msg, compare, lease_of, reveal_msg};
+use super::tests::{cleared, compare, lease_of, reveal_all as reveal, state_of};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, module_account, AuctionMsg, AuctionParams, AuctionRead, LeaseState, Verdict,
@@ -25,23 +25,6 @@ fn verdict(chain: &mut Chain, h: u64, lease: u64, verdict: Verdict) {
     apply_verdict(&mut fork, &ctx(h), lease, verdict).unwrap();
     let (writes, _) = fork.into_parts();
     chain.state.apply(writes);
-}
-
-/// Commits and reveals `results` (provider, result) at height 5.
-fn reveal(chain: &mut Chain, order: u64, results: &[(u8, [u8; 32])]) {
-    for (p, r) in results {
-        let lease = lease_of(chain, order, *p);
-        chain.exec(5, *p, commit_msg(*p, lease, *r)).unwrap();
-    }
-    for (p, r) in results {
-        let lease = lease_of(chain, order, *p);
-        chain.exec(5, *p, reveal_msg(*p, lease, *r)).unwrap();
-    }
-}
-
-fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
-    let id = lease_of(chain, order, provider);
-    chain.state.lease(id).unwrap().state
 }
 
 #[test]
