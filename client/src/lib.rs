@@ -3,14 +3,11 @@
 //! tendermint-rpc) and typed queries whose Merkle proofs are checked against the app hash of a header the
 //! light client verified.
 
-pub mod agent_config;
 pub mod follow;
 pub mod keys;
 pub mod light;
-pub mod metrics_http;
 mod proof;
 mod rpc;
-pub mod state_file;
 mod txbuild;
 
 pub use light::{LightClient, LightError};

@@ -1,58 +1,37 @@
-//! The agent's view of the chain: its signing key and address, signed submissions (one at
-//! a time, so nonces never race), and the typed reads it needs.
+//! The provider's view of the chain: the agent kit's chain handle (key, submissions, market
+//! reads) and the reads only a provider makes.
 
+use std::ops::Deref;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use ed25519_dalek::SigningKey;
-use gpuchain_auction::{state_key, AuctionMsg, Bid, Lease, Order, OrderState};
-use gpuchain_client::keys::Keystore;
-use gpuchain_client::{ChainClient, TxOutcome};
+use anyhow::Result;
+use gpuchain_agent_kit::chain::AgentChain;
+use gpuchain_auction::{state_key, AuctionMsg, Bid, Order, OrderState};
+use gpuchain_client::TxOutcome;
 use gpuchain_staking::Provider;
 use gpuchain_tx::Msg;
-use gpuchain_types::{Address, Amount};
 
-/// Client, key and address.
+/// The kit's handle, with the provider's memo.
 #[derive(Clone)]
-pub(crate) struct Chain {
-    pub(crate) client: ChainClient,
-    key: SigningKey,
-    pub(crate) address: Address,
+pub(crate) struct Chain(AgentChain);
+
+impl Deref for Chain {
+    type Target = AgentChain;
+
+    fn deref(&self) -> &AgentChain {
+        &self.0
+    }
 }
 
 impl Chain {
     /// Opens the key `<home>/keys/<name>.json` (passphrase from `GPUCHAIN_PASSPHRASE`).
     pub(crate) fn connect(node: &str, home: &Path, name: &str) -> Result<Chain> {
-        let pass = std::env::var("GPUCHAIN_PASSPHRASE").ok();
-        let key = Keystore::open(&home.join("keys"))?
-            .signing_key(name, pass.as_deref())
-            .with_context(|| format!("loading key {name:?} from {}", home.display()))?;
-        let address = Address::from_public_key(&key.verifying_key().to_bytes());
-        Ok(Chain {
-            client: ChainClient::new(node)?,
-            key,
-            address,
-        })
-    }
-
-    /// Signs and submits one message; waits for its block.
-    pub(crate) async fn submit(&self, msg: Msg) -> Result<TxOutcome> {
-        self.client
-            .submit(&self.key, vec![msg], "gpuchain-provider")
-            .await
+        AgentChain::connect(node, home, name, "gpuchain-provider").map(Chain)
     }
 
     /// Submits an auction message.
     pub(crate) async fn auction(&self, msg: AuctionMsg) -> Result<TxOutcome> {
         self.submit(Msg::Auction(msg)).await
-    }
-
-    pub(crate) async fn order(&self, id: u64) -> Result<Option<Order>> {
-        self.client.get(&state_key::order(id)).await
-    }
-
-    pub(crate) async fn lease(&self, id: u64) -> Result<Option<Lease>> {
-        self.client.get(&state_key::lease(id)).await
     }
 
     pub(crate) async fn my_bid(&self, order_id: u64) -> Result<Option<Bid>> {
@@ -61,21 +40,9 @@ impl Chain {
             .await
     }
 
-    pub(crate) async fn provider(&self) -> Result<Option<Provider>> {
-        self.client
-            .get(&gpuchain_staking::state_key::provider(&self.address))
-            .await
-    }
-
-    /// Another provider's registration (its blob server's endpoint).
-    pub(crate) async fn provider_at(&self, address: &Address) -> Result<Option<Provider>> {
-        self.client
-            .get(&gpuchain_staking::state_key::provider(address))
-            .await
-    }
-
-    pub(crate) async fn balance(&self) -> Result<Amount> {
-        self.client.balance(&self.address).await
+    /// This provider's registration.
+    pub(crate) async fn me(&self) -> Result<Option<Provider>> {
+        self.provider(&self.address).await
     }
 
     /// Ids of every lease this provider ever won.
@@ -84,38 +51,11 @@ impl Chain {
             .await
     }
 
-    /// Every lease of an order.
-    pub(crate) async fn leases_of_order(&self, order_id: u64) -> Result<Vec<Lease>> {
-        let mut out = Vec::new();
-        for id in self
-            .ids_under(&state_key::leases_by_order_prefix(order_id))
-            .await?
-        {
-            if let Some(l) = self.lease(id).await? {
-                out.push(l);
-            }
-        }
-        Ok(out)
-    }
-
-    async fn ids_under(&self, prefix: &str) -> Result<Vec<u64>> {
-        use gpuchain_types::StateRead;
-        let snap = self.client.snapshot(prefix).await?;
-        Ok(snap
-            .prefix_raw(prefix)
-            .into_iter()
-            .filter_map(|(k, _)| k.rsplit('/').next()?.parse().ok())
-            .collect())
-    }
-
     /// Orders open now (a start-up scan; afterwards new orders come from events).
     pub(crate) async fn open_orders(&self) -> Result<Vec<Order>> {
-        use gpuchain_types::StateRead;
-        let snap = self.client.snapshot(state_key::orders_prefix()).await?;
-        Ok(snap
-            .prefix_raw(state_key::orders_prefix())
+        let all: Vec<Order> = self.all(state_key::orders_prefix()).await?;
+        Ok(all
             .into_iter()
-            .filter_map(|(_, v)| borsh::from_slice::<Order>(&v).ok())
             .filter(|o| o.state == OrderState::Open)
             .collect())
     }

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use gpuchain_client::agent_config::{read_toml, write_toml};
-pub(crate) use gpuchain_client::agent_config::{ChainConfig, KeyConfig};
+use gpuchain_agent_kit::config::read_toml;
+pub(crate) use gpuchain_agent_kit::config::{AgentConfig, ChainConfig, KeyConfig};
 use gpuchain_jobspec::ModelArch;
 use serde::{Deserialize, Serialize};
 
@@ -148,20 +148,11 @@ impl Config {
         );
         Ok(config)
     }
+}
 
-    /// Writes the file (refuses to overwrite unless `force`).
-    pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
-        write_toml(self, path, force)
-    }
-
-    /// `state.json`.
-    pub(crate) fn state_path(&self) -> PathBuf {
-        self.provider.data_dir.join("state.json")
-    }
-
-    /// The blob store directory.
-    pub(crate) fn blob_dir(&self) -> PathBuf {
-        self.provider.data_dir.join("blobs")
+impl AgentConfig for Config {
+    fn data_dir(&self) -> &Path {
+        &self.provider.data_dir
     }
 }
 

@@ -84,6 +84,26 @@ fn dependencies_follow_the_architecture_invariants() {
                 "agents must not depend on each other"
             );
         }
+        if name == "gpuchain-provider" || name == "gpuchain-verifier" {
+            assert!(
+                uses("gpuchain-agent-kit"),
+                "{name} is built on the agent kit"
+            );
+        }
+        if name == "gpuchain-agent-kit" {
+            for banned in [
+                "gpuchain-chain",
+                "gpuchain-compute",
+                "gpuchain-provider",
+                "gpuchain-verifier",
+                "burn",
+            ] {
+                assert!(
+                    !uses(banned),
+                    "the agent kit is chain-facing plumbing, not {banned}"
+                );
+            }
+        }
         // The test harnesses (tests/, sim/) call the app's ABCI handlers as CometBFT does.
         if name != "gpuchain-chain" && name != "gpuchain-tests" && name != "gpuchain-sim" {
             assert!(

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use gpuchain_agent_kit::config::read_toml;
+pub(crate) use gpuchain_agent_kit::config::{AgentConfig, ChainConfig, KeyConfig};
 use gpuchain_auction::ClassRequirement;
-use gpuchain_client::agent_config::{read_toml, write_toml};
-pub(crate) use gpuchain_client::agent_config::{ChainConfig, KeyConfig};
 use serde::{Deserialize, Serialize};
 
 /// The whole file.
@@ -163,20 +163,11 @@ impl Config {
         }
         Ok(config)
     }
+}
 
-    /// Writes the file (refuses to overwrite unless `force`).
-    pub(crate) fn save(&self, path: &Path, force: bool) -> Result<()> {
-        write_toml(self, path, force)
-    }
-
-    /// `state.json`.
-    pub(crate) fn state_path(&self) -> PathBuf {
-        self.verifier.data_dir.join("state.json")
-    }
-
-    /// The blob store directory.
-    pub(crate) fn blob_dir(&self) -> PathBuf {
-        self.verifier.data_dir.join("blobs")
+impl AgentConfig for Config {
+    fn data_dir(&self) -> &Path {
+        &self.verifier.data_dir
     }
 }
 

@@ -14,28 +14,14 @@ mod config;
 mod metrics;
 mod ringer;
 mod state;
-/// The agents' atomic JSON state file (shared with the verifier agent, in `client/`).
-use gpuchain_client::state_file as store;
+/// The agents' atomic JSON state file (from the agent kit).
+use gpuchain_agent_kit::state_file as store;
 mod training;
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match args.log_format {
-        cli::LogFormat::Json => builder.json().init(),
-        cli::LogFormat::Text => builder.init(),
-    }
-    match args.command.run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    gpuchain_agent_kit::cli::init_tracing(args.global.log_format);
+    gpuchain_agent_kit::cli::exit_code(args.command.run())
 }

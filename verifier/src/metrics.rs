@@ -1,12 +1,11 @@
 //! Prometheus metrics over plain HTTP (`GET /metrics`, served by
-//! `gpuchain_client::metrics_http`): assignments, verdicts by kind, fetch failures, training audits,
+//! `gpuchain_agent_kit::metrics`): assignments, verdicts by kind, fetch failures, training audits,
 //! challenges, and the process's CPU seconds and resident memory.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 
-use gpuchain_client::metrics_http::{self, metric, process_metrics, Render};
+use gpuchain_agent_kit::metrics::{self, metric, process_metrics};
 
 use crate::state::Counters;
 
@@ -21,14 +20,12 @@ pub(crate) struct Gauges {
 }
 
 /// Shared between the agent and the server.
-pub(crate) type Shared = Arc<Mutex<Gauges>>;
+pub(crate) type Shared = metrics::Shared<Gauges>;
 
 /// Binds `addr` and serves the agent's gauges until the runtime stops; returns the bound
 /// address.
 pub(crate) async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<SocketAddr> {
-    let text: Render =
-        Arc::new(move || render(&shared.lock().map(|g| g.clone()).unwrap_or_default()));
-    metrics_http::serve(addr, text).await
+    metrics::serve_gauges(addr, shared, render).await
 }
 
 /// The exposition text.
@@ -150,24 +147,17 @@ pub(crate) fn render(g: &Gauges) -> String {
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
     use super::*;
 
     #[tokio::test]
     async fn metrics_are_served_over_plain_http() {
-        let shared: Shared = Arc::default();
+        let shared = Shared::default();
         if let Ok(mut g) = shared.lock() {
             g.counters.assignments = 3;
             g.counters.verdicts_faulty = 2;
         }
         let addr = serve("127.0.0.1:0".parse().unwrap(), shared).await.unwrap();
-        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-        sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut text = String::new();
-        sock.read_to_string(&mut text).await.unwrap();
+        let text = metrics::scrape(addr).await.unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
         assert!(text.contains("gpuchain_verifier_assignments_total 3"));
         assert!(text.contains("gpuchain_verifier_verdicts_total{verdict=\"faulty\"} 2"));

@@ -110,7 +110,7 @@ impl Agent {
             }
             let provider = self
                 .chain
-                .provider_at(&other.provider)
+                .provider(&other.provider)
                 .await
                 .map_err(err)?
                 .ok_or_else(|| format!("lease {}: its provider is not registered", other.id))?;

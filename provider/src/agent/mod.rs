@@ -81,7 +81,7 @@ impl Agent {
 
     /// Handles one committed block: auction outcomes and payments from its events, new
     /// orders, then every active lease and pending bid.
-    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+    async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
         let me = self.chain.address.to_string();
         let mut posted = Vec::new();
@@ -125,5 +125,17 @@ impl Agent {
         self.drive_leases().await?;
         self.state.last_height = block.height;
         self.save()
+    }
+}
+
+impl gpuchain_agent_kit::run::Agent for Agent {
+    type Done = Done;
+
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+        self.follow_block(block).await
+    }
+
+    async fn on_done(&mut self, done: Done) -> Result<()> {
+        self.on_produced(done).await
     }
 }

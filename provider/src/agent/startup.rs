@@ -7,15 +7,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use gpuchain_client::follow::{follow, FollowConfig};
+use gpuchain_agent_kit::run::follow_until_stopped;
 use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
 use super::{Agent, RunOptions};
 use crate::chain::Chain;
-use crate::config::Config;
+use crate::config::{AgentConfig, Config};
 use crate::state::{BidStatus, State};
 use crate::store::JsonFile;
 
@@ -33,7 +32,7 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
         );
     }
     state.provider = me.clone();
-    let provider = chain.provider().await?.with_context(|| {
+    let provider = chain.me().await?.with_context(|| {
         format!("{me} is not a registered provider: run `gpuchain-provider register` first")
     })?;
     let backend = Backend::parse(&config.provider.backend)?;
@@ -71,21 +70,8 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     let latest = agent.chain.client.latest_height().await?;
     agent.height = latest;
     let from = agent.reconcile(latest).await?;
-    let mut follow_config = FollowConfig::new(&agent.config.chain.node, from);
-    follow_config.websocket_url = agent.config.chain.websocket_url();
-    let mut blocks = follow(agent.chain.client.clone(), follow_config)?;
-    let mut term = signal(SignalKind::terminate())?;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => { tracing::info!("Ctrl-C: stopping"); break; }
-            _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
-            Some(done) = done_rx.recv() => agent.on_produced(done).await?,
-            block = blocks.recv() => match block {
-                Some(b) => agent.on_block(b).await?,
-                None => bail!("the block follower stopped"),
-            },
-        }
-    }
+    let (client, chain) = (agent.chain.client.clone(), agent.config.chain.clone());
+    follow_until_stopped(&mut agent, client, &chain, from, &mut done_rx).await?;
     agent.save()?;
     let running = agent.running.len();
     tracing::info!(

@@ -6,31 +6,19 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_client::keys::Keystore;
+use gpuchain_agent_kit::cli::ChainKeyArgs;
 use gpuchain_jobspec::ModelArch;
 
 use super::ConfigArg;
-use crate::config::{
-    CapacityConfig, ChainConfig, Config, KeyConfig, PricingConfig, ProviderConfig,
-};
+use crate::config::{AgentConfig, CapacityConfig, Config, PricingConfig, ProviderConfig};
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
 pub(crate) struct InitArgs {
     #[command(flatten)]
     config: ConfigArg,
-    /// CometBFT RPC of a node.
-    #[arg(long, default_value = "http://127.0.0.1:26657")]
-    node: String,
-    /// gpuchaind home holding `keys/`.
-    #[arg(long)]
-    home: PathBuf,
-    /// Key name (the provider's account).
-    #[arg(long)]
-    key: String,
-    /// Create the key if it does not exist (unencrypted unless GPUCHAIN_PASSPHRASE is set).
-    #[arg(long)]
-    create_key: bool,
+    #[command(flatten)]
+    chain: ChainKeyArgs,
     /// Local state and blob store.
     #[arg(long)]
     data_dir: PathBuf,
@@ -73,27 +61,13 @@ pub(crate) struct InitArgs {
 }
 
 pub(super) fn run(a: InitArgs) -> Result<()> {
-    let keys = Keystore::open(&a.home.join("keys"))?;
-    let address = match keys.show(&a.key) {
-        Ok(info) => info.address,
-        Err(_) if a.create_key => {
-            let pass = std::env::var("GPUCHAIN_PASSPHRASE").ok();
-            keys.create(&a.key, pass.as_deref())?.address
-        }
-        Err(e) => return Err(e.context("pass --create-key to create it")),
-    };
+    let (address, chain, key) = a.chain.sections()?;
     let mut rates = BTreeMap::new();
     rates.insert("cpu".to_string(), a.cpu_price);
     rates.insert("default".to_string(), a.gpu_price);
     let config = Config {
-        chain: ChainConfig {
-            node: a.node,
-            websocket: None,
-        },
-        key: KeyConfig {
-            home: a.home,
-            name: a.key,
-        },
+        chain,
+        key,
         provider: ProviderConfig {
             data_dir: a.data_dir,
             endpoint_url: a

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_client::TxOutcome;
+use gpuchain_agent_kit::cli::print_tx;
 use gpuchain_staking::{
     MsgBondProvider, MsgDeregisterProvider, MsgRegisterProvider, MsgUnbondProvider,
     MsgUpdateProvider, StakingMsg,
@@ -58,18 +58,6 @@ fn connect(config: &Config) -> Result<Chain> {
     Chain::connect(&config.chain.node, &config.key.home, &config.key.name)
 }
 
-fn print(outcome: TxOutcome, output: Output, what: &str) -> Result<()> {
-    let outcome = outcome.ok()?;
-    match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
-        Output::Text => println!(
-            "{what}: included at height {} (tx {})",
-            outcome.height, outcome.hash
-        ),
-    }
-    Ok(())
-}
-
 pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     let config = Config::load(&a.config.config)?;
     let policy = DriverPolicy {
@@ -91,7 +79,7 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
         return Ok(());
     }
     let chain = connect(&config)?;
-    let msg = match chain.provider().await? {
+    let msg = match chain.me().await? {
         Some(p) if p.attrs == attrs => {
             println!(
                 "{} is already registered with these attributes",
@@ -106,19 +94,19 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
         }),
     };
     let what = msg.name();
-    print(chain.submit(Msg::Staking(msg)).await?, a.output, what)
+    print_tx(chain.submit(Msg::Staking(msg)).await?, a.output, what)
 }
 
 pub(super) async fn bond(a: AmountArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = StakingMsg::BondProvider(MsgBondProvider { amount: a.amount });
-    print(chain.submit(Msg::Staking(msg)).await?, a.output, "bonded")
+    print_tx(chain.submit(Msg::Staking(msg)).await?, a.output, "bonded")
 }
 
 pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = StakingMsg::UnbondProvider(MsgUnbondProvider { amount: a.amount });
-    print(
+    print_tx(
         chain.submit(Msg::Staking(msg)).await?,
         a.output,
         "unbonding started",
@@ -128,7 +116,7 @@ pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
 pub(super) async fn withdraw(a: WithdrawArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = StakingMsg::DeregisterProvider(MsgDeregisterProvider {});
-    print(
+    print_tx(
         chain.submit(Msg::Staking(msg)).await?,
         a.output,
         "deregistered; the bond returns after the unbonding period",

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{ConfigArg, Output};
 use crate::chain::Chain;
-use crate::config::Config;
+use crate::config::{AgentConfig, Config};
 use crate::state::{BidRecord, Counters, LeaseRecord, State};
 use crate::store::JsonFile;
 
@@ -47,7 +47,7 @@ pub(super) async fn run(a: StatusArgs) -> Result<()> {
     let state: State = JsonFile::new(config.state_path()).load()?;
     let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
     let on_chain = async {
-        let provider = chain.provider().await?;
+        let provider = chain.me().await?;
         anyhow::Ok(OnChain {
             balance: chain.balance().await?,
             bonded: provider.as_ref().map(|p| p.bonded),

@@ -80,7 +80,7 @@ impl Agent {
 
     /// Handles one committed block: assignments to this verifier and the orders seen, then
     /// the ringer schedule and every open ringer.
-    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+    async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
         let me = self.chain.address.to_string();
         let mut orders = 0u64;
@@ -125,10 +125,22 @@ impl Agent {
         self.save()
     }
 
-    async fn on_done(&mut self, done: Done) -> Result<()> {
+    async fn task_done(&mut self, done: Done) -> Result<()> {
         match done {
             Done::Checked(key, finding) => self.checked(key, finding).await,
             Done::Prepared(id, ready) => self.prepared(id, ready).await,
         }
+    }
+}
+
+impl gpuchain_agent_kit::run::Agent for Agent {
+    type Done = Done;
+
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
+        self.follow_block(block).await
+    }
+
+    async fn on_done(&mut self, done: Done) -> Result<()> {
+        self.task_done(done).await
     }
 }

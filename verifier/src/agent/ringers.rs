@@ -191,7 +191,7 @@ impl Agent {
         r.stage = RingerStage::Posting;
         self.save()?;
         let outcome = poster
-            .submit(Msg::Auction(AuctionMsg::PostOrder(order)), "")
+            .submit_with_memo(Msg::Auction(AuctionMsg::PostOrder(order)), "")
             .await
             .and_then(|o| o.ok());
         match outcome {

@@ -9,16 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use gpuchain_client::follow::{follow, FollowConfig};
+use gpuchain_agent_kit::run::follow_until_stopped;
 use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
 use super::Agent;
 use crate::chain::Chain;
 use crate::check::Limits;
-use crate::config::Config;
+use crate::config::{AgentConfig, Config};
 use crate::state::State;
 use crate::store::JsonFile;
 
@@ -107,21 +106,8 @@ pub(crate) async fn run(config: Config) -> Result<()> {
         agent.state.last_height + 1
     };
     agent.save()?;
-    let mut follow_config = FollowConfig::new(&agent.config.chain.node, from);
-    follow_config.websocket_url = agent.config.chain.websocket_url();
-    let mut blocks = follow(agent.chain.client.clone(), follow_config)?;
-    let mut term = signal(SignalKind::terminate())?;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => { tracing::info!("Ctrl-C: stopping"); break; }
-            _ = term.recv() => { tracing::info!("SIGTERM: stopping"); break; }
-            Some(done) = done_rx.recv() => agent.on_done(done).await?,
-            block = blocks.recv() => match block {
-                Some(b) => agent.on_block(b).await?,
-                None => bail!("the block follower stopped"),
-            },
-        }
-    }
+    let (client, chain) = (agent.chain.client.clone(), agent.config.chain.clone());
+    follow_until_stopped(&mut agent, client, &chain, from, &mut done_rx).await?;
     agent.save()?;
     tracing::info!(
         checking = agent.checking.len(),

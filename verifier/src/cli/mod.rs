@@ -7,41 +7,18 @@ mod status;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use gpuchain_agent_kit::cli::GlobalArgs;
+pub(crate) use gpuchain_agent_kit::cli::Output;
 
 /// gpuchain verifier agent.
 #[derive(Debug, Parser)]
 #[command(name = "gpuchain-verifier", version, about)]
 pub(crate) struct Cli {
-    /// Log format on stderr.
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        default_value = "text",
-        env = "GPUCHAIN_LOG_FORMAT"
-    )]
-    pub(crate) log_format: LogFormat,
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
     #[command(subcommand)]
     pub(crate) command: Command,
-}
-
-/// Log format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
-
-/// Output format of commands that report something.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Output {
-    /// Human-readable text.
-    Text,
-    /// JSON on stdout.
-    Json,
 }
 
 /// `--config` shared by the chain-facing commands.
@@ -78,11 +55,7 @@ impl Command {
         if let Command::Init(a) = self {
             return init::run(a);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
-        runtime.block_on(async move {
+        gpuchain_agent_kit::cli::block_on(async move {
             match self {
                 Command::Register(a) => stake::register(a).await,
                 Command::Bond(a) => stake::bond(a).await,

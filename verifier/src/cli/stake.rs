@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_client::TxOutcome;
+use gpuchain_agent_kit::cli::print_tx;
 use gpuchain_types::Amount;
 use gpuchain_verify::{MsgBondVerifier, MsgRegisterVerifier, MsgUnbondVerifier, VerifyMsg};
 
@@ -40,18 +40,6 @@ fn connect(config: &Config) -> Result<Chain> {
     Chain::connect(&config.chain.node, &config.key.home, &config.key.name)
 }
 
-fn print(outcome: TxOutcome, output: Output, what: &str) -> Result<()> {
-    let outcome = outcome.ok()?;
-    match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
-        Output::Text => println!(
-            "{what}: included at height {} (tx {})",
-            outcome.height, outcome.hash
-        ),
-    }
-    Ok(())
-}
-
 pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     let config = Config::load(&a.config.config)?;
     let chain = connect(&config)?;
@@ -64,17 +52,17 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     }
     let bond = a.bond.unwrap_or(u128::from(config.verifier.bond));
     let msg = VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
-    print(chain.verify(msg).await?, a.output, "registered")
+    print_tx(chain.verify(msg).await?, a.output, "registered")
 }
 
 pub(super) async fn bond(a: AmountArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = VerifyMsg::BondVerifier(MsgBondVerifier { amount: a.amount });
-    print(chain.verify(msg).await?, a.output, "bonded")
+    print_tx(chain.verify(msg).await?, a.output, "bonded")
 }
 
 pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
     let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: a.amount });
-    print(chain.verify(msg).await?, a.output, "unbonding started")
+    print_tx(chain.verify(msg).await?, a.output, "unbonding started")
 }

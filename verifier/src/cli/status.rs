@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::{ConfigArg, Output};
 use crate::chain::Chain;
-use crate::config::Config;
+use crate::config::{AgentConfig, Config};
 use crate::state::State;
 use crate::store::JsonFile;
 

@@ -12,8 +12,8 @@
 //! within tolerance) are each drawn for audit with their own probability [`audit_chance`]
 //! (reputation's rate raised to the deterrence floor) as `u64::from_be_bytes(first 8 bytes
 //! of BlockCtx::draw("verify/audit", lease id (8 bytes big-endian) ‖ commitment)) mod 10^6
-//! < p`; if any lease is drawn, one lease per distinct result waits in `AuditPending` and the
-//! others follow the one with their bytes, else all are accepted. The draw uses the hash of
+//! < p`; equal results form a group, audited when any of its leases is drawn (the first
+//! drawn waits in `AuditPending`, the others follow it), else accepted. The draw uses the hash of
 //! the block in which the results are judged, which no provider knows when it reveals or
 //! compares. [`apply_verdict`] is the hook for the verifier module: it settles
 //! `AuditPending`, `Disputed`, their followers and (within the challenge window) `Accepted`
@@ -262,12 +262,34 @@ fn dispute(
 }
 
 /// Judges results that agree: byte-equal, or found within tolerance of each other by every
-/// provider. Each lease is drawn with its own audit chance; if any is drawn, the first lease
-/// of each distinct result waits for a verdict (`AuditPending`) and the rest follow the one
-/// with their bytes (`AuditFollowing`), so equal results stand or fall together and a
-/// result that only looked close is re-run on its own. Each lease is charged its share of
-/// the fees at that chance.
+/// provider. Equal results stand or fall together: each group of leases with one result is
+/// audited when any of its leases is drawn with its own audit chance; the first drawn lease
+/// waits for a verdict (`AuditPending`) and the rest of its group follow it
+/// (`AuditFollowing`). A group with other bytes has its own draw, so a result that only
+/// looked close meets the same deterrence as a lone one and never takes another result's
+/// verdict. Each lease is charged its share of its group's fee at the group's chance.
 fn judge_agreeing(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    order_id: u64,
+    leases: Vec<Lease>,
+) -> Result<(), AuctionError> {
+    let mut hashes: Vec<Option<[u8; 32]>> = leases.iter().map(|l| l.result_hash).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    for hash in hashes {
+        let group: Vec<Lease> = leases
+            .iter()
+            .filter(|l| l.result_hash == hash)
+            .cloned()
+            .collect();
+        judge_group(state, ctx, order_id, group)?;
+    }
+    Ok(())
+}
+
+/// One group of leases with equal results: see [`judge_agreeing`].
+fn judge_group(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     order_id: u64,
@@ -280,57 +302,30 @@ fn judge_agreeing(
         .collect();
     let group = any_of(&chances);
     let members = u128::try_from(leases.len()).map_err(|_| AuctionError::Overflow)?;
-    let mut hashes: Vec<Option<[u8; 32]>> = leases.iter().map(|l| l.result_hash).collect();
-    hashes.sort_unstable();
-    hashes.dedup();
-    let distinct = u128::try_from(hashes.len()).map_err(|_| AuctionError::Overflow)?;
     for lease in &mut leases {
-        lease.verification_charge = verification_charge(lease.price, group, &params)
-            .checked_mul(distinct)
-            .ok_or(AuctionError::Overflow)?
-            .div_ceil(members);
+        lease.verification_charge =
+            verification_charge(lease.price, group, &params).div_ceil(members);
     }
     let drawn = leases
         .iter()
         .zip(&chances)
         .position(|(lease, p)| audit_drawn(ctx, lease, *p));
-    let Some(drawn) = drawn else {
-        for lease in &mut leases {
-            accept(state, ctx, lease)?;
-        }
-        return Ok(());
-    };
-    // The drawn lease is re-run for its result; each other result by its first lease.
-    let mut audited: Vec<Option<[u8; 32]>> = leases
-        .get(drawn)
-        .map(|l| l.result_hash)
-        .into_iter()
-        .collect();
-    let representative: Vec<bool> = leases
-        .iter()
-        .enumerate()
-        .map(|(i, lease)| {
-            let first = i == drawn || !audited.contains(&lease.result_hash);
-            if first && i != drawn {
-                audited.push(lease.result_hash);
+    for (i, (lease, p)) in leases.iter_mut().zip(chances).enumerate() {
+        match drawn {
+            Some(d) if d == i => {
+                state.emit(
+                    AuditSampledEvent {
+                        lease_id: lease.id,
+                        order_id,
+                        provider: lease.provider,
+                        probability_ppm: p,
+                    }
+                    .into(),
+                );
+                await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
             }
-            first
-        })
-        .collect();
-    for ((lease, p), first) in leases.iter_mut().zip(chances).zip(representative) {
-        if first {
-            state.emit(
-                AuditSampledEvent {
-                    lease_id: lease.id,
-                    order_id,
-                    provider: lease.provider,
-                    probability_ppm: p,
-                }
-                .into(),
-            );
-            await_verdict(state, ctx, lease, LeaseState::AuditPending)?;
-        } else {
-            set_state(state, lease, LeaseState::AuditFollowing);
+            Some(_) => set_state(state, lease, LeaseState::AuditFollowing),
+            None => accept(state, ctx, lease)?,
         }
     }
     Ok(())

@@ -175,8 +175,9 @@ fn bad_statements_are_refused_with_their_own_codes_and_change_nothing() {
 #[test]
 fn results_that_only_looked_close_are_each_re_run_when_drawn() {
     // Three replicas, two equal results and one different; every provider says they agree
-    // (the different one colludes, or the honest ones are careless). Audited for sure here:
-    // one re-run per distinct result, and the close-but-different one falls alone.
+    // (the different one colludes, or the honest ones are careless). Each result has its own
+    // draw (certain here): one re-run per distinct result, and the close-but-different one
+    // falls alone.
     let mut chain = Chain::new(always_audit());
     let id = cleared(
         &mut chain,
@@ -212,11 +213,11 @@ fn results_that_only_looked_close_are_each_re_run_when_drawn() {
         "{states:?}"
     );
     assert_eq!(state_of(&chain, id, 12), LeaseState::AuditPending);
-    for p in [10, 11, 12] {
+    for (p, charge) in [(10, 350_000), (11, 350_000), (12, 700_000)] {
         let lease = chain.state.lease(lease_of(&chain, id, p)).unwrap();
         assert_eq!(
-            lease.verification_charge, 466_667,
-            "two fees of 700,000 shared by three leases, rounded up"
+            lease.verification_charge, charge,
+            "each result's fee shared by the leases that revealed it"
         );
     }
     let close = lease_of(&chain, id, 12);

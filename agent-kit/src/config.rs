@@ -23,7 +23,7 @@ impl ChainConfig {
     pub fn websocket_url(&self) -> String {
         self.websocket
             .clone()
-            .unwrap_or_else(|| crate::follow::websocket_url(&self.node))
+            .unwrap_or_else(|| gpuchain_client::follow::websocket_url(&self.node))
     }
 }
 
@@ -36,6 +36,27 @@ pub struct KeyConfig {
     pub home: PathBuf,
     /// Key name of the agent's account.
     pub name: String,
+}
+
+/// An agent's configuration file: where its data lives, and how it is written.
+pub trait AgentConfig: Serialize + Sized {
+    /// Local state (`state.json`) and the blob store (`blobs/`).
+    fn data_dir(&self) -> &Path;
+
+    /// `state.json`.
+    fn state_path(&self) -> PathBuf {
+        self.data_dir().join("state.json")
+    }
+
+    /// The blob store directory.
+    fn blob_dir(&self) -> PathBuf {
+        self.data_dir().join("blobs")
+    }
+
+    /// Writes the file (refuses to overwrite unless `force`).
+    fn save(&self, path: &Path, force: bool) -> Result<()> {
+        write_toml(self, path, force)
+    }
 }
 
 /// Reads and parses a TOML file, naming it in errors.

@@ -4,10 +4,35 @@
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+/// An agent's gauges, shared between the agent and the server.
+pub type Shared<G> = Arc<Mutex<G>>;
+
+/// Binds `addr` and serves `render` of the agent's current gauges until the runtime stops;
+/// returns the bound address.
+pub async fn serve_gauges<G: Clone + Default + Send + 'static>(
+    addr: SocketAddr,
+    shared: Shared<G>,
+    render: fn(&G) -> String,
+) -> std::io::Result<SocketAddr> {
+    let text: Render =
+        Arc::new(move || render(&shared.lock().map(|g| g.clone()).unwrap_or_default()));
+    serve(addr, text).await
+}
+
+/// One scrape of `GET /metrics` at `addr`: the whole HTTP response (for tests and probes).
+pub async fn scrape(addr: SocketAddr) -> std::io::Result<String> {
+    let mut sock = tokio::net::TcpStream::connect(addr).await?;
+    sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let mut text = String::new();
+    sock.read_to_string(&mut text).await?;
+    Ok(text)
+}
 
 /// Renders the exposition text at scrape time.
 pub type Render = Arc<dyn Fn() -> String + Send + Sync>;

@@ -1,0 +1,110 @@
+//! An agent's view of the chain: its signing key and address, signed submissions (one at a
+//! time per key, so nonces never race) and the market reads every agent makes. An agent
+//! wraps it with its own reads.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ed25519_dalek::SigningKey;
+use gpuchain_auction::{state_key, Lease, Order};
+use gpuchain_client::keys::Keystore;
+use gpuchain_client::{ChainClient, TxOutcome};
+use gpuchain_staking::Provider;
+use gpuchain_tx::Msg;
+use gpuchain_types::{Address, Amount, StateRead};
+
+/// Client, key, address and the memo the agent's transactions carry.
+#[derive(Clone)]
+pub struct AgentChain {
+    /// The node's RPC with proven reads.
+    pub client: ChainClient,
+    key: SigningKey,
+    /// The key's account.
+    pub address: Address,
+    memo: &'static str,
+}
+
+impl AgentChain {
+    /// Opens the key `<home>/keys/<name>.json` (passphrase from `GPUCHAIN_PASSPHRASE`);
+    /// transactions carry `memo` (the agent's name).
+    pub fn connect(node: &str, home: &Path, name: &str, memo: &'static str) -> Result<AgentChain> {
+        let pass = std::env::var("GPUCHAIN_PASSPHRASE").ok();
+        let key = Keystore::open(&home.join("keys"))?
+            .signing_key(name, pass.as_deref())
+            .with_context(|| format!("loading key {name:?} from {}", home.display()))?;
+        let address = Address::from_public_key(&key.verifying_key().to_bytes());
+        Ok(AgentChain {
+            client: ChainClient::new(node)?,
+            key,
+            address,
+            memo,
+        })
+    }
+
+    /// Signs and submits one message with the agent's memo; waits for its block.
+    pub async fn submit(&self, msg: Msg) -> Result<TxOutcome> {
+        self.submit_with_memo(msg, self.memo).await
+    }
+
+    /// Signs and submits one message with `memo`; waits for its block.
+    pub async fn submit_with_memo(&self, msg: Msg, memo: &str) -> Result<TxOutcome> {
+        self.client.submit(&self.key, vec![msg], memo).await
+    }
+
+    /// The account's spendable balance.
+    pub async fn balance(&self) -> Result<Amount> {
+        self.client.balance(&self.address).await
+    }
+
+    /// One order.
+    pub async fn order(&self, id: u64) -> Result<Option<Order>> {
+        self.client.get(&state_key::order(id)).await
+    }
+
+    /// One lease.
+    pub async fn lease(&self, id: u64) -> Result<Option<Lease>> {
+        self.client.get(&state_key::lease(id)).await
+    }
+
+    /// Every lease of an order, by id.
+    pub async fn leases_of_order(&self, order_id: u64) -> Result<Vec<Lease>> {
+        let mut out = Vec::new();
+        for id in self
+            .ids_under(&state_key::leases_by_order_prefix(order_id))
+            .await?
+        {
+            if let Some(l) = self.lease(id).await? {
+                out.push(l);
+            }
+        }
+        out.sort_by_key(|l| l.id);
+        Ok(out)
+    }
+
+    /// A provider's registration (its blob server's endpoint, hardware, bond).
+    pub async fn provider(&self, operator: &Address) -> Result<Option<Provider>> {
+        self.client
+            .get(&gpuchain_staking::state_key::provider(operator))
+            .await
+    }
+
+    /// The ids at the end of every key under `prefix`.
+    pub async fn ids_under(&self, prefix: &str) -> Result<Vec<u64>> {
+        let snap = self.client.snapshot(prefix).await?;
+        Ok(snap
+            .prefix_raw(prefix)
+            .into_iter()
+            .filter_map(|(k, _)| k.rsplit('/').next()?.parse().ok())
+            .collect())
+    }
+
+    /// Every value under `prefix` that decodes as `T`.
+    pub async fn all<T: borsh::BorshDeserialize>(&self, prefix: &str) -> Result<Vec<T>> {
+        let snap = self.client.snapshot(prefix).await?;
+        Ok(snap
+            .prefix_raw(prefix)
+            .into_iter()
+            .filter_map(|(_, v)| borsh::from_slice::<T>(&v).ok())
+            .collect())
+    }
+}
