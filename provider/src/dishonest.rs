@@ -27,6 +27,9 @@ pub(crate) enum Dishonest {
     LateReveal,
     /// Wins and never commits.
     Abandon,
+    /// Computes honestly but says every other replica's output is inconsistent, so that its
+    /// orders are disputed (a client's sybil trying to get an honest provider slashed).
+    Deny,
 }
 
 /// Errors of the cheats.

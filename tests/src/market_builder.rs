@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use gpuchain_auction::{AuctionMsg, Lease};
+use gpuchain_auction::{AuctionMsg, Lease, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tx::Msg;
 
@@ -116,11 +116,26 @@ impl<'a> Market<'a> {
         replicas: u32,
         seed: u32,
     ) -> Result<u64> {
+        self.post_digits_order_with(client, region, replicas, seed, |_| {})
+            .await
+    }
+
+    /// [`Market::post_digits_order`] with the order changed by `edit` first; a refusal is
+    /// the error.
+    pub async fn post_digits_order_with(
+        &self,
+        client: &str,
+        region: &str,
+        replicas: u32,
+        seed: u32,
+        edit: impl FnOnce(&mut MsgPostOrder),
+    ) -> Result<u64> {
         let w = blob(&self.weights, self.host.put("w", self.weights.clone()));
         let input = digits_input(32, seed);
         let x = blob(&input, self.host.put(&format!("x{seed}"), input.clone()));
         let key = Keystore::open(&self.net.net.keys_dir)?.signing_key(client, None)?;
-        let order = routed_order(digits_job(w, x), region, replicas, GPU);
+        let mut order = routed_order(digits_job(w, x), region, replicas, GPU);
+        edit(&mut order);
         let out = self
             .net
             .client(0)?

@@ -16,6 +16,7 @@ use gpuchain_jobspec::{BlobHash, JobSpec};
 
 use super::leases::MAX_TX_FAILURES;
 use super::Agent;
+use crate::dishonest::Dishonest;
 
 /// One peer output's fetch, connection to last byte: a slow peer must not stall the agent.
 const PEER_FETCH_TIMEOUT: Duration = Duration::from_secs(20);
@@ -35,6 +36,7 @@ impl Agent {
             .and_then(|h| hex::decode(h).ok())
             .and_then(|b| <[u8; 32]>::try_from(b).ok());
         let (consistent, why) = match (self.options.dishonest, mine) {
+            (Some(Dishonest::Deny), _) => (false, "test mode: denies every output".to_string()),
             // A cheater's best answer: agreement, hoping the audit draw passes it by.
             (Some(_), _) => (true, "test mode: claims agreement".to_string()),
             (None, None) => (false, "our result hash is lost".to_string()),
