@@ -111,6 +111,11 @@ pub struct VerifierAgent {
 impl VerifierAgent {
     /// Starts `gpuchain-verifier run --config <config> --log-format json`.
     pub fn spawn(config: &Path) -> Result<VerifierAgent> {
+        VerifierAgent::spawn_with(config, &[])
+    }
+
+    /// [`VerifierAgent::spawn`] with `extra` arguments (e.g. `--rubber-stamp`).
+    pub fn spawn_with(config: &Path, extra: &[&str]) -> Result<VerifierAgent> {
         let log = config.with_file_name("verifier.log");
         let out = std::fs::OpenOptions::new()
             .create(true)
@@ -120,6 +125,7 @@ impl VerifierAgent {
             .args(["run", "--config"])
             .arg(config)
             .args(["--log-format", "json"])
+            .args(extra)
             .stdout(Stdio::from(out.try_clone()?))
             .stderr(Stdio::from(out))
             .spawn()

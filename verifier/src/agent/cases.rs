@@ -96,8 +96,13 @@ impl Agent {
             self.backend,
         );
         let (lease_id, round, tx) = (rec.lease_id, rec.round, self.done_tx.clone());
+        let rubber_stamp = self.rubber_stamp;
         tokio::spawn(async move {
             let result = match job_of(&chain, lease_id, round, fast).await {
+                Ok(job) if rubber_stamp => {
+                    tracing::warn!(lease_id, round, "test mode: honest without checking");
+                    Ok(Finding::rubber_stamp(&job))
+                }
                 Ok(job) => {
                     tracing::info!(lease_id, round, backend = %job.backend.name(), "re-executing");
                     check(job, fetcher, http, limits).await

@@ -22,7 +22,7 @@ use crate::state::State;
 use crate::store::JsonFile;
 
 /// Runs the daemon until a signal.
-pub(crate) async fn run(config: Config) -> Result<()> {
+pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
     let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
     let file = JsonFile::new(config.state_path());
     let mut state: State = file.load()?;
@@ -89,6 +89,7 @@ pub(crate) async fn run(config: Config) -> Result<()> {
         gauges,
         height: 0,
         bonded: record.bonded,
+        rubber_stamp,
         config,
     };
     let latest = agent.chain.client.latest_height().await?;

@@ -11,8 +11,12 @@ use crate::config::Config;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     config: ConfigArg,
+    /// Test only: post `honest` on every assignment without fetching or re-executing
+    /// anything (a lazy verifier; slashable when appealed).
+    #[arg(long, hide = true)]
+    rubber_stamp: bool,
 }
 
 pub(super) async fn run(a: RunArgs) -> Result<()> {
-    crate::agent::run(Config::load(&a.config.config)?).await
+    crate::agent::run(Config::load(&a.config.config)?, a.rubber_stamp).await
 }
