@@ -19,6 +19,7 @@ pub mod compare;
 pub mod digits;
 pub mod embed;
 mod error;
+pub mod gguf;
 pub mod hardware;
 pub mod job;
 pub mod llama;

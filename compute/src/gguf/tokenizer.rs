@@ -1,0 +1,88 @@
+//! The byte-level BPE tokenizer stored in a GGUF file (`tokenizer.ggml.model = gpt2`): its
+//! tokens, merges and control tokens rebuilt as a `tokenizers` tokenizer. The pre-tokenizer
+//! follows `tokenizer.ggml.pre`: `smollm` splits every digit on its own before the GPT-2
+//! byte-level split; other names use the byte-level split alone.
+
+use serde_json::{json, Map, Value as Json};
+use tokenizers::Tokenizer;
+
+use super::reader::{Gguf, Value};
+use crate::{Error, Result};
+
+/// ggml token type of a control token (`<|im_start|>` and the like).
+const CONTROL: u64 = 3;
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::BadWeights(format!("GGUF tokenizer: {}", what.into()))
+}
+
+fn strings(g: &Gguf<'_>, key: &str) -> Result<Vec<String>> {
+    g.get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad(format!("missing `{key}`")))?
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| bad(format!("`{key}` holds a non-string")))
+        })
+        .collect()
+}
+
+/// The tokenizer of `g`.
+pub fn tokenizer(g: &Gguf<'_>) -> Result<Tokenizer> {
+    let model = g.get("tokenizer.ggml.model").and_then(Value::as_str);
+    if model != Some("gpt2") {
+        return Err(bad(format!(
+            "model {model:?} (byte-level BPE, `gpt2`, is read)"
+        )));
+    }
+    let tokens = strings(g, "tokenizer.ggml.tokens")?;
+    let merges = strings(g, "tokenizer.ggml.merges")?;
+    let types: Vec<u64> = g
+        .get("tokenizer.ggml.token_type")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|v| v.as_u64().unwrap_or(1)).collect())
+        .unwrap_or_default();
+    let mut vocab = Map::new();
+    let mut added = Vec::new();
+    for (id, token) in tokens.iter().enumerate() {
+        vocab.insert(token.clone(), json!(id));
+        if types.get(id) == Some(&CONTROL) {
+            added.push(json!({
+                "id": id, "content": token, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": false, "special": true
+            }));
+        }
+    }
+    let byte_level = json!({
+        "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true
+    });
+    let pre = match g.get("tokenizer.ggml.pre").and_then(Value::as_str) {
+        Some("smollm") => json!({
+            "type": "Sequence",
+            "pretokenizers": [{"type": "Digits", "individual_digits": true}, byte_level]
+        }),
+        _ => byte_level.clone(),
+    };
+    let spec = json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": null,
+        "pre_tokenizer": pre,
+        "post_processor": null,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+            "vocab": Json::Object(vocab),
+            "merges": merges,
+        }
+    });
+    spec.to_string()
+        .parse::<Tokenizer>()
+        .map_err(|e| bad(format!("building it: {e}")))
+}

