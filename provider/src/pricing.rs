@@ -43,7 +43,7 @@ pub(crate) fn estimate_seconds(job: &JobSpec) -> u64 {
             let (base, per_mib) = match s.arch {
                 ModelArch::DigitsMlp | ModelArch::DigitsCnn => (1, 1),
                 ModelArch::MiniLmEmbedder => (5, 20),
-                ModelArch::LlamaDecoder => (10, 2),
+                ModelArch::LlamaDecoder | ModelArch::LlamaGguf => (10, 2),
             };
             base + per_mib * (mib(s.input.size) + mib(s.weights.size) / 10)
         }

@@ -33,6 +33,9 @@ pub fn estimate_memory_bytes(spec: &JobSpec) -> u64 {
                     }
                     None => 2 * s.weights.size,
                 },
+                // 4- or 8-bit weights expand to f32 (up to 8×, plus the file itself); the
+                // shape is in the file, so the cache is bounded by a generous 64 MiB a row.
+                ModelArch::LlamaGguf => 10 * s.weights.size + batch * (64 << 20),
             }
         }
     }

@@ -54,7 +54,7 @@ pub fn run_job(spec: &JobSpec, store: &BlobStore, backend: Backend) -> Result<Jo
             match s.arch {
                 DigitsMlp | DigitsCnn => digits::run(s, store, backend),
                 MiniLmEmbedder => crate::embed::run_job(s, store, backend),
-                LlamaDecoder => crate::llama::run_job(s, store, backend),
+                LlamaDecoder | LlamaGguf => crate::llama::run_job(s, store, backend),
             }
         }
         JobSpec::Training(t) => crate::train::run_training_job(t, store, backend),

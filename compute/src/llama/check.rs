@@ -37,7 +37,7 @@ pub fn check_generation(
     candidate: &[u8],
 ) -> Result<Verdict> {
     let job = load(s, store)?;
-    let (shape, gen, prompts) = (job.shape, job.gen, &job.prompts);
+    let (shape, gen, prompts) = (&job.shape, job.gen, &job.prompts);
     let (rows, plen, new) = (job.dims[0], job.dims[1], gen.max_new_tokens as usize);
     let tokens = match decode(candidate) {
         Ok(Stored::U32 { dims: d, data }) if d == [rows, new] => data,

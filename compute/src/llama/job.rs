@@ -1,10 +1,11 @@
 //! Decoder generation jobs.
 
-use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape};
+use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
 
 use super::generate::generate;
 use super::model::LlamaConfig;
 use crate::blob::BlobStore;
+use crate::gguf::Gguf;
 use crate::params::Params;
 use crate::tensor_io::{decode, encode_u32, Tensor};
 use crate::{Backend, Error, JobOutput, Result};
@@ -12,19 +13,29 @@ use crate::{Backend, Error, JobOutput, Result};
 /// A decoder job's parts, checked: its shape and generation settings, the prompts
 /// (`dims = [n, prompt_len]`) and the weights.
 pub(super) struct Loaded<'a> {
-    pub(super) shape: &'a LlamaShape,
+    pub(super) shape: LlamaShape,
     pub(super) gen: &'a GenerationSpec,
     pub(super) dims: Vec<usize>,
     pub(super) prompts: Vec<u32>,
     pub(super) params: Params,
 }
 
-/// Reads and checks a decoder job's input and weights.
+/// Reads and checks a decoder job's input and weights: safetensors with the spec's shape
+/// (`LlamaDecoder`), or a GGUF file with its own (`LlamaGguf`).
 pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded<'a>> {
-    let shape = s
-        .llama
-        .as_ref()
-        .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?;
+    let weights = store.get(&s.weights)?;
+    let (shape, params) = if s.arch == ModelArch::LlamaGguf {
+        let file = Gguf::parse(&weights)?;
+        let shape = crate::gguf::llama::shape(&file)?;
+        let params = crate::gguf::llama::params(&file, &shape)?;
+        (shape, params)
+    } else {
+        let shape = s
+            .llama
+            .clone()
+            .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?;
+        (shape, Params::from_safetensors(&weights)?)
+    };
     let gen = s
         .generation
         .as_ref()
@@ -55,7 +66,6 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
             dims[1], gen.max_new_tokens, shape.max_seq_len
         )));
     }
-    let params = Params::from_safetensors(&store.get(&s.weights)?)?;
     Ok(Loaded {
         shape,
         gen,
@@ -84,7 +94,7 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         prompts,
         params,
     } = load(s, store)?;
-    let cfg = LlamaConfig::from_shape(shape);
+    let cfg = LlamaConfig::from_shape(&shape);
     let batch = (s.batch_size as usize).max(1);
     let mut out = Vec::new();
     crate::with_burn_backend!(burn_backend(backend), |B, device| {

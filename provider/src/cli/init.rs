@@ -91,6 +91,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
                 ModelArch::DigitsCnn,
                 ModelArch::MiniLmEmbedder,
                 ModelArch::LlamaDecoder,
+                ModelArch::LlamaGguf,
             ],
             max_job_memory_mib: 0,
             min_exec_deadline_blocks: 5,

@@ -28,6 +28,9 @@ pub enum ModelArch {
     MiniLmEmbedder,
     /// Llama-style decoder-only transformer; its shape is given by [`LlamaShape`].
     LlamaDecoder,
+    /// A Llama-family decoder in a GGUF file (llama.cpp's format, e.g. SmolLM2-135M-Instruct):
+    /// shape, quantised weights and tokenizer all come from the file.
+    LlamaGguf,
 }
 
 /// The shape of a Llama-style decoder. Float settings are integers: `rope_theta` is in whole

@@ -110,7 +110,7 @@ impl JobSpec {
             JobSpec::Inference(s) => match s.arch {
                 ModelArch::DigitsMlp | ModelArch::DigitsCnn => JobKind::Logits,
                 ModelArch::MiniLmEmbedder => JobKind::Embeddings,
-                ModelArch::LlamaDecoder => JobKind::Tokens,
+                ModelArch::LlamaDecoder | ModelArch::LlamaGguf => JobKind::Tokens,
             },
         }
     }

@@ -125,6 +125,7 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
         None => {}
     }
     let is_llama = s.arch == ModelArch::LlamaDecoder;
+    let generates = is_llama || s.arch == ModelArch::LlamaGguf;
     match (&s.llama, is_llama) {
         (Some(shape), true) => validate_llama(shape)?,
         (None, true) => {
@@ -141,7 +142,7 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
         }
         (None, false) => {}
     }
-    match (&s.generation, is_llama) {
+    match (&s.generation, generates) {
         (Some(g), true) => {
             range(
                 "max_new_tokens",
