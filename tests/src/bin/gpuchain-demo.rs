@@ -1,12 +1,14 @@
 //! `gpuchain-demo`: the whole market on this machine — a localnet, three provider agents,
-//! a verifier and a client that trains, infers and embeds — with every step printed as it
+//! a verifier and a client that trains, infers, embeds and chats — with every step printed as it
 //! happens and a summary at the end. `scripts/demo.sh` builds and runs it.
 
 use std::io::Write;
 use std::time::Instant;
 
 use clap::Parser;
-use gpuchain_tests::demo::{default_minilm_dir, has_minilm, run, DemoOptions};
+use gpuchain_tests::demo::{
+    default_minilm_dir, default_smollm2_file, has_minilm, run, DemoOptions,
+};
 
 /// Runs the gpuchain market end to end on 127.0.0.1.
 #[derive(Parser)]
@@ -27,6 +29,9 @@ struct Args {
     /// Skip the MiniLM embedding order even when the checkpoint is present.
     #[arg(long)]
     no_embed: bool,
+    /// Skip the SmolLM2 chat order even when the model is present.
+    #[arg(long)]
+    no_chat: bool,
     /// Write the summary as JSON to this file too.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -36,12 +41,14 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let minilm = default_minilm_dir();
+    let smollm2 = default_smollm2_file();
     let opts = DemoOptions {
         validators: args.validators,
         with_cheater: args.with_cheater,
         training_rounds: args.rounds,
         digits_orders: args.digits_orders,
         minilm_dir: (!args.no_embed && has_minilm(&minilm)).then_some(minilm),
+        smollm2_file: (!args.no_chat && smollm2.exists()).then_some(smollm2),
         keep_logs: true,
     };
     let started = Instant::now();

@@ -1,5 +1,6 @@
 //! The client's jobs: networked training through its own coordinator, then inference with
-//! the trained weights, then (optionally) sentence embeddings with all-MiniLM-L6-v2.
+//! the trained weights, then (optionally) sentence embeddings with all-MiniLM-L6-v2 and a
+//! chat question to SmolLM2-135M-Instruct.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -7,12 +8,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
-use gpuchain_compute::blob::BlobStore;
+use gpuchain_compute::blob::{fetch_output, BlobStore, FetchPolicy, OutputLimits};
 use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
-use gpuchain_compute::tensor_io::encode_f32;
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::tensor_io::{decode, encode_f32, encode_u32, Tensor};
 use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
-use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit};
+use gpuchain_jobspec::{
+    GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling, TrainingSpec, ValueBits,
+    WeightsInit,
+};
 use gpuchain_tx::Msg;
 
 use super::report::JobRow;
@@ -251,4 +256,78 @@ pub(crate) async fn embed(
     w.track(id, "inference: MiniLM embeddings, 1 replica");
     settle(w, &[id], Duration::from_secs(600), say).await?;
     Ok(vec![w.row(id)?])
+}
+
+/// One chat order answered by SmolLM2-135M-Instruct from its GGUF file (1 replica, audited
+/// at the chain's rate, by teacher forcing): the client tokenizes the ChatML prompt with the
+/// file's own tokenizer, and reads the answer back from the provider's blob server.
+pub(crate) async fn chat(
+    m: &Market,
+    file: &Path,
+    w: &mut Watcher,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<(JobRow, String)> {
+    const QUESTION: &str = "What is the capital of France?";
+    let weights = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let gguf = Gguf::parse(&weights)?;
+    let tokenizer = gguf::tokenizer::tokenizer(&gguf)?;
+    let prompt = gguf::chat_prompt(&[("user", QUESTION)]);
+    let ids = tokenizer
+        .encode(prompt.as_str(), false)
+        .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
+        .get_ids()
+        .to_vec();
+    let input = encode_u32(&[1, ids.len()], &ids);
+    let job = JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::LlamaGguf,
+        weights: blob(&weights, m.host.put("smollm2.gguf", weights.clone())),
+        tokenizer: None,
+        input: blob(&input, m.host.put("chat.gct", input.clone())),
+        batch_size: 1,
+        llama: None,
+        generation: Some(GenerationSpec {
+            max_new_tokens: 12,
+            sampling: Sampling::Greedy,
+        }),
+        tolerance: None,
+    });
+    say(&format!(
+        "client: asking SmolLM2-135M-Instruct {QUESTION:?} (1 replica)"
+    ));
+    let id = post(m, order(job, 1, 60 * GPU, 200)).await?;
+    w.track(id, "inference: SmolLM2 chat, 1 replica");
+    settle(w, &[id], Duration::from_secs(900), say).await?;
+    let leases = crate::order_leases(&m.chain, id).await?;
+    let lease = leases.first().context("the chat order has no lease")?;
+    let hash = lease.result_hash.context("no revealed answer")?;
+    let provider: Option<gpuchain_staking::Provider> = m
+        .chain
+        .get(&gpuchain_staking::state_key::provider(&lease.provider))
+        .await?;
+    let endpoint = provider.context("the provider is gone")?.attrs.endpoint_url;
+    let limits = OutputLimits {
+        fetch_timeout: Duration::from_secs(30),
+        max_output_bytes: 1 << 20,
+        policy: FetchPolicy::any_host(),
+    };
+    let http = limits.policy.http_client()?;
+    let bytes = fetch_output(&http, &endpoint, &hash, &limits)
+        .await
+        .map_err(|e| anyhow::anyhow!("fetching the answer: {e}"))?;
+    let tokens = match decode(&bytes)? {
+        Tensor::U32 { data, .. } => data,
+        Tensor::F32 { .. } => anyhow::bail!("the answer is not token ids"),
+    };
+    // The answer ends at the end-of-turn token; the job generates a fixed count after it.
+    let eos = gguf
+        .get("tokenizer.ggml.eos_token_id")
+        .and_then(gguf::Value::as_u64)
+        .and_then(|e| u32::try_from(e).ok());
+    let turn: Vec<u32> = tokens.into_iter().take_while(|t| Some(*t) != eos).collect();
+    let answer = tokenizer
+        .decode(&turn, true)
+        .map_err(|e| anyhow::anyhow!("detokenizing: {e}"))?;
+    let answer = answer.trim().to_string();
+    say(&format!("SmolLM2 answered: {answer:?}"));
+    Ok((w.row(id)?, answer))
 }

@@ -43,6 +43,8 @@ pub struct DemoOptions {
     pub digits_orders: u32,
     /// all-MiniLM-L6-v2 checkpoint directory for an embedding order (none: skipped).
     pub minilm_dir: Option<PathBuf>,
+    /// SmolLM2-135M-Instruct GGUF file for a chat order (none: skipped).
+    pub smollm2_file: Option<PathBuf>,
     /// Keep the localnet directory and logs after the run.
     pub keep_logs: bool,
 }
@@ -55,6 +57,7 @@ impl Default for DemoOptions {
             training_rounds: 30,
             digits_orders: 2,
             minilm_dir: None,
+            smollm2_file: None,
             keep_logs: false,
         }
     }
@@ -163,7 +166,17 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             metrics_port: ports + 2 * i as u16 + 1,
             cpu_price: u128::from(*price),
             max_jobs: 2,
-            archs: vec!["digits_mlp".into(), "mini_lm_embedder".into()],
+            // The cheater's wrong-model trick alters safetensors weights; it does not serve
+            // GGUF models, so the chat order goes to an honest provider.
+            archs: if cheat {
+                vec!["digits_mlp".into(), "mini_lm_embedder".into()]
+            } else {
+                vec![
+                    "digits_mlp".into(),
+                    "mini_lm_embedder".into(),
+                    "llama_gguf".into(),
+                ]
+            },
             bond: 1_000 * GPU,
         };
         let config = write_provider_config(&spec, "local", "cpu")?;
@@ -233,8 +246,16 @@ pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Demo
     if let Some(dir) = &opts.minilm_dir {
         rows.extend(jobs::embed(&market, dir, &mut watcher, say).await?);
     }
+    let mut chat_answer = None;
+    if let Some(file) = &opts.smollm2_file {
+        let (row, answer) = jobs::chat(&market, file, &mut watcher, say).await?;
+        rows.push(row);
+        chat_answer = Some(answer);
+    }
     say("every order settled; checking the books");
-    report::collect(&market, opts, rows, training, supply_start, started).await
+    let mut report = report::collect(&market, opts, rows, training, supply_start, started).await?;
+    report.chat_answer = chat_answer;
+    Ok(report)
 }
 
 /// Where the demo keeps an all-MiniLM-L6-v2 checkpoint (fetched by scripts/fetch-minilm.sh).
@@ -251,4 +272,11 @@ pub fn default_minilm_dir() -> PathBuf {
 /// Whether `dir` holds a usable checkpoint.
 pub fn has_minilm(dir: &Path) -> bool {
     dir.join("model.safetensors").exists() && dir.join("tokenizer.json").exists()
+}
+
+/// Where the demo keeps SmolLM2-135M-Instruct (fetched by scripts/fetch-smollm2.sh).
+pub fn default_smollm2_file() -> PathBuf {
+    default_minilm_dir()
+        .with_file_name("smollm2-135m-instruct")
+        .join("SmolLM2-135M-Instruct.Q4_1.gguf")
 }

@@ -98,6 +98,8 @@ pub struct DemoReport {
     pub client_balance: u128,
     /// Height of that proof.
     pub proven_at: u64,
+    /// What SmolLM2 answered the chat order, when there was one.
+    pub chat_answer: Option<String>,
     /// Wall time of the run, seconds.
     pub wall_secs: f64,
     /// Where the logs are (kept when asked).
@@ -209,11 +211,18 @@ pub(crate) async fn collect(
         proven_at: proof.height,
         wall_secs: started.elapsed().as_secs_f64(),
         logs: m.net.logs_dir().display().to_string(),
+        chat_answer: None,
     })
 }
 
 impl fmt::Display for DemoReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(answer) = &self.chat_answer {
+            writeln!(
+                f,
+                "\nSmolLM2, asked \"What is the capital of France?\": {answer:?}"
+            )?;
+        }
         writeln!(f, "\njobs")?;
         writeln!(
             f,
