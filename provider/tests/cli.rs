@@ -145,3 +145,42 @@ fn init_writes_a_config_and_register_dry_run_offers_a_cpu_machine_as_cpu() {
         assert_eq!(attrs["gpu_count"], 0);
     }
 }
+
+#[test]
+fn chat_answers_a_question_with_the_real_model() {
+    let root = std::env::var_os("GPUCHAIN_MODELS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                .join(".cache/gpuchain/models")
+        });
+    let model = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !model.exists() {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
+        let status = Command::new("bash")
+            .arg(script)
+            .arg(&root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "fetching SmolLM2-135M-Instruct failed");
+    }
+    let out = bin()
+        .args(["chat", "--backend", "cpu", "--max-tokens", "12", "--model"])
+        .arg(&model)
+        .arg("What is the capital of France?")
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && answer.contains("Paris"),
+        "{answer}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let missing = bin()
+        .args(["chat", "--model", "/nonexistent.gguf", "hello"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent.gguf"));
+}

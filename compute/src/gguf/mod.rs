@@ -10,6 +10,31 @@ pub mod tokenizer;
 
 pub use reader::{Gguf, TensorInfo, Value};
 
+use crate::{Error, Result};
+
+/// The text of one assistant turn: `tokens` up to the file's end-of-sequence token
+/// (`tokenizer.ggml.eos_token_id`; a generation job produces a fixed count of tokens and the
+/// model goes on past its turn), decoded without control tokens.
+pub fn answer_text(
+    g: &Gguf<'_>,
+    tokenizer: &tokenizers::Tokenizer,
+    tokens: &[u32],
+) -> Result<String> {
+    let eos = g
+        .get("tokenizer.ggml.eos_token_id")
+        .and_then(Value::as_u64)
+        .and_then(|e| u32::try_from(e).ok());
+    let turn: Vec<u32> = tokens
+        .iter()
+        .copied()
+        .take_while(|t| Some(*t) != eos)
+        .collect();
+    tokenizer
+        .decode(&turn, true)
+        .map(|text| text.trim().to_string())
+        .map_err(|e| Error::BadInput(format!("detokenizing: {e}")))
+}
+
 /// A ChatML prompt (`<|im_start|>role\ncontent<|im_end|>\n` per message, then the
 /// assistant's turn), with SmolLM2's default system message when the first message is not
 /// one: the template `tokenizer.chat_template` of SmolLM2-Instruct spells out.

@@ -1,5 +1,6 @@
 //! Command-line interface: one file per subcommand.
 
+mod chat;
 mod init;
 mod probe;
 mod run;
@@ -42,6 +43,8 @@ pub(crate) enum Command {
     Probe(probe::ProbeArgs),
     /// Run a job spec (JSON) locally, without a chain.
     RunJob(run_job::RunJobArgs),
+    /// Ask a GGUF chat model (e.g. SmolLM2-135M-Instruct) one question locally.
+    Chat(chat::ChatArgs),
     /// Write a configuration file (key, endpoint, pricing, capacity).
     Init(init::InitArgs),
     /// Register this machine as a provider (probed hardware + bond), or update its attributes.
@@ -63,6 +66,7 @@ impl Command {
         match self {
             Command::Probe(a) => probe::run(a),
             Command::RunJob(a) => run_job::run(a),
+            Command::Chat(a) => chat::run(a),
             Command::Init(a) => init::run(a),
             other => gpuchain_agent_kit::cli::block_on(async move {
                 match other {
@@ -72,7 +76,10 @@ impl Command {
                     Command::Withdraw(a) => stake::withdraw(a).await,
                     Command::Run(a) => run::run(a).await,
                     Command::Status(a) => status::run(a).await,
-                    Command::Probe(_) | Command::RunJob(_) | Command::Init(_) => Ok(()),
+                    Command::Probe(_)
+                    | Command::RunJob(_)
+                    | Command::Chat(_)
+                    | Command::Init(_) => Ok(()),
                 }
             }),
         }

@@ -318,16 +318,7 @@ pub(crate) async fn chat(
         Tensor::U32 { data, .. } => data,
         Tensor::F32 { .. } => anyhow::bail!("the answer is not token ids"),
     };
-    // The answer ends at the end-of-turn token; the job generates a fixed count after it.
-    let eos = gguf
-        .get("tokenizer.ggml.eos_token_id")
-        .and_then(gguf::Value::as_u64)
-        .and_then(|e| u32::try_from(e).ok());
-    let turn: Vec<u32> = tokens.into_iter().take_while(|t| Some(*t) != eos).collect();
-    let answer = tokenizer
-        .decode(&turn, true)
-        .map_err(|e| anyhow::anyhow!("detokenizing: {e}"))?;
-    let answer = answer.trim().to_string();
+    let answer = gguf::answer_text(&gguf, &tokenizer, &tokens)?;
     say(&format!("SmolLM2 answered: {answer:?}"));
     Ok((w.row(id)?, answer))
 }

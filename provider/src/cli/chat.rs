@@ -1,0 +1,82 @@
+//! `gpuchain-provider chat --model FILE "question"`: asks a GGUF chat model (e.g.
+//! SmolLM2-135M-Instruct from `scripts/fetch-smollm2.sh`) one question on this machine,
+//! through the same job runtime a `llama_gguf` order runs on, and prints the answer.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use gpuchain_compute::blob::BlobStore;
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
+use gpuchain_compute::{run_job, Backend};
+use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
+
+/// Arguments of `chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The question.
+    question: String,
+    /// GGUF model file.
+    #[arg(long)]
+    model: PathBuf,
+    /// Tokens to generate at most (the answer ends at the end-of-turn token).
+    #[arg(long, default_value_t = 48)]
+    max_tokens: u32,
+    /// Sample with this seed (temperature 0.7, top 40) instead of greedy decoding.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Backend: auto, cpu, canonical, or cuda[:N] in builds with `cuda`.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+}
+
+pub(super) fn run(a: ChatArgs) -> Result<()> {
+    let weights =
+        std::fs::read(&a.model).with_context(|| format!("reading {}", a.model.display()))?;
+    let file = Gguf::parse(&weights)?;
+    let tokenizer = gguf::tokenizer::tokenizer(&file)?;
+    let prompt = gguf::chat_prompt(&[("user", a.question.as_str())]);
+    let ids = tokenizer
+        .encode(prompt.as_str(), false)
+        .map_err(|e| anyhow!("tokenizing: {e}"))?
+        .get_ids()
+        .to_vec();
+    let store = BlobStore::open(std::env::temp_dir().join("gpuchain-chat-blobs"))?;
+    let sampling = match a.seed {
+        Some(seed) => Sampling::Seeded {
+            seed,
+            temperature_milli: 700,
+            top_k: 40,
+        },
+        None => Sampling::Greedy,
+    };
+    let spec = JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::LlamaGguf,
+        weights: store.put(&weights)?,
+        tokenizer: None,
+        input: store.put(&encode_u32(&[1, ids.len()], &ids))?,
+        batch_size: 1,
+        llama: None,
+        generation: Some(GenerationSpec {
+            max_new_tokens: a.max_tokens,
+            sampling,
+        }),
+        tolerance: None,
+    });
+    let started = Instant::now();
+    let out = run_job(&spec, &store, Backend::parse(&a.backend)?)?;
+    let tokens = match decode(&out.bytes)? {
+        Tensor::U32 { data, .. } => data,
+        Tensor::F32 { .. } => return Err(anyhow!("the model returned no token ids")),
+    };
+    println!("{}", gguf::answer_text(&file, &tokenizer, &tokens)?);
+    eprintln!(
+        "({} tokens in {:.1} s; result {})",
+        tokens.len(),
+        started.elapsed().as_secs_f64(),
+        out.hash.to_hex()
+    );
+    Ok(())
+}
