@@ -1,5 +1,6 @@
 //! Where the time of one SmolLM2 chat answer goes on this machine: reading the GGUF file,
-//! dequantising to f32, building the burn model, and generating (prefill plus each token).
+//! dequantising to f32, building the burn model, and generating (prefill plus each token);
+//! then the same answer from the row decoder (`llama::RowDecoder`, the CPU job path).
 //!
 //! `cargo run -p gpuchain-compute --example smollm2_phases -- FILE.gguf [NEW_TOKENS]`
 
@@ -7,12 +8,14 @@ use std::time::Instant;
 
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{generate, LlamaConfig};
+use gpuchain_compute::llama::{generate, LlamaConfig, RowDecoder};
 use gpuchain_jobspec::Sampling;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let file = args.next().ok_or_else(|| anyhow::anyhow!("usage: FILE.gguf [NEW_TOKENS]"))?;
+    let file = args
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("usage: FILE.gguf [NEW_TOKENS]"))?;
     let new: usize = args.next().map_or(Ok(16), |n| n.parse())?;
     let t = Instant::now();
     let bytes = std::fs::read(&file)?;
@@ -29,7 +32,9 @@ fn main() -> anyhow::Result<()> {
     let load = t.elapsed().as_secs_f64();
     let tok = gguf::tokenizer::tokenizer(&g)?;
     let prompt = gguf::chat_prompt(&[("user", "What is the capital of France?")]);
-    let ids = tok.encode(prompt.as_str(), false).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let ids = tok
+        .encode(prompt.as_str(), false)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let ids = ids.get_ids().to_vec();
     let t = Instant::now();
     let _ = generate(&model, &ids, 1, 1, &Sampling::Greedy, true, &device);
@@ -43,5 +48,17 @@ fn main() -> anyhow::Result<()> {
         (new.saturating_sub(1)) as f64 / (all - prefill).max(1e-9)
     );
     println!("{:?}", gguf::answer_text(&g, &tok, &out)?);
+    let rows = RowDecoder::new(cfg, &params)?;
+    let t = Instant::now();
+    let _ = rows.generate(&ids, 1, 1, &Sampling::Greedy);
+    let prefill = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let fast = rows.generate(&ids, 1, new, &Sampling::Greedy);
+    let all = t.elapsed().as_secs_f64();
+    println!(
+        "row decoder: prefill {prefill:.2} s, {new} tokens {all:.2} s ({:.1} tokens/s after prefill), same tokens: {}",
+        (new.saturating_sub(1)) as f64 / (all - prefill).max(1e-9),
+        fast == out
+    );
     Ok(())
 }

@@ -332,3 +332,28 @@ fn a_flip_on_a_near_tie_is_judged_on_its_own_prefix() {
         "{text}"
     );
 }
+
+#[test]
+fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
+    let cfg = LlamaConfig::from_shape(&shape());
+    let params = random_params(&cfg, 11);
+    let device = Default::default();
+    let model = cfg.load::<B>(&params, &device).unwrap();
+    let rows = gpuchain_compute::llama::RowDecoder::new(cfg, &params).unwrap();
+    let prompts: Vec<u32> = vec![1, 5, 9, 2, 40, 41, 42, 43, 7, 7, 7, 7];
+    for sampling in [
+        Sampling::Greedy,
+        Sampling::Seeded {
+            seed: 3,
+            temperature_milli: 800,
+            top_k: 10,
+        },
+    ] {
+        let burn = generate(&model, &prompts, 3, 12, &sampling, true, &device);
+        assert_eq!(
+            rows.generate(&prompts, 3, 12, &sampling),
+            burn,
+            "{sampling:?}"
+        );
+    }
+}

@@ -4,6 +4,7 @@ use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape, Model
 
 use super::generate::generate;
 use super::model::LlamaConfig;
+use super::rows::RowDecoder;
 use crate::blob::BlobStore;
 use crate::gguf::Gguf;
 use crate::params::Params;
@@ -97,6 +98,22 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
     let cfg = LlamaConfig::from_shape(&shape);
     let batch = (s.batch_size as usize).max(1);
     let mut out = Vec::new();
+    if burn_backend(backend) == Backend::Cpu {
+        // Decoding reads every weight once a token: on the CPU that is a matrix-vector
+        // product per projection, which the row decoder does without burn's GEMM packing.
+        // Chunked by the batch size like the burn path: a row's sampler stream is seeded by
+        // its index within its batch.
+        let decoder = RowDecoder::new(cfg, &params)?;
+        for chunk in prompts.chunks(batch * dims[1]) {
+            let rows = chunk.len() / dims[1];
+            out.extend(decoder.generate(chunk, rows, gen.max_new_tokens as usize, &gen.sampling));
+        }
+        return Ok(JobOutput::new(
+            JobKind::Tokens,
+            encode_u32(&[dims[0], gen.max_new_tokens as usize], &out),
+            None,
+        ));
+    }
     crate::with_burn_backend!(burn_backend(backend), |B, device| {
         let model = cfg.load::<B>(&params, &device)?;
         for chunk in prompts.chunks(batch * dims[1]) {

@@ -10,6 +10,7 @@ mod check;
 pub mod generate;
 pub mod layers;
 pub mod model;
+mod rows;
 
 mod job;
 
@@ -17,3 +18,4 @@ pub use check::{check_generation, TOKEN_MARGIN_PPM};
 pub use generate::{generate, pick_token};
 pub use job::run_job;
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
+pub use rows::RowDecoder;
