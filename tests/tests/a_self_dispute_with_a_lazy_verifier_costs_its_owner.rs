@@ -8,7 +8,7 @@
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{Market, TestNet, VerifierAgent};
+use gpuchain_tests::{disputes_only, Market, TestNet, VerifierAgent};
 
 const GPU: u128 = 1_000_000;
 const OWNED: [&str; 4] = ["client", "liar", "denier", "lazy"];
@@ -21,19 +21,7 @@ async fn a_self_dispute_with_a_lazy_verifier_costs_its_owner() -> anyhow::Result
         ("denier", 2_000 * GPU),
         ("lazy", 3_000 * GPU),
     ];
-    let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 400;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 200;
-        v.appeal_window_blocks = 2;
-    })
-    .await?;
+    let net = TestNet::start_with(1, &accounts, disputes_only).await?;
     let keys = Keystore::open(&net.net.keys_dir)?;
     let chain = net.client(0)?;
     let market = Market::new(&net)?;

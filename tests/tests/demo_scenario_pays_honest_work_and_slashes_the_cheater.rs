@@ -7,51 +7,26 @@
 //! slashed, the supply moves only by the burns the slash records show, and all validators
 //! end at one app hash.
 
-use gpuchain_tests::demo::{
-    default_minilm_dir, default_smollm2_file, has_minilm, run, DemoOptions, CHEATER,
-};
+use gpuchain_tests::demo::{default_minilm_dir, default_smollm2_file, run, DemoOptions, CHEATER};
 
-fn minilm() -> std::path::PathBuf {
-    let dir = default_minilm_dir();
-    if !has_minilm(&dir) {
-        let script =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm.sh");
-        let root = dir
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default();
+/// `path`, fetched with `scripts/<script> <models dir>` when absent (`up` levels below it).
+fn fetched(path: std::path::PathBuf, script: &str, up: usize) -> std::path::PathBuf {
+    if !path.exists() {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scripts")
+            .join(script);
+        let root = path.ancestors().nth(up).map(std::path::Path::to_path_buf);
         let status = std::process::Command::new("bash")
-            .arg(script)
-            .arg(root)
+            .arg(&script)
+            .arg(root.unwrap_or_default())
             .status();
         assert!(
             status.is_ok_and(|s| s.success()),
-            "fetching all-MiniLM-L6-v2 failed"
+            "{} failed",
+            script.display()
         );
     }
-    dir
-}
-
-fn smollm2() -> std::path::PathBuf {
-    let file = default_smollm2_file();
-    if !file.exists() {
-        let script =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
-        let root = file
-            .parent()
-            .and_then(std::path::Path::parent)
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default();
-        let status = std::process::Command::new("bash")
-            .arg(script)
-            .arg(root)
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "fetching SmolLM2-135M-Instruct failed"
-        );
-    }
-    file
+    path
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,8 +36,14 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
         with_cheater: true,
         training_rounds: 20,
         digits_orders: 2,
-        minilm_dir: Some(minilm()),
-        smollm2_file: Some(smollm2()),
+        minilm_dir: fetched(
+            default_minilm_dir().join("model.safetensors"),
+            "fetch-minilm.sh",
+            2,
+        )
+        .parent()
+        .map(std::path::Path::to_path_buf),
+        smollm2_file: Some(fetched(default_smollm2_file(), "fetch-smollm2.sh", 2)),
         keep_logs: false,
     };
     let say = |line: &str| println!("{line}");
