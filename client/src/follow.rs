@@ -160,14 +160,18 @@ async fn run(
     ws.abort();
 }
 
-/// Delivers every block from `next` to the latest; false when the receiver is gone.
+/// Delivers every block from `next` to the one below the latest; false when the receiver
+/// is gone. CometBFT stores a block, and serves its results, before the app has committed
+/// it, so a query made on block `h`'s events could still read the state before `h`. The
+/// next block starts only once the app committed `h`: a block is delivered when its
+/// successor exists, and its state is readable by then.
 async fn catch_up(
     client: &ChainClient,
     next: &mut u64,
     out: &mpsc::Sender<FollowedBlock>,
 ) -> anyhow::Result<bool> {
     let latest = client.latest_height().await?;
-    while *next <= latest {
+    while *next < latest {
         let block = block_results(client, *next).await?;
         if out.send(block).await.is_err() {
             return Ok(false);

@@ -100,10 +100,13 @@ impl Agent {
     /// We were paid for a lease.
     pub(super) fn paid(&mut self, lease_id: u64, amount: u128, height: u64) {
         if let Some(l) = self.state.leases.get_mut(&lease_id) {
-            if l.stage != Stage::Paid {
+            // The lease may already read `Paid` on chain (its block's state is read before its
+            // events arrive): the amount is only known from the event, so take it once.
+            if l.paid == 0 {
                 l.stage = Stage::Paid;
                 l.paid = amount;
                 l.paid_height = height;
+                l.reason = None;
                 l.chain_state = LeaseState::Paid.name().into();
                 self.state.counters.earnings = self.state.counters.earnings.saturating_add(amount);
                 tracing::info!(lease_id, amount, "paid");
@@ -134,6 +137,8 @@ impl Agent {
         };
         rec.chain_state = lease.state.name().into();
         match lease.state {
+            // Paid in a block whose events are still to come: the event brings the amount.
+            LeaseState::Paid if lease.payout_height.is_some_and(|h| h > self.height) => {}
             LeaseState::Paid => {
                 // Paid while we were not watching the event.
                 rec.stage = Stage::Paid;

@@ -115,7 +115,9 @@ impl Agent {
             for order in self.chain.open_orders().await? {
                 self.consider(order.id).await?;
             }
-            latest + 1
+            // The scan may have read the state before `latest` (see `client::follow`): its
+            // events are taken again, and every handler ignores what it has already seen.
+            latest
         } else {
             tracing::info!(
                 from = self.state.last_height + 1,

@@ -97,7 +97,8 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
     agent.reconcile_ringers().await?;
     agent.reconcile_cases(latest).await?;
     let from = if agent.state.last_height == 0 {
-        latest + 1
+        // As for the provider: the events of `latest` are taken again (handlers are idempotent).
+        latest
     } else {
         tracing::info!(
             from = agent.state.last_height + 1,
