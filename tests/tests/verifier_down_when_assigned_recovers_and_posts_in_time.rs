@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{run_json, slash_records, Market, TestNet, VerifierAgent};
+use gpuchain_tests::{disputes_only, run_json, slash_records, Market, TestNet, VerifierAgent};
 
 const GPU: u128 = 1_000_000;
 
@@ -20,18 +20,7 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
         ("honest", 2_000 * GPU),
         ("cheat", 2_000 * GPU),
     ];
-    let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 400;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 200;
-        v.appeal_window_blocks = 2;
-    })
-    .await?;
+    let net = TestNet::start_with(1, &accounts, disputes_only).await?;
     let node = net.net.nodes[0].rpc_url.clone();
     let market = Market::new(&net)?;
     let vconfig = market.register_verifier("v1", 1_000 * GPU)?;
