@@ -355,5 +355,14 @@ fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
             burn,
             "{sampling:?}"
         );
+        // Streamed a token at a time, row 1 gives the same tokens as in the batch.
+        let mut seq = rows.start(&prompts[4..8], &sampling, 1);
+        let streamed: Vec<u32> = (0..12).map(|_| seq.next_token()).collect();
+        assert_eq!(streamed, burn[12..24], "{sampling:?}, streamed");
+        assert_eq!(
+            seq.len(),
+            4 + 11,
+            "the last token is fed only when another is asked for"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! `gguf.quants.dequantize`), the tokenizer rebuilt from the file's metadata round-trips
 //! text and splits digits, the model answers a chat question through the Llama decoder, and
 //! as a market job (`ModelArch::LlamaGguf`) its honest answer passes the teacher-forced
-//! check while a forged one fails.
+//! check while a forged one fails. Against llama.cpp (vectors in `data/gguf/` from
+//! `scripts/llama-cpp-anchor.mjs`): the same token ids on a fixed prompt set, and its greedy
+//! chat answers pass our check.
 //!
 //! Needs the checkpoint: `$GPUCHAIN_MODELS/smollm2-135m-instruct` or
 //! `~/.cache/gpuchain/models/smollm2-135m-instruct`, fetched with `scripts/fetch-smollm2.sh`
@@ -14,7 +16,9 @@ use std::path::PathBuf;
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{check_generation, generate, LlamaConfig};
+use gpuchain_compute::llama::{
+    check_generation, generate, LlamaConfig, RowDecoder, TOKEN_MARGIN_PPM,
+};
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
@@ -205,4 +209,91 @@ fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
     let verdict =
         check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[1, 8], &forged)).unwrap();
     assert!(!verdict.accepted(), "a forged answer fails: {verdict:?}");
+}
+
+/// `data/gguf/NAME`, written by `scripts/llama-cpp-anchor.mjs` from llama.cpp.
+fn llama_cpp_vectors(name: &str) -> Vec<serde_json::Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/gguf")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn ids_of(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn tokens_equal_llama_cpps_and_its_greedy_answers_pass_our_check() {
+    let bytes = std::fs::read(model_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let plain = gguf::tokenizer::plain_tokenizer(&g).unwrap();
+    for case in llama_cpp_vectors("llama-cpp-tokens.json") {
+        let text = case["text"].as_str().unwrap();
+        let ours = plain.encode(text, false).unwrap().get_ids().to_vec();
+        assert_eq!(ours, ids_of(&case["ids"]), "tokens of {text:?}");
+    }
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+
+    // Ten chat questions: the prompt's ids (control tokens parsed) and 20 greedy tokens from
+    // the quantised row decoder, the CPU job path, against llama.cpp's. llama.cpp rounds its
+    // activations to 8 bits and its KV cache to f16, so where two tokens are within rounding
+    // of each other it may pick the other one (on "What is the capital of France?" our top
+    // two first tokens, "The" and "L", are 0.08 apart): every token of its answer must then
+    // still be one the greedy check accepts from our logits, teacher-forced on its prefix.
+    let shape = gguf::llama::shape(&g).unwrap();
+    let decoder = RowDecoder::new(
+        LlamaConfig::from_shape(&shape),
+        &gguf::llama::GgufWeights::new(&g, &shape),
+    )
+    .unwrap();
+    let margin = TOKEN_MARGIN_PPM as f32 / 1e6;
+    let mut identical = 0;
+    for case in llama_cpp_vectors("llama-cpp-greedy.json") {
+        let question = case["question"].as_str().unwrap();
+        let prompt = gguf::chat_prompt(&[("user", question)]);
+        let ids = tok
+            .encode(prompt.as_str(), false)
+            .unwrap()
+            .get_ids()
+            .to_vec();
+        assert_eq!(ids, ids_of(&case["prompt"]), "prompt of {question:?}");
+        let want = ids_of(&case["greedy"]);
+        let got = decoder.generate(&ids, 1, want.len(), &Sampling::Greedy);
+        let text = |t: &[u32]| tok.decode(t, false).unwrap();
+        if got == want {
+            identical += 1;
+            continue;
+        }
+        let first = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let mut widest = 0.0f32;
+        for (j, logits) in decoder
+            .teacher_forced_logits(&ids, &want)
+            .iter()
+            .enumerate()
+        {
+            let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let low = logits.iter().copied().fold(f32::INFINITY, f32::min);
+            let gap = top - logits[want[j] as usize];
+            widest = widest.max(gap / (top - low));
+            assert!(
+                gap <= (top - low) * margin,
+                "{question:?}: llama.cpp's token {j} ({:?}) is {gap} below our top logit",
+                text(&want[j..j + 1])
+            );
+        }
+        println!(
+            "{question:?}: the same {first} tokens, then ours {:?}, llama.cpp {:?}; \
+             llama.cpp's tokens at most {:.4}% of the logit spread below our top",
+            text(&got[first..]),
+            text(&want[first..]),
+            widest * 100.0
+        );
+    }
+    println!("{identical} of 10 greedy answers identical to llama.cpp's");
+    assert!(identical >= 3, "only {identical} of 10 answers identical");
 }

@@ -1,5 +1,6 @@
 //! Tidy checks of repo-wide conventions: the dependency layering in ARCHITECTURE.md, a `//!`
-//! paragraph atop every crate, and no hash maps, floats or clocks in consensus code.
+//! paragraph atop every crate, no hash maps, floats or clocks in consensus code, and unsafe
+//! code nowhere but in the kernels' calls into their AVX2 builds.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,10 +68,16 @@ fn dependencies_follow_the_architecture_invariants() {
             for d in &deps {
                 let internal = d.starts_with("gpuchain-");
                 assert!(
-                    !internal || d == "gpuchain-jobspec",
-                    "compute may only use x/jobspec, not {d}"
+                    !internal || d == "gpuchain-jobspec" || d == "gpuchain-kernels",
+                    "compute may only use x/jobspec and kernels/, not {d}"
                 );
             }
+        }
+        if name == "gpuchain-kernels" {
+            assert!(
+                deps.is_empty(),
+                "kernels/ is inner loops only, not {deps:?}"
+            );
         }
         if name == "gpuchain-provider" {
             assert!(
@@ -112,6 +119,35 @@ fn dependencies_follow_the_architecture_invariants() {
             );
         }
     }
+}
+
+#[test]
+fn unsafe_code_is_forbidden_everywhere_but_the_kernels() {
+    for (dir, name, _) in crates() {
+        let manifest: toml::Value =
+            toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        let lints = manifest.get("lints");
+        if name == "gpuchain-kernels" {
+            let level = lints.and_then(|l| l["rust"]["unsafe_code"].as_str());
+            assert_eq!(
+                level,
+                Some("deny"),
+                "kernels/ allows unsafe only where it says so"
+            );
+            continue;
+        }
+        assert_eq!(
+            lints.and_then(|l| l["workspace"].as_bool()),
+            Some(true),
+            "{name} takes the workspace lints (unsafe code forbidden)"
+        );
+    }
+    let ws: toml::Value =
+        toml::from_str(&fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(
+        ws["workspace"]["lints"]["rust"]["unsafe_code"].as_str(),
+        Some("forbid")
+    );
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -244,6 +244,12 @@ impl<'a> Gguf<'a> {
     /// A tensor's values as f32, dequantised (see [`super::dequant`]).
     pub fn f32_values(&self, info: &TensorInfo) -> Result<Vec<f32>> {
         let numel = usize::try_from(info.numel()).map_err(|_| bad("tensor too large"))?;
+        super::dequant::to_f32(info.kind, self.tensor_bytes(info)?, numel)
+    }
+
+    /// A tensor's stored bytes (exactly [`super::dequant::byte_size`] of them).
+    pub fn tensor_bytes(&self, info: &TensorInfo) -> Result<&'a [u8]> {
+        let numel = usize::try_from(info.numel()).map_err(|_| bad("tensor too large"))?;
         let size = super::dequant::byte_size(info.kind, numel).ok_or_else(|| {
             bad(format!(
                 "tensor {}: unsupported type {}",
@@ -263,6 +269,6 @@ impl<'a> Gguf<'a> {
                     info.name
                 ))
             })?;
-        super::dequant::to_f32(info.kind, data, numel)
+        Ok(data)
     }
 }

@@ -29,8 +29,20 @@ fn strings(g: &Gguf<'_>, key: &str) -> Result<Vec<String>> {
         .collect()
 }
 
-/// The tokenizer of `g`.
+/// The tokenizer of `g`: control tokens written in the text (`<|im_start|>`) are read as
+/// the control tokens they name, as a chat prompt needs.
 pub fn tokenizer(g: &Gguf<'_>) -> Result<Tokenizer> {
+    build(g, true)
+}
+
+/// The tokenizer of `g` that reads all text as text, control-token names included (what
+/// llama.cpp does with `parse_special = false`): for content that must not open or close a
+/// turn of a chat.
+pub fn plain_tokenizer(g: &Gguf<'_>) -> Result<Tokenizer> {
+    build(g, false)
+}
+
+fn build(g: &Gguf<'_>, control_tokens: bool) -> Result<Tokenizer> {
     let model = g.get("tokenizer.ggml.model").and_then(Value::as_str);
     if model != Some("gpt2") {
         return Err(bad(format!(
@@ -48,7 +60,7 @@ pub fn tokenizer(g: &Gguf<'_>) -> Result<Tokenizer> {
     let mut added = Vec::new();
     for (id, token) in tokens.iter().enumerate() {
         vocab.insert(token.clone(), json!(id));
-        if types.get(id) == Some(&CONTROL) {
+        if control_tokens && types.get(id) == Some(&CONTROL) {
             added.push(json!({
                 "id": id, "content": token, "single_word": false, "lstrip": false,
                 "rstrip": false, "normalized": false, "special": true

@@ -13,7 +13,7 @@
 use burn::prelude::*;
 use gpuchain_jobspec::{InferenceSpec, Sampling};
 
-use super::generate::top_k_weights;
+use super::generate::{row_rng, top_k_weights};
 use super::job::{burn_backend, load};
 use super::model::LlamaConfig;
 use crate::blob::BlobStore;
@@ -61,7 +61,7 @@ pub fn check_generation(
     let mut passed = 0u64;
     let mut first_bad: Option<(usize, usize)> = None;
     crate::with_burn_backend!(burn_backend(backend), |B, device| {
-        let model = cfg.load::<B>(&job.params, &device)?;
+        let model = cfg.load::<B>(&job.params()?, &device)?;
         for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
             let chunk_rows = chunk.len() / plen;
             let row0 = chunk_index * batch;
@@ -121,14 +121,6 @@ fn mismatch(reason: impl Into<String>) -> Verdict {
         reason: reason.into(),
         metrics: None,
     }
-}
-
-fn row_rng(sampling: &Sampling, r: usize) -> SplitMix64 {
-    let seed = match sampling {
-        Sampling::Seeded { seed, .. } => *seed,
-        Sampling::Greedy => 0,
-    };
-    SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// Whether `token` is a pick `logits` justify under `sampling`; advances `rng` by one draw

@@ -51,6 +51,15 @@ pub fn pick_token(logits: &[f32], sampling: &Sampling, rng: &mut SplitMix64) -> 
     }
 }
 
+/// The sampler stream of row `r` of a job batch: every replica and verifier draws the same.
+pub(crate) fn row_rng(sampling: &Sampling, r: usize) -> SplitMix64 {
+    let seed = match sampling {
+        Sampling::Seeded { seed, .. } => *seed,
+        Sampling::Greedy => 0,
+    };
+    SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 /// Generates `new_tokens` after each prompt (`prompts: rows × prompt_len`). With
 /// `use_cache`, the prompt is processed once and each step feeds one token; without, every
 /// step re-runs the whole sequence. Returns `rows × new_tokens` ids.
@@ -64,13 +73,7 @@ pub fn generate<B: Backend>(
     device: &B::Device,
 ) -> Vec<u32> {
     let plen = prompts.len() / rows.max(1);
-    let seed = match sampling {
-        Sampling::Seeded { seed, .. } => *seed,
-        Sampling::Greedy => 0,
-    };
-    let mut rngs: Vec<SplitMix64> = (0..rows)
-        .map(|r| SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)))
-        .collect();
+    let mut rngs: Vec<SplitMix64> = (0..rows).map(|r| row_rng(sampling, r)).collect();
     let mut seqs: Vec<Vec<u32>> = prompts.chunks(plen.max(1)).map(<[u32]>::to_vec).collect();
     let mut cache = KvCache::new();
     let ids = |rows_data: Vec<i64>, s: usize| {

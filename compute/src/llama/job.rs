@@ -6,36 +6,56 @@ use super::generate::generate;
 use super::model::LlamaConfig;
 use super::rows::RowDecoder;
 use crate::blob::BlobStore;
+use crate::gguf::llama::GgufWeights;
 use crate::gguf::Gguf;
 use crate::params::Params;
 use crate::tensor_io::{decode, encode_u32, Tensor};
 use crate::{Backend, Error, JobOutput, Result};
 
 /// A decoder job's parts, checked: its shape and generation settings, the prompts
-/// (`dims = [n, prompt_len]`) and the weights.
+/// (`dims = [n, prompt_len]`) and the weights file.
 pub(super) struct Loaded<'a> {
     pub(super) shape: LlamaShape,
     pub(super) gen: &'a GenerationSpec,
     pub(super) dims: Vec<usize>,
     pub(super) prompts: Vec<u32>,
-    pub(super) params: Params,
+    gguf: bool,
+    weights: Vec<u8>,
+}
+
+impl Loaded<'_> {
+    /// The weights as f32 (burn's decoder).
+    pub(super) fn params(&self) -> Result<Params> {
+        if self.gguf {
+            crate::gguf::llama::params(&Gguf::parse(&self.weights)?, &self.shape)
+        } else {
+            Params::from_safetensors(&self.weights)
+        }
+    }
+
+    /// The row decoder, with a GGUF file's quantised blocks kept as they are.
+    pub(super) fn row_decoder(&self) -> Result<RowDecoder> {
+        let cfg = LlamaConfig::from_shape(&self.shape);
+        if self.gguf {
+            let file = Gguf::parse(&self.weights)?;
+            RowDecoder::new(cfg, &GgufWeights::new(&file, &self.shape))
+        } else {
+            RowDecoder::new(cfg, &Params::from_safetensors(&self.weights)?)
+        }
+    }
 }
 
 /// Reads and checks a decoder job's input and weights: safetensors with the spec's shape
 /// (`LlamaDecoder`), or a GGUF file with its own (`LlamaGguf`).
 pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded<'a>> {
     let weights = store.get(&s.weights)?;
-    let (shape, params) = if s.arch == ModelArch::LlamaGguf {
-        let file = Gguf::parse(&weights)?;
-        let shape = crate::gguf::llama::shape(&file)?;
-        let params = crate::gguf::llama::params(&file, &shape)?;
-        (shape, params)
+    let gguf = s.arch == ModelArch::LlamaGguf;
+    let shape = if gguf {
+        crate::gguf::llama::shape(&Gguf::parse(&weights)?)?
     } else {
-        let shape = s
-            .llama
+        s.llama
             .clone()
-            .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?;
-        (shape, Params::from_safetensors(&weights)?)
+            .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?
     };
     let gen = s
         .generation
@@ -72,7 +92,8 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
         gen,
         dims,
         prompts,
-        params,
+        gguf,
+        weights,
     })
 }
 
@@ -88,14 +109,9 @@ pub(super) fn burn_backend(backend: Backend) -> Backend {
 
 /// Runs a generation job (burn backends; see [`burn_backend`]).
 pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
-    let Loaded {
-        shape,
-        gen,
-        dims,
-        prompts,
-        params,
-    } = load(s, store)?;
-    let cfg = LlamaConfig::from_shape(&shape);
+    let job = load(s, store)?;
+    let (gen, dims, prompts) = (job.gen, &job.dims, &job.prompts);
+    let cfg = LlamaConfig::from_shape(&job.shape);
     let batch = (s.batch_size as usize).max(1);
     let mut out = Vec::new();
     if burn_backend(backend) == Backend::Cpu {
@@ -103,7 +119,7 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         // product per projection, which the row decoder does without burn's GEMM packing.
         // Chunked by the batch size like the burn path: a row's sampler stream is seeded by
         // its index within its batch.
-        let decoder = RowDecoder::new(cfg, &params)?;
+        let decoder = job.row_decoder()?;
         for chunk in prompts.chunks(batch * dims[1]) {
             let rows = chunk.len() / dims[1];
             out.extend(decoder.generate(chunk, rows, gen.max_new_tokens as usize, &gen.sampling));
@@ -115,7 +131,7 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         ));
     }
     crate::with_burn_backend!(burn_backend(backend), |B, device| {
-        let model = cfg.load::<B>(&params, &device)?;
+        let model = cfg.load::<B>(&job.params()?, &device)?;
         for chunk in prompts.chunks(batch * dims[1]) {
             let rows = chunk.len() / dims[1];
             out.extend(generate(

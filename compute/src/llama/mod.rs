@@ -13,9 +13,11 @@ pub mod model;
 mod rows;
 
 mod job;
+mod matrix;
 
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
 pub use generate::{generate, pick_token};
 pub use job::run_job;
+pub use matrix::Matrix;
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
-pub use rows::RowDecoder;
+pub use rows::{DecoderWeights, RowDecoder, Sequence};

@@ -1,8 +1,10 @@
-//! Decoding on the CPU with the weights read in place: each projection reads the rows of its
+//! Decoding on the CPU with the weights read in place, in the precision they were stored in
+//! ([`Matrix`]: f32, or GGUF's 4- and 8-bit blocks): each projection reads the rows of its
 //! `[out, in]` weight once, split across the cores, for one token (a matrix-vector product)
-//! or for all the prompt's tokens at once (the prefill), with no packing. A one-row GEMM through burn's CPU backend
-//! packs the whole weight matrix on every call (for the output layer of SmolLM2, 113 MB a
-//! token); this path reads each weight once per token, which is what decoding costs.
+//! or for all the prompt's tokens at once (the prefill), with no packing. A one-row GEMM
+//! through burn's CPU backend packs the whole f32 weight matrix on every call (for the output
+//! layer of SmolLM2, 113 MB a token); this path reads each weight once per token, which is
+//! what decoding costs.
 //!
 //! Same model as [`super::Llama`] (RMSNorm, HF rotate-half RoPE, grouped-query attention,
 //! SwiGLU, tied or separate output layer) and the same sampler streams as
@@ -11,119 +13,65 @@
 
 use gpuchain_jobspec::Sampling;
 
-use super::generate::pick_token;
+use super::generate::{pick_token, row_rng};
+use super::matrix::Matrix;
 use super::model::LlamaConfig;
 use crate::models::init::SplitMix64;
 use crate::params::Params;
 use crate::Result;
 
-/// Matrices at least this large (rows × cols) are split across threads.
-const PARALLEL_MIN: usize = 1 << 18;
-
 struct Layer {
     attn_norm: Vec<f32>,
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    o: Vec<f32>,
+    q: Matrix,
+    k: Matrix,
+    v: Matrix,
+    o: Matrix,
     mlp_norm: Vec<f32>,
-    gate: Vec<f32>,
-    up: Vec<f32>,
-    down: Vec<f32>,
+    gate: Matrix,
+    up: Matrix,
+    down: Matrix,
 }
 
-/// A decoder's weights as row-major f32 matrices.
+/// Where a row decoder's weights come from, under their HuggingFace names (matrices
+/// `[out, in]`): f32 [`Params`], or a GGUF file whose quantised blocks stay quantised
+/// ([`crate::gguf::llama::GgufWeights`]).
+pub trait DecoderWeights {
+    /// The `rows × cols` matrix `name`.
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix>;
+    /// The vector `name` of `len` values.
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>>;
+    /// Whether the weights hold `name`.
+    fn has(&self, name: &str) -> bool;
+}
+
+impl DecoderWeights for Params {
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+        Matrix::f32(rows, cols, self.get(name, &[rows, cols])?.to_vec())
+    }
+
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+        Ok(self.get(name, &[len])?.to_vec())
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+}
+
+/// A decoder's weights as row-major matrices in their stored precision.
 pub struct RowDecoder {
     cfg: LlamaConfig,
-    embed: Vec<f32>,
+    embed: Matrix,
     layers: Vec<Layer>,
     norm: Vec<f32>,
     /// `None`: tied to `embed`.
-    lm_head: Option<Vec<f32>>,
-    threads: usize,
+    lm_head: Option<Matrix>,
 }
 
 /// Keys and values of one sequence, per layer: `[t, kv_heads × head_dim]`.
 struct Cache {
     k: Vec<Vec<f32>>,
     v: Vec<Vec<f32>>,
-}
-
-/// `a · b` in eight running sums, so that the compiler can keep them in one vector register
-/// (a single running sum is a chain of dependent adds it may not reorder).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-/// `out[r] = w[r, :] · x` for every row `r` of `w` (`out.len()` rows of `x.len()` values).
-fn matvec(w: &[f32], x: &[f32], out: &mut [f32], threads: usize) {
-    let cols = x.len();
-    let dot = |row: &[f32]| dot(row, x);
-    if threads <= 1 || out.len() * cols < PARALLEL_MIN {
-        for (o, row) in out.iter_mut().zip(w.chunks_exact(cols)) {
-            *o = dot(row);
-        }
-        return;
-    }
-    let per = out.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (chunk, rows) in out.chunks_mut(per).zip(w.chunks(per * cols)) {
-            s.spawn(move || {
-                for (o, row) in chunk.iter_mut().zip(rows.chunks_exact(cols)) {
-                    *o = dot(row);
-                }
-            });
-        }
-    });
-}
-
-/// `out[t, r] = w[r, :] · xs[t, :]` for `t` tokens (`xs`: `t × cols`, `out`: `t × rows`):
-/// each weight row is read once for all the tokens (a prompt's prefill).
-fn matmat(w: &[f32], xs: &[f32], cols: usize, out: &mut [f32], threads: usize) {
-    let tokens = xs.len() / cols.max(1);
-    let rows = out.len() / tokens.max(1);
-    let per = if threads <= 1 || rows * cols < PARALLEL_MIN {
-        rows
-    } else {
-        rows.div_ceil(threads)
-    };
-    let rows_of = |w: &[f32]| -> Vec<f32> {
-        let mut local = vec![0.0; w.len() / cols * tokens];
-        for (i, row) in w.chunks_exact(cols).enumerate() {
-            for (t, x) in xs.chunks_exact(cols).enumerate() {
-                local[i * tokens + t] = dot(row, x);
-            }
-        }
-        local
-    };
-    let parts: Vec<(usize, Vec<f32>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = w
-            .chunks(per * cols)
-            .enumerate()
-            .map(|(c, chunk)| s.spawn(move || (c * per, rows_of(chunk))))
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    for (first, local) in parts {
-        for (i, values) in local.chunks_exact(tokens).enumerate() {
-            for (t, v) in values.iter().enumerate() {
-                out[t * rows + first + i] = *v;
-            }
-        }
-    }
 }
 
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
@@ -148,69 +96,75 @@ fn rope(x: &mut [f32], d: usize, pos: usize, theta: f32) {
 
 impl RowDecoder {
     /// The decoder of `cfg` from HuggingFace-named weights.
-    pub fn new(cfg: LlamaConfig, p: &Params) -> Result<RowDecoder> {
+    pub fn new(cfg: LlamaConfig, w: &impl DecoderWeights) -> Result<RowDecoder> {
         let (h, i) = (cfg.hidden, cfg.intermediate);
         let kv = cfg.kv_heads * (h / cfg.heads.max(1));
-        let get =
-            |name: String, dims: &[usize]| -> Result<Vec<f32>> { Ok(p.get(&name, dims)?.to_vec()) };
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
-            let pre = format!("model.layers.{l}");
+            let name = |s: &str| format!("model.layers.{l}.{s}.weight");
             layers.push(Layer {
-                attn_norm: get(format!("{pre}.input_layernorm.weight"), &[h])?,
-                q: get(format!("{pre}.self_attn.q_proj.weight"), &[h, h])?,
-                k: get(format!("{pre}.self_attn.k_proj.weight"), &[kv, h])?,
-                v: get(format!("{pre}.self_attn.v_proj.weight"), &[kv, h])?,
-                o: get(format!("{pre}.self_attn.o_proj.weight"), &[h, h])?,
-                mlp_norm: get(format!("{pre}.post_attention_layernorm.weight"), &[h])?,
-                gate: get(format!("{pre}.mlp.gate_proj.weight"), &[i, h])?,
-                up: get(format!("{pre}.mlp.up_proj.weight"), &[i, h])?,
-                down: get(format!("{pre}.mlp.down_proj.weight"), &[h, i])?,
+                attn_norm: w.vector(&name("input_layernorm"), h)?,
+                q: w.matrix(&name("self_attn.q_proj"), h, h)?,
+                k: w.matrix(&name("self_attn.k_proj"), kv, h)?,
+                v: w.matrix(&name("self_attn.v_proj"), kv, h)?,
+                o: w.matrix(&name("self_attn.o_proj"), h, h)?,
+                mlp_norm: w.vector(&name("post_attention_layernorm"), h)?,
+                gate: w.matrix(&name("mlp.gate_proj"), i, h)?,
+                up: w.matrix(&name("mlp.up_proj"), i, h)?,
+                down: w.matrix(&name("mlp.down_proj"), h, i)?,
             });
         }
-        let lm_head = if p.tensors.contains_key("lm_head.weight") {
-            Some(get("lm_head.weight".into(), &[cfg.vocab, h])?)
+        let lm_head = if w.has("lm_head.weight") {
+            Some(w.matrix("lm_head.weight", cfg.vocab, h)?)
         } else {
             None
         };
         Ok(RowDecoder {
-            embed: get("model.embed_tokens.weight".into(), &[cfg.vocab, h])?,
-            norm: get("model.norm.weight".into(), &[h])?,
+            embed: w.matrix("model.embed_tokens.weight", cfg.vocab, h)?,
+            norm: w.vector("model.norm.weight", h)?,
             lm_head,
             layers,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cfg,
         })
     }
 
-    /// `w` (`rows × cols`) applied to each of the tokens in `xs` (`t × cols`).
-    fn project(&self, w: &[f32], xs: &[f32], cols: usize) -> Vec<f32> {
-        let (t, rows) = (xs.len() / cols, w.len() / cols);
-        let mut out = vec![0.0; t * rows];
-        if t == 1 {
-            matvec(w, xs, &mut out, self.threads);
-        } else {
-            matmat(w, xs, cols, &mut out, self.threads);
-        }
-        out
+    /// Bytes the weights hold in memory.
+    pub fn weight_bytes(&self) -> usize {
+        let layer = |l: &Layer| {
+            (l.attn_norm.len() + l.mlp_norm.len()) * 4
+                + [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]
+                    .iter()
+                    .map(|m| m.bytes())
+                    .sum::<usize>()
+        };
+        self.embed.bytes()
+            + self.norm.len() * 4
+            + self.lm_head.as_ref().map_or(0, Matrix::bytes)
+            + self.layers.iter().map(layer).sum::<usize>()
     }
 
-    /// Feeds `tokens` at positions `start..` (the cache holds positions `0..start`); returns
-    /// the logits after the last of them.
-    fn forward(&self, tokens: &[u32], start: usize, cache: &mut Cache) -> Vec<f32> {
+    /// Feeds each sequence its tokens after what its cache holds, all sequences' tokens
+    /// through each projection together (every weight is read once for all of them); returns
+    /// the logits after the last token of each sequence.
+    fn forward(&self, steps: &mut [(&[u32], &mut Cache)]) -> Vec<Vec<f32>> {
+        self.forward_keeping(steps, 1)
+    }
+
+    /// [`Self::forward`], returning the logits after each of the last `keep` tokens of each
+    /// sequence (sequence by sequence, in order).
+    fn forward_keeping(&self, steps: &mut [(&[u32], &mut Cache)], keep: usize) -> Vec<Vec<f32>> {
         let c = &self.cfg;
         let (h, d) = (c.hidden, c.hidden / c.heads);
         let kv = c.kv_heads * d;
-        let group = c.heads / c.kv_heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let mut x: Vec<f32> = tokens
+        let total: usize = steps.iter().map(|(t, _)| t.len()).sum();
+        let mut x = vec![0.0f32; total * h];
+        for (t, row) in steps
             .iter()
-            .flat_map(|t| {
-                self.embed[*t as usize * h..(*t as usize + 1) * h]
-                    .iter()
-                    .copied()
-            })
-            .collect();
+            .flat_map(|(t, _)| t.iter())
+            .zip(x.chunks_exact_mut(h))
+        {
+            self.embed.row_into(*t as usize, row);
+        }
         let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
             x.chunks_exact(h)
                 .flat_map(|row| rms_norm(row, w, c.eps))
@@ -218,72 +172,129 @@ impl RowDecoder {
         };
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
-            let mut q = self.project(&w.q, &n, h);
-            let mut k = self.project(&w.k, &n, h);
-            let v = self.project(&w.v, &n, h);
-            for (i, (qi, ki)) in q
-                .chunks_exact_mut(h)
-                .zip(k.chunks_exact_mut(kv))
-                .enumerate()
-            {
-                rope(qi, d, start + i, c.rope_theta);
-                rope(ki, d, start + i, c.rope_theta);
-            }
-            cache.k[l].extend_from_slice(&k);
-            cache.v[l].extend_from_slice(&v);
-            let (keys, values) = (&cache.k[l], &cache.v[l]);
+            let mut q = w.q.apply(&n);
+            let mut k = w.k.apply(&n);
+            let v = w.v.apply(&n);
             let mut attn = vec![0.0; q.len()];
-            for (i, (qi, out)) in q.chunks_exact(h).zip(attn.chunks_exact_mut(h)).enumerate() {
-                let seen = start + i + 1;
-                for head in 0..c.heads {
-                    let kvh = head / group;
-                    let qh = &qi[head * d..(head + 1) * d];
-                    let mut scores: Vec<f32> = (0..seen)
-                        .map(|s| {
-                            let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                            qh.iter().zip(key).map(|(a, b)| a * b).sum::<f32>() * scale
-                        })
-                        .collect();
-                    let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                    let mut total = 0.0;
-                    for s in &mut scores {
-                        *s = (*s - top).exp();
-                        total += *s;
-                    }
-                    let out = &mut out[head * d..(head + 1) * d];
-                    for (s, weight) in scores.iter().enumerate() {
-                        let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                        for (o, val) in out.iter_mut().zip(value) {
-                            *o += weight / total * val;
-                        }
-                    }
+            let mut first = 0;
+            for (tokens, cache) in steps.iter_mut() {
+                let (t, start) = (tokens.len(), cache.k[l].len() / kv);
+                let rows = first..first + t;
+                first += t;
+                for (i, (qi, ki)) in q[rows.start * h..rows.end * h]
+                    .chunks_exact_mut(h)
+                    .zip(k[rows.start * kv..rows.end * kv].chunks_exact_mut(kv))
+                    .enumerate()
+                {
+                    rope(qi, d, start + i, c.rope_theta);
+                    rope(ki, d, start + i, c.rope_theta);
                 }
+                cache.k[l].extend_from_slice(&k[rows.start * kv..rows.end * kv]);
+                cache.v[l].extend_from_slice(&v[rows.start * kv..rows.end * kv]);
+                self.attend(
+                    &q[rows.start * h..rows.end * h],
+                    &cache.k[l],
+                    &cache.v[l],
+                    start,
+                    &mut attn[rows.start * h..rows.end * h],
+                );
             }
-            let proj = self.project(&w.o, &attn, h);
+            let proj = w.o.apply(&attn);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
             let n = norm(&x, &w.mlp_norm);
-            let mut gate = self.project(&w.gate, &n, h);
-            let up = self.project(&w.up, &n, h);
+            let mut gate = w.gate.apply(&n);
+            let up = w.up.apply(&n);
             for (g, u) in gate.iter_mut().zip(&up) {
                 *g = *g / (1.0 + (-*g).exp()) * u;
             }
-            let proj = self.project(&w.down, &gate, c.intermediate);
+            let proj = w.down.apply(&gate);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
-        let last = &x[x.len() - h..];
-        let n = rms_norm(last, &self.norm, c.eps);
-        let mut logits = vec![0.0; c.vocab];
-        matvec(
-            self.lm_head.as_deref().unwrap_or(&self.embed),
-            &n,
-            &mut logits,
-            self.threads,
-        );
-        logits
+        let mut last = Vec::with_capacity(steps.len() * keep * h);
+        let mut end = 0;
+        for (tokens, _) in steps.iter() {
+            end += tokens.len();
+            for row in x[(end - keep.min(tokens.len())) * h..end * h].chunks_exact(h) {
+                last.extend(rms_norm(row, &self.norm, c.eps));
+            }
+        }
+        let logits = self.lm_head.as_ref().unwrap_or(&self.embed).apply(&last);
+        logits.chunks_exact(c.vocab).map(<[f32]>::to_vec).collect()
+    }
+
+    /// Causal attention of one sequence's queries (`t × hidden`, at positions `start..`) over
+    /// its cached keys and values, into `out`.
+    fn attend(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
+        let c = &self.cfg;
+        let (h, d) = (c.hidden, c.hidden / c.heads);
+        let kv = c.kv_heads * d;
+        let group = c.heads / c.kv_heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        for (i, (qi, out)) in q.chunks_exact(h).zip(out.chunks_exact_mut(h)).enumerate() {
+            let seen = start + i + 1;
+            for head in 0..c.heads {
+                let kvh = head / group;
+                let qh = &qi[head * d..(head + 1) * d];
+                let mut scores: Vec<f32> = (0..seen)
+                    .map(|s| {
+                        let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
+                        qh.iter().zip(key).map(|(a, b)| a * b).sum::<f32>() * scale
+                    })
+                    .collect();
+                let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut total = 0.0;
+                for s in &mut scores {
+                    *s = (*s - top).exp();
+                    total += *s;
+                }
+                let out = &mut out[head * d..(head + 1) * d];
+                for (s, weight) in scores.iter().enumerate() {
+                    let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
+                    for (o, val) in out.iter_mut().zip(value) {
+                        *o += weight / total * val;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Teacher forcing in one pass: the logits the model has, after `prompt`, at each token
+    /// of `continuation` (before it is fed): entry `j` is what picks `continuation[j]`.
+    pub fn teacher_forced_logits(&self, prompt: &[u32], continuation: &[u32]) -> Vec<Vec<f32>> {
+        let Some((_, fed)) = continuation.split_last() else {
+            return Vec::new();
+        };
+        let all = [prompt, fed].concat();
+        let mut cache = self.empty_cache();
+        self.forward_keeping(&mut [(&all, &mut cache)], continuation.len())
+    }
+
+    fn empty_cache(&self) -> Cache {
+        Cache {
+            k: vec![Vec::new(); self.cfg.layers],
+            v: vec![Vec::new(); self.cfg.layers],
+        }
+    }
+
+    /// Starts generating after `prompt`, as row `row` of a job batch (whose index seeds its
+    /// sampler stream): the prompt is read now, and each [`Sequence::next_token`] gives one
+    /// token.
+    pub fn start(&self, prompt: &[u32], sampling: &Sampling, row: usize) -> Sequence<'_> {
+        let mut cache = self.empty_cache();
+        let logits = self.forward(&mut [(prompt, &mut cache)]).remove(0);
+        Sequence {
+            decoder: self,
+            cache,
+            logits,
+            pending: None,
+            rng: row_rng(sampling, row),
+            sampling: sampling.clone(),
+        }
     }
 
     /// Generates `new_tokens` after each of `rows` prompts (`prompts: rows × prompt_len`),
-    /// row `r` sampling from the same stream as [`super::generate`] gives it. Returns
+    /// row `r` sampling from the same stream as [`super::generate`] gives it. The rows are
+    /// decoded together, one step of all of them per pass over the weights. Returns
     /// `rows × new_tokens` ids.
     pub fn generate(
         &self,
@@ -293,26 +304,65 @@ impl RowDecoder {
         sampling: &Sampling,
     ) -> Vec<u32> {
         let plen = prompts.len() / rows.max(1);
-        let seed = match sampling {
-            Sampling::Seeded { seed, .. } => *seed,
-            Sampling::Greedy => 0,
-        };
-        let mut out = Vec::with_capacity(rows * new_tokens);
-        for (r, prompt) in prompts.chunks(plen.max(1)).enumerate() {
-            let mut rng = SplitMix64::new(seed ^ (r as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let mut cache = Cache {
-                k: vec![Vec::new(); self.cfg.layers],
-                v: vec![Vec::new(); self.cfg.layers],
-            };
-            let mut logits = self.forward(prompt, 0, &mut cache);
-            for n in 0..new_tokens {
-                let next = pick_token(&logits, sampling, &mut rng);
-                out.push(next);
-                if n + 1 < new_tokens {
-                    logits = self.forward(&[next], plen + n, &mut cache);
-                }
+        let prompts: Vec<&[u32]> = prompts.chunks(plen.max(1)).collect();
+        let mut caches: Vec<Cache> = prompts.iter().map(|_| self.empty_cache()).collect();
+        let mut rngs: Vec<SplitMix64> = (0..prompts.len()).map(|r| row_rng(sampling, r)).collect();
+        let mut steps: Vec<(&[u32], &mut Cache)> =
+            prompts.iter().copied().zip(caches.iter_mut()).collect();
+        let mut logits = self.forward(&mut steps);
+        let mut tokens: Vec<Vec<u32>> = vec![Vec::with_capacity(new_tokens); prompts.len()];
+        for n in 0..new_tokens {
+            for ((row, l), rng) in tokens.iter_mut().zip(&logits).zip(&mut rngs) {
+                row.push(pick_token(l, sampling, rng));
+            }
+            if n + 1 < new_tokens {
+                let mut steps: Vec<(&[u32], &mut Cache)> = tokens
+                    .iter()
+                    .map(|row| &row[n..n + 1])
+                    .zip(caches.iter_mut())
+                    .collect();
+                logits = self.forward(&mut steps);
             }
         }
-        out
+        tokens.concat()
+    }
+}
+
+/// One sequence being generated, a token at a time (for streaming): see [`RowDecoder::start`].
+pub struct Sequence<'a> {
+    decoder: &'a RowDecoder,
+    cache: Cache,
+    /// The logits the next token is picked from.
+    logits: Vec<f32>,
+    /// The last token given out, not yet fed to the model (it is fed only when another token
+    /// is asked for).
+    pending: Option<u32>,
+    rng: SplitMix64,
+    sampling: Sampling,
+}
+
+impl Sequence<'_> {
+    /// The next token.
+    pub fn next_token(&mut self) -> u32 {
+        if let Some(last) = self.pending.take() {
+            self.logits = self
+                .decoder
+                .forward(&mut [(&[last][..], &mut self.cache)])
+                .remove(0);
+        }
+        let next = pick_token(&self.logits, &self.sampling, &mut self.rng);
+        self.pending = Some(next);
+        next
+    }
+
+    /// Tokens in the context so far (prompt and fed tokens).
+    pub fn len(&self) -> usize {
+        let kv = self.decoder.cfg.kv_heads * (self.decoder.cfg.hidden / self.decoder.cfg.heads);
+        self.cache.k.first().map_or(0, |k| k.len() / kv.max(1))
+    }
+
+    /// Whether nothing has been fed yet (never, after [`RowDecoder::start`] with a prompt).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }

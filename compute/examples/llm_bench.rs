@@ -1,0 +1,105 @@
+//! Prefill and decode speed of the row decoder (the CPU path of generation jobs) on a GGUF
+//! file, in the form `scripts/llama-cpp-anchor.mjs bench` prints for llama.cpp, so that
+//! `scripts/bench-llm.sh` can alternate the two: one JSON line a run. The prompt is the
+//! anchor's: "The quick brown fox jumps over the lazy dog. " repeated, cut to N tokens.
+//!
+//! `llm_bench FILE.gguf [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R]
+//! [--batch B] [--weights quantised|f32]`
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::llama::{LlamaConfig, RowDecoder};
+use gpuchain_jobspec::Sampling;
+
+/// Resident memory of this process in bytes (Linux `VmRSS`).
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let file = args
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("usage: llm_bench FILE.gguf [--option value]…"))?;
+    let mut opts: BTreeMap<String, String> = [
+        ("threads", "2"),
+        ("prompt-tokens", "37"),
+        ("new-tokens", "16"),
+        ("runs", "3"),
+        ("batch", "1"),
+        ("weights", "quantised"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    while let Some(key) = args.next() {
+        let key = key.trim_start_matches("--").to_string();
+        let value = args
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("--{key} needs a value"))?;
+        if opts.insert(key.clone(), value).is_none() {
+            anyhow::bail!("unknown option --{key}");
+        }
+    }
+    let num = |k: &str| -> anyhow::Result<usize> { Ok(opts[k].parse()?) };
+    let (threads, plen, new, runs, batch) = (
+        num("threads")?,
+        num("prompt-tokens")?,
+        num("new-tokens")?,
+        num("runs")?,
+        num("batch")?.max(1),
+    );
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()?;
+
+    let before = resident_bytes();
+    let bytes = std::fs::read(&file)?;
+    let file_bytes = bytes.len();
+    let g = Gguf::parse(&bytes)?;
+    let shape = gguf::llama::shape(&g)?;
+    let cfg = LlamaConfig::from_shape(&shape);
+    let decoder = match opts["weights"].as_str() {
+        "quantised" => RowDecoder::new(cfg, &gguf::llama::GgufWeights::new(&g, &shape))?,
+        "f32" => RowDecoder::new(cfg, &gguf::llama::params(&g, &shape)?)?,
+        other => anyhow::bail!("--weights {other}: quantised or f32"),
+    };
+    let tok = gguf::tokenizer::tokenizer(&g)?;
+    let text = "The quick brown fox jumps over the lazy dog. ".repeat(plen);
+    let ids = tok
+        .encode(text.as_str(), false)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let prompt: Vec<u32> = ids.get_ids()[..plen].to_vec();
+    drop(g);
+    drop(bytes);
+    let resident = resident_bytes().saturating_sub(before);
+    let prompts = prompt.repeat(batch);
+    for run in 0..runs {
+        // As the anchor counts: the prefill reads the prompt and picks one token; the decode
+        // is `new` steps of one token per sequence.
+        let t = Instant::now();
+        let _ = decoder.generate(&prompts, batch, 1, &Sampling::Greedy);
+        let prefill_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let out = decoder.generate(&prompts, batch, new + 1, &Sampling::Greedy);
+        let decode_s = (t.elapsed().as_secs_f64() - prefill_s).max(0.0);
+        println!(
+            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
+            opts["weights"],
+            decoder.weight_bytes()
+        );
+        if run == 0 {
+            eprintln!("greedy ids (seq 0): {:?}", &out[..new + 1]);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! The row decoder's weight matrices, kept in the precision they were stored in: f32, or
+//! ggml's 32-value blocks (Q4_0, Q4_1, Q8_0) with each block's f16 scale (and minimum)
+//! widened to f32 on load. Decoding reads every weight once a token, so its speed is the
+//! speed of reading the weights: 4-bit blocks are a sixth of the bytes of f32.
+//!
+//! Products dequantise inside the dot product and keep the activations in f32 (llama.cpp
+//! quantises them to 8 bits as well): a verifier checks a generation against its own f32
+//! logits, and 8-bit activations would move honest logits further from them.
+
+use gpuchain_kernels::{self as kernels, BLOCK};
+use rayon::prelude::*;
+
+use crate::gguf::dequant::{self, kind};
+use crate::{Error, Result};
+
+/// Matrices at least this large (rows × cols) are split across threads.
+const PARALLEL_MIN: usize = 1 << 16;
+
+enum Store {
+    F32(Vec<f32>),
+    /// `q × scale + min` with 4-bit `q`; byte `j` of a block's 16 holds value `j` in its low
+    /// nibble and value `j + 16` in its high nibble (ggml's layout). Q4_0 is `min = −8 × scale`.
+    Q4 {
+        scales: Vec<f32>,
+        mins: Vec<f32>,
+        qs: Vec<u8>,
+    },
+    /// `q × scale` with signed 8-bit `q`.
+    Q8 {
+        scales: Vec<f32>,
+        qs: Vec<i8>,
+    },
+}
+
+/// A `rows × cols` row-major weight matrix.
+pub struct Matrix {
+    rows: usize,
+    cols: usize,
+    store: Store,
+}
+
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+impl Matrix {
+    /// A matrix of f32 values.
+    pub fn f32(rows: usize, cols: usize, data: Vec<f32>) -> Result<Matrix> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            return Err(Error::BadWeights(format!(
+                "{} values for a {rows} × {cols} matrix",
+                data.len()
+            )));
+        }
+        Ok(Matrix {
+            rows,
+            cols,
+            store: Store::F32(data),
+        })
+    }
+
+    /// A matrix stored as ggml type `ggml_kind` in `data`. Q4_0, Q4_1 and Q8_0 stay in their
+    /// blocks; other types are widened to f32.
+    pub fn from_ggml(ggml_kind: u32, data: &[u8], rows: usize, cols: usize) -> Result<Matrix> {
+        let numel = rows
+            .checked_mul(cols)
+            .ok_or_else(|| Error::BadWeights("matrix too large".into()))?;
+        let blocked = matches!(ggml_kind, kind::Q4_0 | kind::Q4_1 | kind::Q8_0);
+        if !blocked || cols % BLOCK != 0 {
+            return Matrix::f32(rows, cols, dequant::to_f32(ggml_kind, data, numel)?);
+        }
+        if dequant::byte_size(ggml_kind, numel) != Some(data.len()) {
+            return Err(Error::BadWeights(format!(
+                "GGUF: {} bytes for {numel} values of type {ggml_kind}",
+                data.len()
+            )));
+        }
+        let blocks = numel / BLOCK;
+        let store = match ggml_kind {
+            kind::Q8_0 => {
+                let mut scales = Vec::with_capacity(blocks);
+                let mut qs = Vec::with_capacity(numel);
+                for b in data.chunks_exact(2 + BLOCK) {
+                    scales.push(f16_at(b, 0));
+                    qs.extend(b[2..].iter().map(|q| *q as i8));
+                }
+                Store::Q8 { scales, qs }
+            }
+            _ => {
+                let q4_1 = ggml_kind == kind::Q4_1;
+                let per = if q4_1 { 20 } else { 18 };
+                let mut scales = Vec::with_capacity(blocks);
+                let mut mins = Vec::with_capacity(blocks);
+                let mut qs = Vec::with_capacity(numel / 2);
+                for b in data.chunks_exact(per) {
+                    let d = f16_at(b, 0);
+                    scales.push(d);
+                    mins.push(if q4_1 { f16_at(b, 2) } else { -8.0 * d });
+                    qs.extend_from_slice(&b[per - 16..]);
+                }
+                Store::Q4 { scales, mins, qs }
+            }
+        };
+        Ok(Matrix { rows, cols, store })
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bytes the matrix holds in memory.
+    pub fn bytes(&self) -> usize {
+        match &self.store {
+            Store::F32(v) => v.len() * 4,
+            Store::Q4 { scales, mins, qs } => (scales.len() + mins.len()) * 4 + qs.len(),
+            Store::Q8 { scales, qs } => scales.len() * 4 + qs.len(),
+        }
+    }
+
+    /// Reorders the rows: row `i` becomes the old row `order[i]`.
+    pub fn reorder_rows(&mut self, order: &[usize]) {
+        fn gather<T: Copy>(v: &mut Vec<T>, order: &[usize], per_row: usize) {
+            let mut out = Vec::with_capacity(v.len());
+            for &r in order {
+                out.extend_from_slice(&v[r * per_row..(r + 1) * per_row]);
+            }
+            *v = out;
+        }
+        let (cols, blocks) = (self.cols, self.cols / BLOCK);
+        match &mut self.store {
+            Store::F32(v) => gather(v, order, cols),
+            Store::Q4 { scales, mins, qs } => {
+                gather(scales, order, blocks);
+                gather(mins, order, blocks);
+                gather(qs, order, cols / 2);
+            }
+            Store::Q8 { scales, qs } => {
+                gather(scales, order, blocks);
+                gather(qs, order, cols);
+            }
+        }
+    }
+
+    /// Row `r`, dequantised into `out` (`cols` values).
+    pub fn row_into(&self, r: usize, out: &mut [f32]) {
+        let cols = self.cols;
+        let blocks = r * cols / BLOCK..(r + 1) * cols / BLOCK;
+        match &self.store {
+            Store::F32(v) => out.copy_from_slice(&v[r * cols..(r + 1) * cols]),
+            Store::Q4 { scales, mins, qs } => kernels::widen_q4(
+                &scales[blocks.clone()],
+                &mins[blocks],
+                &qs[r * cols / 2..(r + 1) * cols / 2],
+                out,
+            ),
+            Store::Q8 { scales, qs } => {
+                kernels::widen_q8(&scales[blocks], &qs[r * cols..(r + 1) * cols], out)
+            }
+        }
+    }
+
+    /// Row `r` · `x`; `sums` holds the sum of each 32-value block of `x` (4-bit rows use it
+    /// for their minimums).
+    fn dot_row(&self, r: usize, x: &[f32], sums: &[f32]) -> f32 {
+        let cols = self.cols;
+        let blocks = r * cols / BLOCK..(r + 1) * cols / BLOCK;
+        match &self.store {
+            Store::F32(v) => kernels::dot_f32(&v[r * cols..(r + 1) * cols], x),
+            Store::Q4 { scales, mins, qs } => kernels::dot_q4(
+                &scales[blocks.clone()],
+                &mins[blocks],
+                &qs[r * cols / 2..(r + 1) * cols / 2],
+                x,
+                sums,
+            ),
+            Store::Q8 { scales, qs } => {
+                kernels::dot_q8(&scales[blocks], &qs[r * cols..(r + 1) * cols], x)
+            }
+        }
+    }
+
+    /// The matrix applied to each of the tokens in `xs` (`t × cols`): `t × rows`, token-major.
+    /// Each row of weights is read once for all the tokens.
+    pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
+        let (rows, cols) = (self.rows, self.cols);
+        let tokens = xs.len() / cols.max(1);
+        let sums: Vec<Vec<f32>> = xs
+            .chunks_exact(cols)
+            .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
+            .collect();
+        // Row-major results (`rows × t`) so that each thread writes one contiguous part.
+        let mut by_row = vec![0.0f32; rows * tokens];
+        let fill = |first: usize, part: &mut [f32]| {
+            // With several tokens a quantised row is widened once, not once a token.
+            let mut row = vec![0.0f32; if tokens < 3 { 0 } else { cols }];
+            for (i, out) in part.chunks_exact_mut(tokens).enumerate() {
+                if row.is_empty() {
+                    for ((o, x), s) in out.iter_mut().zip(xs.chunks_exact(cols)).zip(&sums) {
+                        *o = self.dot_row(first + i, x, s);
+                    }
+                    continue;
+                }
+                let row: &[f32] = match &self.store {
+                    Store::F32(v) => &v[(first + i) * cols..(first + i + 1) * cols],
+                    _ => {
+                        self.row_into(first + i, &mut row);
+                        &row
+                    }
+                };
+                for (o, x) in out.iter_mut().zip(xs.chunks_exact(cols)) {
+                    *o = kernels::dot_f32(row, x);
+                }
+            }
+        };
+        if rows * cols < PARALLEL_MIN {
+            fill(0, &mut by_row);
+        } else {
+            // Several chunks a thread, so that a core slowed by other work does not hold
+            // up the rest.
+            let per = rows.div_ceil(rayon::current_num_threads() * 4).max(1);
+            by_row
+                .par_chunks_mut(per * tokens)
+                .enumerate()
+                .for_each(|(c, part)| fill(c * per, part));
+        }
+        if tokens == 1 {
+            return by_row;
+        }
+        let mut out = vec![0.0f32; rows * tokens];
+        for (r, values) in by_row.chunks_exact(tokens).enumerate() {
+            for (t, v) in values.iter().enumerate() {
+                out[t * rows + r] = *v;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One Q4_1 block (scale 0.5, minimum −1) and one Q8_0 block, as ggml stores them.
+    fn q4_1_block(nibbles: &[u8; 32]) -> Vec<u8> {
+        let mut b = half::f16::from_f32(0.5).to_le_bytes().to_vec();
+        b.extend(half::f16::from_f32(-1.0).to_le_bytes());
+        b.extend((0..16).map(|j| nibbles[j] | (nibbles[j + 16] << 4)));
+        b
+    }
+
+    #[test]
+    fn quantised_products_equal_the_dequantised_ones() {
+        let nibbles: [u8; 32] = std::array::from_fn(|i| (i * 7 % 16) as u8);
+        let mut q4 = q4_1_block(&nibbles);
+        q4.extend(q4_1_block(&std::array::from_fn(|i| (15 - i % 16) as u8)));
+        let mut q8 = half::f16::from_f32(0.25).to_le_bytes().to_vec();
+        q8.extend((0..32).map(|i| (i as i8 - 16) as u8));
+        let x: Vec<f32> = (0..64).map(|i| (i as f32 * 0.37).sin()).collect();
+        for (kind, data, rows) in [(kind::Q4_1, q4, 1), (kind::Q8_0, q8, 1)] {
+            let cols = if kind == kind::Q8_0 { 32 } else { 64 };
+            let m = Matrix::from_ggml(kind, &data, rows, cols).unwrap();
+            let dense = dequant::to_f32(kind, &data, rows * cols).unwrap();
+            let mut row = vec![0.0; cols];
+            m.row_into(0, &mut row);
+            assert_eq!(row, dense);
+            let want: f32 = dense.iter().zip(&x).map(|(a, b)| a * b).sum();
+            let got = m.apply(&x[..cols])[0];
+            assert!((got - want).abs() < 1e-4, "{kind}: {got} vs {want}");
+        }
+        // Q4_1 element 1 is nibble 7: 7 × 0.5 − 1.
+        let m = Matrix::from_ggml(kind::Q4_1, &q4_1_block(&nibbles), 1, 32).unwrap();
+        let mut row = vec![0.0; 32];
+        m.row_into(0, &mut row);
+        assert_eq!(row[1], 2.5);
+    }
+
+    #[test]
+    fn products_of_several_tokens_come_back_token_major_and_rows_reorder() {
+        let w: Vec<f32> = (0..6).map(|v| v as f32).collect(); // [[0 1 2] [3 4 5]]
+        let mut m = Matrix::f32(2, 3, w).unwrap();
+        let xs = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        assert_eq!(m.apply(&xs), vec![0.0, 3.0, 2.0, 5.0]);
+        m.reorder_rows(&[1, 0]);
+        assert_eq!(m.apply(&xs[..3]), vec![3.0, 0.0]);
+        assert!(Matrix::f32(2, 2, vec![0.0; 3]).is_err());
+        assert!(Matrix::from_ggml(kind::Q8_0, &[0u8; 33], 1, 32).is_err());
+    }
+}

@@ -1,0 +1,262 @@
+//! The CPU inner loops of the row decoder: dot products of f32 activations with f32 weights
+//! and with ggml's 32-value blocks (4-bit with a scale and a minimum, 8-bit with a scale).
+//!
+//! Each loop is written once, as plain Rust the compiler vectorises, and compiled twice:
+//! for the baseline x86-64 (SSE2) that the workspace targets, and inside functions that
+//! enable AVX2 and FMA. The wider build is picked at run time when the CPU has both, so one
+//! binary runs everywhere and uses what the machine offers. Results of the two builds differ
+//! in f32 rounding only (fused multiply-adds, the same order of sums).
+
+/// Values per quantisation block.
+pub const BLOCK: usize = 32;
+
+/// Whether the AVX2 + FMA builds can run here.
+#[cfg(target_arch = "x86_64")]
+fn wide() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// `acc + a × b`, fused where the build has FMA.
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, acc: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, acc)
+    } else {
+        acc + a * b
+    }
+}
+
+#[inline(always)]
+fn f32_body<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 16];
+    let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..16 {
+            acc[i] = madd::<FMA>(x[i], y[i], acc[i]);
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+#[inline(always)]
+fn widen_q4_body(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
+    for (((d, m), q), o) in scales
+        .iter()
+        .zip(mins)
+        .zip(qs.chunks_exact(16))
+        .zip(out.chunks_exact_mut(BLOCK))
+    {
+        let (lo, hi) = o.split_at_mut(16);
+        for j in 0..16 {
+            lo[j] = f32::from(q[j] & 15) * d + m;
+            hi[j] = f32::from(q[j] >> 4) * d + m;
+        }
+    }
+}
+
+#[inline(always)]
+fn widen_q8_body(scales: &[f32], qs: &[i8], out: &mut [f32]) {
+    for ((d, q), o) in scales
+        .iter()
+        .zip(qs.chunks_exact(BLOCK))
+        .zip(out.chunks_exact_mut(BLOCK))
+    {
+        for j in 0..BLOCK {
+            o[j] = f32::from(q[j]) * d;
+        }
+    }
+}
+
+#[inline(always)]
+fn q4_body<const FMA: bool>(
+    scales: &[f32],
+    mins: &[f32],
+    qs: &[u8],
+    x: &[f32],
+    sums: &[f32],
+) -> f32 {
+    let mut acc = [0.0f32; 16];
+    let mut offset = 0.0f32;
+    for ((((d, m), q), xb), s) in scales
+        .iter()
+        .zip(mins)
+        .zip(qs.chunks_exact(16))
+        .zip(x.chunks_exact(BLOCK))
+        .zip(sums)
+    {
+        offset = madd::<FMA>(*m, *s, offset);
+        for j in 0..16 {
+            let p = madd::<FMA>(
+                f32::from(q[j] >> 4),
+                xb[j + 16],
+                f32::from(q[j] & 15) * xb[j],
+            );
+            acc[j] = madd::<FMA>(*d, p, acc[j]);
+        }
+    }
+    acc.iter().sum::<f32>() + offset
+}
+
+#[inline(always)]
+fn q8_body<const FMA: bool>(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 16];
+    for ((d, q), xb) in scales
+        .iter()
+        .zip(qs.chunks_exact(BLOCK))
+        .zip(x.chunks_exact(BLOCK))
+    {
+        for j in 0..16 {
+            let p = madd::<FMA>(f32::from(q[j + 16]), xb[j + 16], f32::from(q[j]) * xb[j]);
+            acc[j] = madd::<FMA>(*d, p, acc[j]);
+        }
+    }
+    acc.iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn f32(a: &[f32], b: &[f32]) -> f32 {
+        super::f32_body::<true>(a, b)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn widen_q4(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
+        super::widen_q4_body(scales, mins, qs, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn widen_q8(scales: &[f32], qs: &[i8], out: &mut [f32]) {
+        super::widen_q8_body(scales, qs, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn q4(scales: &[f32], mins: &[f32], qs: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        super::q4_body::<true>(scales, mins, qs, x, sums)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn q8(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
+        super::q8_body::<true>(scales, qs, x)
+    }
+}
+
+/// `a · b` over the shorter of the two.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above), which is all that calling a
+        // function compiled with `target_feature(enable = "avx2,fma")` requires.
+        #[allow(unsafe_code)]
+        return unsafe { avx2::f32(a, b) };
+    }
+    f32_body::<false>(a, b)
+}
+
+/// 4-bit blocks (laid out as for [`dot_q4`]) widened to f32 into `out`: value `j` of block
+/// `b` is `q × scales[b] + mins[b]`.
+pub fn widen_q4(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::widen_q4(scales, mins, qs, out) };
+    }
+    widen_q4_body(scales, mins, qs, out)
+}
+
+/// 8-bit blocks (as for [`dot_q8`]) widened to f32 into `out`.
+pub fn widen_q8(scales: &[f32], qs: &[i8], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::widen_q8(scales, qs, out) };
+    }
+    widen_q8_body(scales, qs, out)
+}
+
+/// `Σ_b scales[b] · Σ_j q[b, j] · x[32b + j] + Σ_b mins[b] · sums[b]`: a row of 4-bit blocks
+/// (`qs`: 16 bytes a block, value `j` in the low nibble of byte `j` and value `j + 16` in its
+/// high nibble, as ggml stores Q4_0 and Q4_1) times `x`, where `sums[b]` is the sum of
+/// block `b` of `x`. Blocks past the shortest input are left out.
+pub fn dot_q4(scales: &[f32], mins: &[f32], qs: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::q4(scales, mins, qs, x, sums) };
+    }
+    q4_body::<false>(scales, mins, qs, x, sums)
+}
+
+/// `Σ_b scales[b] · Σ_j q[b, j] · x[32b + j]`: a row of signed 8-bit blocks (32 bytes a
+/// block, ggml's Q8_0) times `x`. Blocks past the shortest input are left out.
+pub fn dot_q8(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::q8(scales, qs, x) };
+    }
+    q8_body::<false>(scales, qs, x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xs(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect()
+    }
+
+    fn close(a: f32, b: f32) -> bool {
+        (a - b).abs() <= 1e-4 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn every_build_gives_the_plain_sums() {
+        let (a, b) = (xs(100), xs(103)[3..].to_vec());
+        let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!(close(dot_f32(&a, &b), want));
+        assert!(close(f32_body::<false>(&a, &b), want));
+
+        // Two 4-bit blocks: value j of block b is nibble (j × 5 + b) mod 16.
+        let x = xs(64);
+        let nibble = |b: usize, j: usize| ((j * 5 + b) % 16) as u8;
+        let qs: Vec<u8> = (0..2)
+            .flat_map(|b| (0..16).map(move |j| nibble(b, j) | (nibble(b, j + 16) << 4)))
+            .collect();
+        let (scales, mins) = ([0.5, -0.25], [-1.0, 2.0]);
+        let sums: Vec<f32> = x.chunks(BLOCK).map(|c| c.iter().sum()).collect();
+        let want: f32 = (0..64)
+            .map(|i| (f32::from(nibble(i / 32, i % 32)) * scales[i / 32] + mins[i / 32]) * x[i])
+            .sum();
+        assert!(close(dot_q4(&scales, &mins, &qs, &x, &sums), want));
+        let mut wide4 = vec![0.0; 64];
+        widen_q4(&scales, &mins, &qs, &mut wide4);
+        assert_eq!(wide4[33], f32::from(nibble(1, 1)) * -0.25 + 2.0);
+        assert!(close(
+            q4_body::<false>(&scales, &mins, &qs, &x, &sums),
+            want
+        ));
+
+        let q8: Vec<i8> = (0..64).map(|i| (i as i8).wrapping_mul(7)).collect();
+        let want: f32 = (0..64)
+            .map(|i| f32::from(q8[i]) * scales[i / 32] * x[i])
+            .sum();
+        assert!(close(dot_q8(&scales, &q8, &x), want));
+        let mut wide8 = vec![0.0; 64];
+        widen_q8(&scales, &q8, &mut wide8);
+        assert_eq!(wide8[40], f32::from(q8[40]) * -0.25);
+        assert!(close(q8_body::<false>(&scales, &q8, &x), want));
+    }
+}
