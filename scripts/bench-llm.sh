@@ -4,7 +4,7 @@
 # that a change in the machine's load hits both. Prints each run, then the median and spread
 # of prefill and decode tokens/s per side, and the load average before and after.
 #
-#   scripts/bench-llm.sh [RUNS] [BATCH]     (defaults 7 and 1; 2 threads, 37 + 16 tokens)
+#   scripts/bench-llm.sh [RUNS] [BATCH] [NEW_TOKENS]   (defaults 7, 1, 16; 2 threads, 37-token prompt)
 #
 # Run it on an idle machine: a figure taken while other work runs is not a figure.
 set -euo pipefail
@@ -12,13 +12,14 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 RUNS="${1:-7}"
 BATCH="${2:-1}"
+NEW="${3:-16}"
 MODEL_DIR="$GPUCHAIN_CACHE/models"
 MODEL="$MODEL_DIR/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 [ -f "$MODEL" ] || bash scripts/fetch-smollm2.sh "$MODEL_DIR" >&2
 bash scripts/llama-cpp-env.sh >/dev/null
 cargo build --workspace --all-targets --locked --quiet --examples >&2
 OURS="$CARGO_TARGET_DIR/debug/examples/llm_bench"
-ARGS=(--threads 2 --prompt-tokens 37 --new-tokens 16 --runs 1 --batch "$BATCH")
+ARGS=(--threads 2 --prompt-tokens 37 --new-tokens "$NEW" --runs 1 --batch "$BATCH")
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -37,6 +38,9 @@ for side in ("llama.cpp", "gpuchain"):
     pre = [b * r["prefill_tokens"] / r["prefill_s"] for r in rs]
     dec = [b * r["decode_tokens"] / r["decode_s"] for r in rs]
     extra = f', weights {rs[0]["weight_bytes"] / 1e6:.0f} MB, resident {rs[0]["resident_bytes"] / 1e6:.0f} MB of a {rs[0]["file_bytes"] / 1e6:.0f} MB file' if "weight_bytes" in rs[0] else ""
+    if "verify_s" in rs[0]:
+        ratio = [r["verify_s"] / (r["prefill_s"] + r["decode_s"]) for r in rs]
+        extra += f"; verifying an answer costs {100 * statistics.median(ratio):.0f}% ({100 * min(ratio):.0f}–{100 * max(ratio):.0f}%) of generating it"
     print(f"{side:9} batch {b}: prefill {statistics.median(pre):6.1f} tokens/s ({min(pre):.1f}–{max(pre):.1f}), "
           f"decode {statistics.median(dec):6.1f} tokens/s ({min(dec):.1f}–{max(dec):.1f}), {len(rs)} runs{extra}")
 PY

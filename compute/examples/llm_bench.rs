@@ -2,6 +2,7 @@
 //! file, in the form `scripts/llama-cpp-anchor.mjs bench` prints for llama.cpp, so that
 //! `scripts/bench-llm.sh` can alternate the two: one JSON line a run. The prompt is the
 //! anchor's: "The quick brown fox jumps over the lazy dog. " repeated, cut to N tokens.
+//! `verify_s` is what a verifier spends on the run's answers (teacher forcing).
 //!
 //! `llm_bench FILE.gguf [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R]
 //! [--batch B] [--weights quantised|f32]`
@@ -92,8 +93,15 @@ fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let out = decoder.generate(&prompts, batch, new + 1, &Sampling::Greedy);
         let decode_s = (t.elapsed().as_secs_f64() - prefill_s).max(0.0);
+        // What a verifier spends on the answers: one teacher-forced pass over each prompt and
+        // answer (the check itself is a scan of the logits).
+        let t = Instant::now();
+        for answer in out.chunks(new + 1) {
+            let _ = decoder.teacher_forced_logits(&prompt, answer);
+        }
+        let verify_s = t.elapsed().as_secs_f64();
         println!(
-            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
+            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
             opts["weights"],
             decoder.weight_bytes()
         );

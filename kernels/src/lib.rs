@@ -45,6 +45,13 @@ fn f32_body<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[inline(always)]
+fn add_scaled_body<const FMA: bool>(out: &mut [f32], w: f32, x: &[f32]) {
+    for (o, v) in out.iter_mut().zip(x) {
+        *o = madd::<FMA>(w, *v, *o);
+    }
+}
+
+#[inline(always)]
 fn widen_q4_body(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
     for (((d, m), q), o) in scales
         .iter()
@@ -127,6 +134,11 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
+    pub(super) fn add_scaled(out: &mut [f32], w: f32, x: &[f32]) {
+        super::add_scaled_body::<true>(out, w, x)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn widen_q4(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
         super::widen_q4_body(scales, mins, qs, out)
     }
@@ -157,6 +169,17 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
         return unsafe { avx2::f32(a, b) };
     }
     f32_body::<false>(a, b)
+}
+
+/// `out += w × x` (over the shorter of the two).
+pub fn add_scaled(out: &mut [f32], w: f32, x: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::add_scaled(out, w, x) };
+    }
+    add_scaled_body::<false>(out, w, x)
 }
 
 /// 4-bit blocks (laid out as for [`dot_q4`]) widened to f32 into `out`: value `j` of block
@@ -228,6 +251,13 @@ mod tests {
         let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         assert!(close(dot_f32(&a, &b), want));
         assert!(close(f32_body::<false>(&a, &b), want));
+
+        let mut sum = b.clone();
+        add_scaled(&mut sum, 0.5, &a);
+        assert!(sum
+            .iter()
+            .zip(a.iter().zip(&b))
+            .all(|(s, (x, y))| close(*s, y + 0.5 * x)));
 
         // Two 4-bit blocks: value j of block b is nibble (j × 5 + b) mod 16.
         let x = xs(64);

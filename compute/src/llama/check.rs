@@ -9,6 +9,9 @@
 //! near-tie that flips on another backend changes the whole rest of the row, and a row whose
 //! tail was never generated looks the same. Under teacher forcing a flip is one position
 //! that sits on a near-tie, and every later token is judged on the candidate's own prefix.
+//!
+//! On the CPU the pass is the row decoder's (the weights in their stored precision, as the
+//! CPU path generates); on CUDA it is burn's decoder over f32 weights.
 
 use burn::prelude::*;
 use gpuchain_jobspec::{InferenceSpec, Sampling};
@@ -56,48 +59,64 @@ pub fn check_generation(
     if new == 0 {
         return Ok(Verdict::Identical);
     }
-    let cfg = LlamaConfig::from_shape(shape);
     let batch = (s.batch_size as usize).max(1);
     let mut passed = 0u64;
     let mut first_bad: Option<(usize, usize)> = None;
-    crate::with_burn_backend!(burn_backend(backend), |B, device| {
-        let model = cfg.load::<B>(&job.params()?, &device)?;
-        for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
-            let chunk_rows = chunk.len() / plen;
-            let row0 = chunk_index * batch;
-            // Each sequence: its prompt, then every candidate token but the last.
-            let len = plen + new - 1;
-            let mut feed = Vec::with_capacity(chunk_rows * len);
-            for r in 0..chunk_rows {
-                feed.extend(
-                    chunk[r * plen..(r + 1) * plen]
-                        .iter()
-                        .map(|t| i64::from(*t)),
-                );
-                let row = &tokens[(row0 + r) * new..(row0 + r + 1) * new];
-                feed.extend(row[..new - 1].iter().map(|t| i64::from(*t)));
-            }
-            let ids =
-                Tensor::<B, 2, Int>::from_data(TensorData::new(feed, [chunk_rows, len]), &device);
-            let logits = model.forward(ids, 0, None);
-            let vocab = logits.dims()[2];
-            let picked = values(logits.narrow(1, plen - 1, new));
-            for r in 0..chunk_rows {
-                // The sampler's stream of row r of this chunk, as generation seeds it.
-                let mut rng = row_rng(&gen.sampling, r);
-                for j in 0..new {
-                    let at = (r * new + j) * vocab;
-                    let token = tokens[(row0 + r) * new + j];
-                    if plausible(&picked[at..at + vocab], token, &gen.sampling, &mut rng) {
-                        passed += 1;
-                    } else if first_bad.is_none() {
-                        first_bad = Some((row0 + r, j));
-                    }
-                }
+    // Judges row `row` of the output from its logits (`new × vocab`).
+    let mut judge = |row: usize, logits: &[f32]| {
+        // The sampler's stream of the row's place in its batch, as generation seeds it.
+        let mut rng = row_rng(&gen.sampling, row % batch);
+        let vocab = logits.len() / new;
+        for (j, at) in logits.chunks_exact(vocab).enumerate() {
+            let token = tokens[row * new + j];
+            if plausible(at, token, &gen.sampling, &mut rng) {
+                passed += 1;
+            } else if first_bad.is_none() {
+                first_bad = Some((row, j));
             }
         }
-        Ok::<(), Error>(())
-    })?;
+    };
+    if burn_backend(backend) == Backend::Cpu {
+        // The CPU path generates with the row decoder; it checks with it too: one pass over
+        // each prompt and its answer, with the weights in their stored precision.
+        let decoder = job.row_decoder()?;
+        for (row, prompt) in prompts.chunks(plen).enumerate() {
+            let answer = &tokens[row * new..(row + 1) * new];
+            judge(row, &decoder.teacher_forced_logits(prompt, answer).concat());
+        }
+    } else {
+        let cfg = LlamaConfig::from_shape(shape);
+        crate::with_burn_backend!(burn_backend(backend), |B, device| {
+            let model = cfg.load::<B>(&job.params()?, &device)?;
+            for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
+                let chunk_rows = chunk.len() / plen;
+                let row0 = chunk_index * batch;
+                // Each sequence: its prompt, then every candidate token but the last.
+                let len = plen + new - 1;
+                let mut feed = Vec::with_capacity(chunk_rows * len);
+                for r in 0..chunk_rows {
+                    feed.extend(
+                        chunk[r * plen..(r + 1) * plen]
+                            .iter()
+                            .map(|t| i64::from(*t)),
+                    );
+                    let row = &tokens[(row0 + r) * new..(row0 + r + 1) * new];
+                    feed.extend(row[..new - 1].iter().map(|t| i64::from(*t)));
+                }
+                let ids = Tensor::<B, 2, Int>::from_data(
+                    TensorData::new(feed, [chunk_rows, len]),
+                    &device,
+                );
+                let logits = model.forward(ids, 0, None);
+                let vocab = logits.dims()[2];
+                let picked = values(logits.narrow(1, plen - 1, new));
+                for r in 0..chunk_rows {
+                    judge(row0 + r, &picked[r * new * vocab..(r + 1) * new * vocab]);
+                }
+            }
+            Ok::<(), Error>(())
+        })?;
+    }
     let total = (rows * new) as u64;
     let metrics = Metrics {
         agreement_ppm: passed * 1_000_000 / total.max(1),

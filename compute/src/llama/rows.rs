@@ -12,6 +12,7 @@
 //! decoder's teacher-forced check tolerates.
 
 use gpuchain_jobspec::Sampling;
+use gpuchain_kernels as kernels;
 
 use super::generate::{pick_token, row_rng};
 use super::matrix::Matrix;
@@ -238,7 +239,7 @@ impl RowDecoder {
                 let mut scores: Vec<f32> = (0..seen)
                     .map(|s| {
                         let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                        qh.iter().zip(key).map(|(a, b)| a * b).sum::<f32>() * scale
+                        kernels::dot_f32(qh, key) * scale
                     })
                     .collect();
                 let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -250,9 +251,7 @@ impl RowDecoder {
                 let out = &mut out[head * d..(head + 1) * d];
                 for (s, weight) in scores.iter().enumerate() {
                     let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                    for (o, val) in out.iter_mut().zip(value) {
-                        *o += weight / total * val;
-                    }
+                    kernels::add_scaled(out, weight / total, value);
                 }
             }
         }
