@@ -10,10 +10,22 @@
 /// Values per quantisation block.
 pub const BLOCK: usize = 32;
 
-/// Whether the AVX2 + FMA builds can run here.
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static BASELINE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Makes every loop run its baseline build whatever the CPU offers (`true`), or the widest
+/// the CPU runs (`false`, the default): to measure how far the two builds' results differ.
+pub fn force_baseline(on: bool) {
+    BASELINE_ONLY.store(on, Ordering::Relaxed);
+}
+
+/// Whether the AVX2 + FMA builds are used.
 #[cfg(target_arch = "x86_64")]
 fn wide() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    !BASELINE_ONLY.load(Ordering::Relaxed)
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
 }
 
 /// `acc + a × b`, fused where the build has FMA.

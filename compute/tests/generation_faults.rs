@@ -1,0 +1,165 @@
+//! The ways a provider could fake a SmolLM2 generation job, each caught by the verifier's
+//! teacher-forced check (`llama::check_generation`), and the honest answer passing, for
+//! greedy and for seeded sampling: a smaller model (the same file run on its first 27 of 30
+//! layers), a lower-precision model (every weight rounded to 15 levels a row, about 4 bits,
+//! which still answers fluently: "Paris is the capital of France and …"),
+//! a truncated answer (ended early with end-of-turn tokens), random tokens, the answer to
+//! another prompt, and a correct start followed by garbage.
+//!
+//! Needs the checkpoint, as `compute/tests/smollm2.rs` (fetched with
+//! `scripts/fetch-smollm2.sh` when absent).
+
+use std::path::PathBuf;
+
+use gpuchain_compute::blob::BlobStore;
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::llama::{check_generation, LlamaConfig, RowDecoder};
+use gpuchain_compute::models::init::SplitMix64;
+use gpuchain_compute::params::Params;
+use gpuchain_compute::tensor_io::encode_u32;
+use gpuchain_compute::Backend;
+use gpuchain_jobspec::{GenerationSpec, InferenceSpec, ModelArch, Sampling};
+
+const NEW: usize = 24;
+
+fn model_file() -> PathBuf {
+    let root = std::env::var_os("GPUCHAIN_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
+        });
+    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !file.exists() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&root)
+            .status()
+            .expect("run fetch-smollm2.sh");
+        assert!(status.success(), "could not fetch SmolLM2");
+    }
+    file
+}
+
+/// Each weight matrix rounded, row by row, to multiples of a seventh of the row's largest
+/// magnitude (15 levels).
+fn coarse(p: &Params) -> Params {
+    let mut out = Params::default();
+    for (name, t) in &p.tensors {
+        let mut data = t.data.clone();
+        if t.dims.len() == 2 {
+            for row in data.chunks_mut(t.dims[1]) {
+                let step = row.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 7.0;
+                if step > 0.0 {
+                    row.iter_mut().for_each(|v| *v = (*v / step).round() * step);
+                }
+            }
+        }
+        out.insert(name.clone(), t.dims.clone(), data);
+    }
+    out
+}
+
+#[test]
+fn every_way_of_faking_a_generation_is_caught_and_the_honest_answer_passes() {
+    let bytes = std::fs::read(model_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+    let shape = gguf::llama::shape(&g).unwrap();
+    let cfg = LlamaConfig::from_shape(&shape);
+    let eos = g
+        .get("tokenizer.ggml.eos_token_id")
+        .and_then(gguf::Value::as_u64)
+        .unwrap() as u32;
+    let honest_model =
+        RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape)).unwrap();
+    let shallow = RowDecoder::new(
+        LlamaConfig {
+            layers: 27,
+            ..cfg.clone()
+        },
+        &gguf::llama::GgufWeights::new(&g, &shape),
+    )
+    .unwrap();
+    let params = gguf::llama::params(&g, &shape).unwrap();
+    let low_precision = RowDecoder::new(cfg, &coarse(&params)).unwrap();
+    drop(params);
+    let ids = |q: &str| {
+        let prompt = gguf::chat_prompt(&[("user", q)]);
+        tok.encode(prompt.as_str(), false)
+            .unwrap()
+            .get_ids()
+            .to_vec()
+    };
+    let prompt = ids("What is the capital of France?");
+    let other = ids("Who wrote Romeo and Juliet?");
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let weights = store.put(&bytes).unwrap();
+    let input = store.put(&encode_u32(&[1, prompt.len()], &prompt)).unwrap();
+    for sampling in [
+        Sampling::Greedy,
+        Sampling::Seeded {
+            seed: 7,
+            temperature_milli: 700,
+            top_k: 40,
+        },
+    ] {
+        let spec = InferenceSpec {
+            arch: ModelArch::LlamaGguf,
+            weights: weights.clone(),
+            tokenizer: None,
+            input: input.clone(),
+            batch_size: 1,
+            llama: None,
+            generation: Some(GenerationSpec {
+                max_new_tokens: NEW as u32,
+                sampling: sampling.clone(),
+            }),
+            tolerance: None,
+        };
+        let accepted = |tokens: &[u32]| {
+            check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[1, NEW], tokens))
+                .unwrap()
+                .accepted()
+        };
+        let honest = honest_model.generate(&prompt, 1, NEW, &sampling);
+        println!("{sampling:?}: {:?}", tok.decode(&honest, false).unwrap());
+        assert!(accepted(&honest), "{sampling:?}: the honest answer passes");
+
+        let mut rng = SplitMix64::new(99);
+        let random: Vec<u32> = (0..NEW)
+            .map(|_| (rng.next_u64() % u64::from(shape.vocab_size)) as u32)
+            .collect();
+        let mut truncated = honest[..4].to_vec();
+        truncated.resize(NEW, eos);
+        let mut garbage_tail = honest[..8].to_vec();
+        garbage_tail.extend_from_slice(&random[8..]);
+        let fakes = [
+            (
+                "a smaller model",
+                shallow.generate(&prompt, 1, NEW, &sampling),
+            ),
+            (
+                "a lower-precision model",
+                low_precision.generate(&prompt, 1, NEW, &sampling),
+            ),
+            ("a truncated answer", truncated),
+            ("random tokens", random),
+            (
+                "another prompt's answer",
+                honest_model.generate(&other, 1, NEW, &sampling),
+            ),
+            ("a correct start, then garbage", garbage_tail),
+        ];
+        for (what, tokens) in fakes {
+            assert_ne!(
+                tokens, honest,
+                "{sampling:?}: {what} differs from the honest answer"
+            );
+            println!("  {what}: {:?}", tok.decode(&tokens, false).unwrap());
+            assert!(!accepted(&tokens), "{sampling:?}: {what} is caught");
+        }
+    }
+}
