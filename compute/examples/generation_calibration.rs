@@ -59,6 +59,7 @@ fn main() -> anyhow::Result<()> {
                     seed,
                     temperature_milli: 700,
                     top_k: 40,
+                    top_p_ppm: 1_000_000,
                 },
             ));
         }
@@ -76,6 +77,7 @@ fn main() -> anyhow::Result<()> {
             generation: Some(GenerationSpec {
                 max_new_tokens: NEW as u32,
                 sampling: sampling.clone(),
+                stop_tokens: Vec::new(),
             }),
             tolerance: None,
         };

@@ -104,6 +104,7 @@ fn every_way_of_faking_a_generation_is_caught_and_the_honest_answer_passes() {
             seed: 7,
             temperature_milli: 700,
             top_k: 40,
+            top_p_ppm: 1_000_000,
         },
     ] {
         let spec = InferenceSpec {
@@ -116,6 +117,7 @@ fn every_way_of_faking_a_generation_is_caught_and_the_honest_answer_passes() {
             generation: Some(GenerationSpec {
                 max_new_tokens: NEW as u32,
                 sampling: sampling.clone(),
+                stop_tokens: Vec::new(),
             }),
             tolerance: None,
         };

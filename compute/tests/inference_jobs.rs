@@ -159,6 +159,7 @@ fn a_job_that_cannot_fit_fails_before_loading_anything() {
         generation: Some(gpuchain_jobspec::GenerationSpec {
             max_new_tokens: 16,
             sampling: gpuchain_jobspec::Sampling::Greedy,
+            stop_tokens: Vec::new(),
         }),
         tolerance: None,
     });

@@ -42,6 +42,7 @@ fn checkpoint_round_trips_and_kv_cache_gives_the_same_tokens() {
             seed: 3,
             temperature_milli: 800,
             top_k: 10,
+            top_p_ppm: 1_000_000,
         },
     ] {
         let cached = generate(&model, &prompts, 2, 12, &sampling, true, &device);
@@ -59,6 +60,7 @@ fn checkpoint_round_trips_and_kv_cache_gives_the_same_tokens() {
             seed: 1,
             temperature_milli: 2000,
             top_k: 50,
+            top_p_ppm: 1_000_000,
         },
         true,
         &device,
@@ -72,6 +74,7 @@ fn checkpoint_round_trips_and_kv_cache_gives_the_same_tokens() {
             seed: 2,
             temperature_milli: 2000,
             top_k: 50,
+            top_p_ppm: 1_000_000,
         },
         true,
         &device,
@@ -122,6 +125,7 @@ fn generation_job_runs_and_rejects_bad_prompts() {
     s.generation = Some(GenerationSpec {
         max_new_tokens: 5,
         sampling: Sampling::Greedy,
+        stop_tokens: Vec::new(),
     });
     let out = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu).unwrap();
     match decode(&out.bytes).unwrap() {
@@ -213,6 +217,7 @@ fn job(store: &BlobStore, sampling: Sampling) -> InferenceSpec {
         generation: Some(GenerationSpec {
             max_new_tokens: 20,
             sampling,
+            stop_tokens: Vec::new(),
         }),
         tolerance: None,
     }
@@ -241,6 +246,7 @@ fn honest_generations_pass_and_ungenerated_or_swapped_tokens_fail() {
             seed: 9,
             temperature_milli: 900,
             top_k: 20,
+            top_p_ppm: 1_000_000,
         },
     ] {
         let s = job(&store, sampling.clone());
@@ -312,6 +318,7 @@ fn a_flip_on_a_near_tie_is_judged_on_its_own_prefix() {
     forced.generation = Some(GenerationSpec {
         max_new_tokens: 16,
         sampling: Sampling::Greedy,
+        stop_tokens: Vec::new(),
     });
     let rest = tokens(
         &run_job(&JobSpec::Inference(forced), &store, Backend::Cpu)
@@ -347,6 +354,7 @@ fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
             seed: 3,
             temperature_milli: 800,
             top_k: 10,
+            top_p_ppm: 1_000_000,
         },
     ] {
         let burn = generate(&model, &prompts, 3, 12, &sampling, true, &device);
@@ -365,4 +373,86 @@ fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
             "the last token is fed only when another is asked for"
         );
     }
+}
+
+#[test]
+fn rows_end_at_their_stop_token_and_a_row_that_goes_on_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let sampling = Sampling::Seeded {
+        seed: 5,
+        temperature_milli: 1500,
+        top_k: 97,
+        top_p_ppm: 1_000_000,
+    };
+    let free = tokens(
+        &run_job(
+            &JobSpec::Inference(job(&store, sampling.clone())),
+            &store,
+            Backend::Cpu,
+        )
+        .unwrap()
+        .bytes,
+    );
+    // Stop at a token that some row generates midway: the one at row 1, step 6.
+    let stop = free[20 + 6];
+    let mut s = job(&store, sampling);
+    s.generation.as_mut().unwrap().stop_tokens = vec![stop];
+    let out = tokens(
+        &run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu)
+            .unwrap()
+            .bytes,
+    );
+    for (r, (row, free)) in out.chunks(20).zip(free.chunks(20)).enumerate() {
+        let end = free.iter().position(|t| *t == stop).map_or(20, |p| p + 1);
+        assert_eq!(&row[..end], &free[..end], "row {r} up to its stop");
+        assert!(row[end..].iter().all(|t| *t == stop), "row {r} repeats it");
+    }
+    assert!(out[20 + 7..40].iter().all(|t| *t == stop));
+    assert!(
+        passes(&s, &store, &out, [5, 20]),
+        "the stopped output passes"
+    );
+    // The burn decoder's output, ended the same way, is the same.
+    let canonical = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Canonical).unwrap();
+    assert_eq!(tokens(&canonical.bytes), out);
+
+    // A row that goes on after its stop token (with what the model would have said).
+    let mut goes_on = out.clone();
+    goes_on[20 + 7..40].copy_from_slice(&free[20 + 7..40]);
+    assert!(!passes(&s, &store, &goes_on, [5, 20]));
+    // A row stopped early with a stop token the model did not pick.
+    let mut cut = out.clone();
+    for t in &mut cut[2..20] {
+        *t = stop;
+    }
+    assert_ne!(cut, out);
+    assert!(!passes(&s, &store, &cut, [5, 20]));
+}
+
+#[test]
+fn nucleus_sampling_is_replayed_by_the_check_and_a_wider_nucleus_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let nucleus = |top_p_ppm| Sampling::Seeded {
+        seed: 21,
+        temperature_milli: 1200,
+        top_k: 97,
+        top_p_ppm,
+    };
+    let s = job(&store, nucleus(300_000));
+    let out = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu).unwrap();
+    let honest = tokens(&out.bytes);
+    assert!(passes(&s, &store, &honest, [5, 20]));
+    let canonical = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Canonical).unwrap();
+    assert!(passes(&s, &store, &tokens(&canonical.bytes), [5, 20]));
+    // Sampling from the whole top-k instead (what the order did not ask for) is caught.
+    let wide = job(&store, nucleus(1_000_000));
+    let wider = tokens(
+        &run_job(&JobSpec::Inference(wide), &store, Backend::Cpu)
+            .unwrap()
+            .bytes,
+    );
+    assert_ne!(wider, honest);
+    assert!(!passes(&s, &store, &wider, [5, 20]));
 }

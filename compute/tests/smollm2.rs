@@ -178,6 +178,7 @@ fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
         generation: Some(GenerationSpec {
             max_new_tokens: 8,
             sampling: Sampling::Greedy,
+            stop_tokens: Vec::new(),
         }),
         tolerance: None,
     };

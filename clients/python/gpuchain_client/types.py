@@ -47,8 +47,9 @@ MODEL_ARCH = enum("DigitsMlp", "DigitsCnn", "MiniLmEmbedder", "LlamaDecoder", "L
 LLAMA_SHAPE = struct(*[(n, "u32") for n in (
     "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
     "num_kv_heads", "max_seq_len", "rope_theta", "rms_norm_eps_ppb")])
-SAMPLING = enum("Greedy", ("Seeded", struct(("seed", "u64"), ("temperature_milli", "u32"), ("top_k", "u32"))))
-GENERATION = struct(("max_new_tokens", "u32"), ("sampling", SAMPLING))
+SAMPLING = enum("Greedy", ("Seeded", struct(("seed", "u64"), ("temperature_milli", "u32"), ("top_k", "u32"),
+                                            ("top_p_ppm", "u32"))))
+GENERATION = struct(("max_new_tokens", "u32"), ("sampling", SAMPLING), ("stop_tokens", ("vec", "u32")))
 INFERENCE_SPEC = struct(
     ("arch", MODEL_ARCH), ("weights", BLOB_REF), ("tokenizer", ("option", BLOB_REF)),
     ("input", BLOB_REF), ("batch_size", "u32"), ("llama", ("option", LLAMA_SHAPE)),

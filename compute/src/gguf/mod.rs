@@ -12,18 +12,22 @@ pub use reader::{Gguf, TensorInfo, Value};
 
 use crate::{Error, Result};
 
-/// The text of one assistant turn: `tokens` up to the file's end-of-sequence token
-/// (`tokenizer.ggml.eos_token_id`; a generation job produces a fixed count of tokens and the
-/// model goes on past its turn), decoded without control tokens.
+/// The file's end-of-sequence token (`tokenizer.ggml.eos_token_id`; for a chat model, the
+/// end of a turn): the stop token of a chat job.
+pub fn eos_token(g: &Gguf<'_>) -> Option<u32> {
+    g.get("tokenizer.ggml.eos_token_id")
+        .and_then(Value::as_u64)
+        .and_then(|e| u32::try_from(e).ok())
+}
+
+/// The text of one assistant turn: `tokens` up to the file's end-of-sequence token (a job
+/// without it as a stop token goes on past the turn), decoded without control tokens.
 pub fn answer_text(
     g: &Gguf<'_>,
     tokenizer: &tokenizers::Tokenizer,
     tokens: &[u32],
 ) -> Result<String> {
-    let eos = g
-        .get("tokenizer.ggml.eos_token_id")
-        .and_then(Value::as_u64)
-        .and_then(|e| u32::try_from(e).ok());
+    let eos = eos_token(g);
     let turn: Vec<u32> = tokens
         .iter()
         .copied()

@@ -16,7 +16,7 @@
 use burn::prelude::*;
 use gpuchain_jobspec::{InferenceSpec, Sampling};
 
-use super::generate::{row_rng, top_k_weights};
+use super::generate::{draw, generated_len, row_rng, top_k_weights};
 use super::job::{burn_backend, load};
 use super::model::LlamaConfig;
 use crate::blob::BlobStore;
@@ -62,12 +62,27 @@ pub fn check_generation(
     let batch = (s.batch_size as usize).max(1);
     let mut passed = 0u64;
     let mut first_bad: Option<(usize, usize)> = None;
-    // Judges row `row` of the output from its logits (`new × vocab`).
-    let mut judge = |row: usize, logits: &[f32]| {
+    let stops = &gen.stop_tokens;
+    // Tokens each row generated (up to its first stop token); the rest must repeat that token.
+    let generated: Vec<usize> = tokens
+        .chunks(new)
+        .map(|row| generated_len(row, stops))
+        .collect();
+    for (row, (answer, len)) in tokens.chunks(new).zip(&generated).enumerate() {
+        if let Some(bad) = answer[*len..].iter().position(|t| *t != answer[len - 1]) {
+            return Ok(mismatch(format!(
+                "row {row}, token {}: the row goes on after its stop token",
+                len + bad
+            )));
+        }
+    }
+    // Judges row `row` of the output from the logits at its generated tokens (at least that
+    // many rows of `vocab`); the stop token's repeats are not generated and pass.
+    let mut judge = |row: usize, logits: &[f32], vocab: usize| {
         // The sampler's stream of the row's place in its batch, as generation seeds it.
         let mut rng = row_rng(&gen.sampling, row % batch);
-        let vocab = logits.len() / new;
-        for (j, at) in logits.chunks_exact(vocab).enumerate() {
+        passed += (new - generated[row]) as u64;
+        for (j, at) in logits.chunks_exact(vocab).take(generated[row]).enumerate() {
             let token = tokens[row * new + j];
             if plausible(at, token, &gen.sampling, &mut rng) {
                 passed += 1;
@@ -81,8 +96,9 @@ pub fn check_generation(
         // each prompt and its answer, with the weights in their stored precision.
         let decoder = job.row_decoder()?;
         for (row, prompt) in prompts.chunks(plen).enumerate() {
-            let answer = &tokens[row * new..(row + 1) * new];
-            judge(row, &decoder.teacher_forced_logits(prompt, answer).concat());
+            let answer = &tokens[row * new..row * new + generated[row]];
+            let logits = decoder.teacher_forced_logits(prompt, answer).concat();
+            judge(row, &logits, shape.vocab_size as usize);
         }
     } else {
         let cfg = LlamaConfig::from_shape(shape);
@@ -111,7 +127,11 @@ pub fn check_generation(
                 let vocab = logits.dims()[2];
                 let picked = values(logits.narrow(1, plen - 1, new));
                 for r in 0..chunk_rows {
-                    judge(row0 + r, &picked[r * new * vocab..(r + 1) * new * vocab]);
+                    judge(
+                        row0 + r,
+                        &picked[r * new * vocab..(r + 1) * new * vocab],
+                        vocab,
+                    );
                 }
             }
             Ok::<(), Error>(())
@@ -158,10 +178,11 @@ fn plausible(logits: &[f32], token: u32, sampling: &Sampling, rng: &mut SplitMix
         Sampling::Seeded {
             temperature_milli,
             top_k,
+            top_p_ppm,
             ..
         } => {
             let (order, weights, total) = top_k_weights(logits, *temperature_milli, *top_k);
-            let u = rng.next_f32() * total;
+            let u = draw(rng, total, *top_p_ppm);
             let mut lo = 0.0f32;
             for (w, i) in weights.iter().zip(&order) {
                 if *i == token as usize {

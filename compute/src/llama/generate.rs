@@ -14,9 +14,14 @@ pub(crate) fn top_k_weights(
     temperature_milli: u32,
     top_k: u32,
 ) -> (Vec<usize>, Vec<f32>, f32) {
+    let by_logit = |a: &usize, b: &usize| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b));
     let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
-    order.truncate((top_k as usize).clamp(1, logits.len()));
+    let k = (top_k as usize).clamp(1, logits.len().max(1));
+    if k < order.len() {
+        order.select_nth_unstable_by(k - 1, by_logit);
+        order.truncate(k);
+    }
+    order.sort_by(by_logit);
     let t = temperature_milli as f32 / 1000.0;
     let top = logits[order[0]];
     let weights: Vec<f32> = order
@@ -27,19 +32,29 @@ pub(crate) fn top_k_weights(
     (order, weights, total)
 }
 
+/// Where a seeded sampler's draw falls: a point in the first `top_p_ppm` share of the top-k
+/// mass `total`. Nucleus sampling this way keeps the token at the nucleus's edge with only
+/// its part inside; unlike renormalising over the nucleus, logits a little different (a
+/// verifier's) move the draw by their rounding, never by the weight of a whole token that
+/// fell in or out.
+pub(crate) fn draw(rng: &mut SplitMix64, total: f32, top_p_ppm: u32) -> f32 {
+    rng.next_f32() * total * (top_p_ppm.min(1_000_000) as f32 / 1e6)
+}
+
 /// Picks the next token from one row of logits. Greedy: highest logit, ties to the lowest
 /// id. Seeded: softmax at the temperature over the `top_k` largest logits (ties by id),
-/// sampled with `rng`.
+/// sampled with `rng` within the first `top_p` of their mass ([`draw`]).
 pub fn pick_token(logits: &[f32], sampling: &Sampling, rng: &mut SplitMix64) -> u32 {
     match sampling {
         Sampling::Greedy => crate::canonical::math::argmax(logits) as u32,
         Sampling::Seeded {
             temperature_milli,
             top_k,
+            top_p_ppm,
             ..
         } => {
             let (order, weights, total) = top_k_weights(logits, *temperature_milli, *top_k);
-            let mut u = rng.next_f32() * total;
+            let mut u = draw(rng, total, *top_p_ppm);
             for (w, i) in weights.iter().zip(&order) {
                 if u < *w {
                     return *i as u32;
@@ -47,6 +62,26 @@ pub fn pick_token(logits: &[f32], sampling: &Sampling, rng: &mut SplitMix64) -> 
                 u -= w;
             }
             order[order.len() - 1] as u32
+        }
+    }
+}
+
+/// How many of a row's tokens were generated: up to and including its first stop token, or
+/// all of them.
+pub(crate) fn generated_len(row: &[u32], stops: &[u32]) -> usize {
+    row.iter()
+        .position(|t| stops.contains(t))
+        .map_or(row.len(), |p| p + 1)
+}
+
+/// Ends each row (`rows × new` tokens) at its first stop token: the rest of the row repeats
+/// it, as a generation job's output does.
+pub(crate) fn end_at_stops(tokens: &mut [u32], new: usize, stops: &[u32]) {
+    for row in tokens.chunks_mut(new.max(1)) {
+        let len = generated_len(row, stops);
+        if len < row.len() {
+            let stop = row[len - 1];
+            row[len..].iter_mut().for_each(|t| *t = stop);
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
 
-use super::generate::generate;
+use super::generate::{end_at_stops, generate};
 use super::model::LlamaConfig;
 use super::rows::RowDecoder;
 use crate::blob::BlobStore;
@@ -74,6 +74,12 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
             ))
         }
     };
+    if let Some(t) = gen.stop_tokens.iter().find(|t| **t >= shape.vocab_size) {
+        return Err(Error::BadInput(format!(
+            "stop token {t} is outside the vocabulary of {}",
+            shape.vocab_size
+        )));
+    }
     if let Some(t) = prompts.iter().find(|t| **t >= shape.vocab_size) {
         return Err(Error::BadInput(format!(
             "token id {t} is outside the vocabulary of {}",
@@ -122,7 +128,13 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         let decoder = job.row_decoder()?;
         for chunk in prompts.chunks(batch * dims[1]) {
             let rows = chunk.len() / dims[1];
-            out.extend(decoder.generate(chunk, rows, gen.max_new_tokens as usize, &gen.sampling));
+            out.extend(decoder.generate_until(
+                chunk,
+                rows,
+                gen.max_new_tokens as usize,
+                &gen.sampling,
+                &gen.stop_tokens,
+            ));
         }
         return Ok(JobOutput::new(
             JobKind::Tokens,
@@ -146,6 +158,7 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         }
         Ok::<(), Error>(())
     })?;
+    end_at_stops(&mut out, gen.max_new_tokens as usize, &gen.stop_tokens);
     Ok(JobOutput::new(
         JobKind::Tokens,
         encode_u32(&[dims[0], gen.max_new_tokens as usize], &out),

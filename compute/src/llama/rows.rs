@@ -302,6 +302,19 @@ impl RowDecoder {
         new_tokens: usize,
         sampling: &Sampling,
     ) -> Vec<u32> {
+        self.generate_until(prompts, rows, new_tokens, sampling, &[])
+    }
+
+    /// [`Self::generate`], each row ending at the first of `stops` it generates: the row is
+    /// no longer decoded and the rest of it repeats that token.
+    pub fn generate_until(
+        &self,
+        prompts: &[u32],
+        rows: usize,
+        new_tokens: usize,
+        sampling: &Sampling,
+        stops: &[u32],
+    ) -> Vec<u32> {
         let plen = prompts.len() / rows.max(1);
         let prompts: Vec<&[u32]> = prompts.chunks(plen.max(1)).collect();
         let mut caches: Vec<Cache> = prompts.iter().map(|_| self.empty_cache()).collect();
@@ -310,17 +323,27 @@ impl RowDecoder {
             prompts.iter().copied().zip(caches.iter_mut()).collect();
         let mut logits = self.forward(&mut steps);
         let mut tokens: Vec<Vec<u32>> = vec![Vec::with_capacity(new_tokens); prompts.len()];
+        // Rows still generating; `logits[i]` belongs to the i-th of them.
+        let mut live: Vec<usize> = (0..prompts.len()).collect();
         for n in 0..new_tokens {
-            for ((row, l), rng) in tokens.iter_mut().zip(&logits).zip(&mut rngs) {
-                row.push(pick_token(l, sampling, rng));
+            for (&r, l) in live.iter().zip(&logits) {
+                tokens[r].push(pick_token(l, sampling, &mut rngs[r]));
             }
-            if n + 1 < new_tokens {
+            live.retain(|&r| !stops.contains(&tokens[r][n]));
+            if n + 1 < new_tokens && !live.is_empty() {
                 let mut steps: Vec<(&[u32], &mut Cache)> = tokens
                     .iter()
-                    .map(|row| &row[n..n + 1])
                     .zip(caches.iter_mut())
+                    .enumerate()
+                    .filter(|(r, _)| live.contains(r))
+                    .map(|(_, (row, cache))| (&row[n..n + 1], cache))
                     .collect();
                 logits = self.forward(&mut steps);
+            }
+        }
+        for row in &mut tokens {
+            if let Some(&stop) = row.last() {
+                row.resize(new_tokens, stop);
             }
         }
         tokens.concat()

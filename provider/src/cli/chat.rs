@@ -27,6 +27,9 @@ pub(crate) struct ChatArgs {
     /// Sample with this seed (temperature 0.7, top 40) instead of greedy decoding.
     #[arg(long)]
     seed: Option<u64>,
+    /// With --seed: sample within this share of the probability mass (nucleus, 0 < p ≤ 1).
+    #[arg(long, default_value_t = 0.9)]
+    top_p: f64,
     /// Backend: auto, cpu, canonical, or cuda[:N] in builds with `cuda`.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -49,6 +52,7 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
             seed,
             temperature_milli: 700,
             top_k: 40,
+            top_p_ppm: (a.top_p.clamp(0.000_001, 1.0) * 1e6).round() as u32,
         },
         None => Sampling::Greedy,
     };
@@ -62,6 +66,7 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
         generation: Some(GenerationSpec {
             max_new_tokens: a.max_tokens,
             sampling,
+            stop_tokens: gguf::eos_token(&file).into_iter().collect(),
         }),
         tolerance: None,
     });
@@ -72,9 +77,14 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
         Tensor::F32 { .. } => return Err(anyhow!("the model returned no token ids")),
     };
     println!("{}", gguf::answer_text(&file, &tokenizer, &tokens)?);
+    // The job's output repeats the stop token to its full length; count what was generated.
+    let eos = gguf::eos_token(&file);
+    let generated = tokens
+        .iter()
+        .position(|t| Some(*t) == eos)
+        .map_or(tokens.len(), |p| p + 1);
     eprintln!(
-        "({} tokens in {:.1} s; result {})",
-        tokens.len(),
+        "({generated} tokens in {:.1} s; result {})",
         started.elapsed().as_secs_f64(),
         out.hash.to_hex()
     );

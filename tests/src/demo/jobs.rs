@@ -288,6 +288,7 @@ pub(crate) async fn chat(
         generation: Some(GenerationSpec {
             max_new_tokens: 12,
             sampling: Sampling::Greedy,
+            stop_tokens: gguf::eos_token(&gguf).into_iter().collect(),
         }),
         tolerance: None,
     });

@@ -24,6 +24,8 @@ pub const MAX_LOCAL_STEPS: u32 = 10_000;
 pub const MAX_TRAIN_BATCH: u32 = 4096;
 /// Most generated tokens per prompt.
 pub const MAX_NEW_TOKENS: u32 = 8192;
+/// Most stop tokens of a generation.
+pub const MAX_STOP_TOKENS: usize = 16;
 /// Largest decoder vocabulary.
 pub const MAX_VOCAB: u32 = 1 << 20;
 /// Largest decoder width.

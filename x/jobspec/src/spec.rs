@@ -71,10 +71,14 @@ pub struct InferenceSpec {
 /// Text generation settings.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct GenerationSpec {
-    /// Tokens to generate after each prompt.
+    /// Most tokens to generate after each prompt.
     pub max_new_tokens: u32,
     /// How the next token is picked.
     pub sampling: Sampling,
+    /// Tokens that end a row (an end-of-turn token, say): the row stops after the first one
+    /// it generates and the rest of its output repeats that token.
+    #[serde(default)]
+    pub stop_tokens: Vec<u32>,
 }
 
 /// Next-token selection.
@@ -83,7 +87,8 @@ pub struct GenerationSpec {
 pub enum Sampling {
     /// Highest logit, ties to the lowest token id.
     Greedy,
-    /// Seeded sampling from the top-k tokens at a temperature (in thousandths).
+    /// Seeded sampling from the top-k tokens at a temperature (in thousandths), cut to the
+    /// most likely of them that hold `top_p_ppm` of their probability (nucleus sampling).
     Seeded {
         /// Seed of the sampler's generator.
         seed: u64,
@@ -91,6 +96,9 @@ pub enum Sampling {
         temperature_milli: u32,
         /// Sample among this many most likely tokens.
         top_k: u32,
+        /// Keep the fewest most likely of the top-k tokens whose probability reaches this
+        /// share (parts per million; 1,000,000 keeps all of them).
+        top_p_ppm: u32,
     },
 }
 

@@ -153,11 +153,23 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
             if let crate::Sampling::Seeded {
                 temperature_milli,
                 top_k,
+                top_p_ppm,
                 ..
             } = g.sampling
             {
                 range("temperature_milli", temperature_milli.into(), 1, 100_000)?;
                 range("top_k", top_k.into(), 1, MAX_VOCAB.into())?;
+                range("top_p_ppm", top_p_ppm.into(), 1, 1_000_000)?;
+            }
+            range(
+                "stop_tokens",
+                g.stop_tokens.len() as u64,
+                0,
+                MAX_STOP_TOKENS as u64,
+            )?;
+            let vocab = s.llama.as_ref().map_or(MAX_VOCAB, |l| l.vocab_size);
+            if let Some(t) = g.stop_tokens.iter().find(|t| **t >= vocab) {
+                range("stop token", (*t).into(), 0, u64::from(vocab) - 1)?;
             }
         }
         (None, true) => {

@@ -110,6 +110,7 @@ fn arch_specific_fields_are_enforced() {
     s.generation = Some(GenerationSpec {
         max_new_tokens: 4,
         sampling: Sampling::Greedy,
+        stop_tokens: Vec::new(),
     });
     check(
         JobSpec::Inference(s),
@@ -129,6 +130,7 @@ fn llama_shape_must_be_consistent() {
     s.generation = Some(GenerationSpec {
         max_new_tokens: 4,
         sampling: Sampling::Greedy,
+        stop_tokens: Vec::new(),
     });
     let shape = LlamaShape {
         vocab_size: 64,
@@ -287,4 +289,56 @@ fn a_tolerance_stricter_than_the_cross_backend_default_is_refused() {
     };
     spec.tolerance = Some(floor);
     assert_eq!(JobSpec::Inference(spec).validate(), Ok(()));
+}
+
+#[test]
+fn generation_settings_are_bounded() {
+    let JobSpec::Inference(mut s) = mlp() else {
+        unreachable!()
+    };
+    s.arch = ModelArch::LlamaGguf;
+    let with = |g: GenerationSpec| {
+        let mut s = s.clone();
+        s.generation = Some(g);
+        JobSpec::Inference(s)
+    };
+    let seeded = |top_p_ppm| Sampling::Seeded {
+        seed: 1,
+        temperature_milli: 700,
+        top_k: 40,
+        top_p_ppm,
+    };
+    let gen = |sampling, stop_tokens| GenerationSpec {
+        max_new_tokens: 16,
+        sampling,
+        stop_tokens,
+    };
+    check(with(gen(seeded(900_000), vec![2, 7])), Ok(()));
+    check(
+        with(gen(seeded(0), vec![])),
+        Err(SpecError::OutOfRange {
+            field: "top_p_ppm",
+            value: 0,
+            min: 1,
+            max: 1_000_000,
+        }),
+    );
+    check(
+        with(gen(Sampling::Greedy, (0..17).collect())),
+        Err(SpecError::OutOfRange {
+            field: "stop_tokens",
+            value: 17,
+            min: 0,
+            max: 16,
+        }),
+    );
+    check(
+        with(gen(Sampling::Greedy, vec![1 << 20])),
+        Err(SpecError::OutOfRange {
+            field: "stop token",
+            value: 1 << 20,
+            min: 0,
+            max: (1 << 20) - 1,
+        }),
+    );
 }
