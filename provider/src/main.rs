@@ -15,6 +15,7 @@ mod dishonest;
 mod eligibility;
 mod metrics;
 mod pricing;
+mod serve;
 mod state;
 /// The agents' atomic JSON state file (from the agent kit).
 use gpuchain_agent_kit::state_file as store;

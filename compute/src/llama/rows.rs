@@ -129,6 +129,11 @@ impl RowDecoder {
         })
     }
 
+    /// Vocabulary size (entries of a logits row).
+    pub fn vocab(&self) -> usize {
+        self.cfg.vocab
+    }
+
     /// Bytes the weights hold in memory.
     pub fn weight_bytes(&self) -> usize {
         let layer = |l: &Layer| {

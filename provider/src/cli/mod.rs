@@ -45,6 +45,8 @@ pub(crate) enum Command {
     RunJob(run_job::RunJobArgs),
     /// Ask a GGUF chat model (e.g. SmolLM2-135M-Instruct) one question locally.
     Chat(chat::ChatArgs),
+    /// Keep a GGUF chat model loaded behind an OpenAI-compatible HTTP endpoint.
+    ServeModel(crate::serve::ServeArgs),
     /// Write a configuration file (key, endpoint, pricing, capacity).
     Init(init::InitArgs),
     /// Register this machine as a provider (probed hardware + bond), or update its attributes.
@@ -67,6 +69,7 @@ impl Command {
             Command::Probe(a) => probe::run(a),
             Command::RunJob(a) => run_job::run(a),
             Command::Chat(a) => chat::run(a),
+            Command::ServeModel(a) => crate::serve::run(a),
             Command::Init(a) => init::run(a),
             other => gpuchain_agent_kit::cli::block_on(async move {
                 match other {
@@ -78,6 +81,7 @@ impl Command {
                     Command::Status(a) => status::run(a).await,
                     Command::Probe(_)
                     | Command::RunJob(_)
+                    | Command::ServeModel(_)
                     | Command::Chat(_)
                     | Command::Init(_) => Ok(()),
                 }

@@ -1,0 +1,128 @@
+//! One chat completion: the request's messages as ChatML token ids (template tokens read as
+//! control tokens, message content read as plain text), and its generation settings.
+
+use gpuchain_jobspec::Sampling;
+use serde::Deserialize;
+
+use super::Model;
+
+/// The fields of an OpenAI chat completion request that this endpoint reads.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatRequest {
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
+    #[serde(default)]
+    pub(crate) stream: bool,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) max_completion_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) top_p: Option<f64>,
+    pub(crate) seed: Option<u64>,
+}
+
+/// One message.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Message {
+    pub(crate) role: String,
+    pub(crate) content: String,
+}
+
+/// Tokens generated when a request names no limit.
+const DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// What a request asks for, checked: the prompt's ids, the token budget and the sampling.
+pub(crate) struct Prepared {
+    pub(crate) prompt: Vec<u32>,
+    pub(crate) max_tokens: usize,
+    pub(crate) sampling: Sampling,
+}
+
+/// The prompt of `messages` in ChatML, with SmolLM2's default system message when the first
+/// message is not one (as `gguf::chat_prompt` writes it), tokenized so that no message can
+/// write a control token.
+fn prompt_ids(model: &Model, messages: &[Message]) -> Result<Vec<u32>, String> {
+    let encode = |t: &tokenizers::Tokenizer, s: &str| -> Result<Vec<u32>, String> {
+        t.encode(s, false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| format!("tokenizing: {e}"))
+    };
+    let mut ids = Vec::new();
+    if messages.first().is_none_or(|m| m.role != "system") {
+        let system = gpuchain_compute::gguf::chat_prompt(&[("system", DEFAULT_SYSTEM)]);
+        let turn = &system[..system.len() - "<|im_start|>assistant\n".len()];
+        ids.extend(encode(&model.template, turn)?);
+    }
+    for m in messages {
+        ids.extend(encode(
+            &model.template,
+            &format!("<|im_start|>{}\n", m.role),
+        )?);
+        ids.extend(encode(&model.plain, &m.content)?);
+        ids.extend(encode(&model.template, "<|im_end|>\n")?);
+    }
+    ids.extend(encode(&model.template, "<|im_start|>assistant\n")?);
+    Ok(ids)
+}
+
+const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+impl ChatRequest {
+    /// The request checked against `model`; an error is the message of a 400 answer.
+    pub(crate) fn prepare(&self, model: &Model) -> Result<Prepared, String> {
+        if self.messages.is_empty() {
+            return Err("`messages` is empty".into());
+        }
+        if let Some(m) = self
+            .messages
+            .iter()
+            .find(|m| !matches!(m.role.as_str(), "system" | "user" | "assistant"))
+        {
+            return Err(format!(
+                "role `{}`: system, user and assistant are supported",
+                m.role
+            ));
+        }
+        let prompt = prompt_ids(model, &self.messages)?;
+        let asked = self
+            .max_completion_tokens
+            .or(self.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS);
+        if asked == 0 {
+            return Err("`max_tokens` must be at least 1".into());
+        }
+        let room = model.context.saturating_sub(prompt.len());
+        if room == 0
+            || (self.max_tokens.is_some() || self.max_completion_tokens.is_some())
+                && asked as usize > room
+        {
+            return Err(format!(
+                "the prompt ({} tokens) and max_tokens ({asked}) exceed the model's context of {} tokens",
+                prompt.len(),
+                model.context
+            ));
+        }
+        let temperature = self.temperature.unwrap_or(1.0);
+        let top_p = self.top_p.unwrap_or(1.0);
+        let top_p_ok = top_p > 0.0 && top_p <= 1.0;
+        if !(0.0..=100.0).contains(&temperature) || !top_p_ok {
+            return Err("temperature must be in 0..=100 and top_p in (0, 1]".into());
+        }
+        let sampling = if temperature == 0.0 {
+            Sampling::Greedy
+        } else {
+            Sampling::Seeded {
+                seed: self
+                    .seed
+                    .unwrap_or_else(|| rand_core::RngCore::next_u64(&mut rand_core::OsRng)),
+                temperature_milli: ((temperature * 1000.0).round() as u32).max(1),
+                top_k: u32::try_from(model.decoder.vocab()).unwrap_or(u32::MAX),
+                top_p_ppm: ((top_p * 1e6).round() as u32).clamp(1, 1_000_000),
+            }
+        };
+        Ok(Prepared {
+            prompt,
+            max_tokens: (asked as usize).min(room),
+            sampling,
+        })
+    }
+}

@@ -1,0 +1,218 @@
+//! The HTTP side: OpenAI's request and response shapes, errors as OpenAI's
+//! `{"error": {"message", "type", "code"}}`, streaming as server-sent events.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Semaphore};
+
+use super::chat::{ChatRequest, Prepared};
+use super::Model;
+
+#[derive(Clone)]
+struct Served {
+    model: Arc<Model>,
+    slots: Arc<Semaphore>,
+}
+
+pub(super) fn router(model: Arc<Model>, max_concurrent: usize) -> Router {
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat_completions))
+        .with_state(Served {
+            model,
+            slots: Arc::new(Semaphore::new(max_concurrent)),
+        })
+}
+
+fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    let body = json!({"error": {"message": message.into(), "type": kind, "code": Value::Null}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+async fn models(State(s): State<Served>) -> Response {
+    let body = json!({"object": "list", "data": [
+        {"id": s.model.name, "object": "model", "created": 0, "owned_by": "gpuchain-provider"}
+    ]});
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// What the generation thread sends: text as it becomes whole, then the end.
+enum Piece {
+    Text(String),
+    Done {
+        prompt_tokens: usize,
+        completion_tokens: usize,
+        stopped: bool,
+    },
+}
+
+/// Generates on a blocking thread, sending text as soon as it decodes to whole characters.
+fn generate(model: Arc<Model>, p: Prepared, tx: mpsc::UnboundedSender<Piece>) {
+    let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
+    let (mut tokens, mut sent, mut stopped) = (Vec::new(), 0usize, false);
+    for _ in 0..p.max_tokens {
+        let t = seq.next_token();
+        if Some(t) == model.eos {
+            stopped = true;
+            break;
+        }
+        tokens.push(t);
+        let text = model.template.decode(&tokens, true).unwrap_or_default();
+        // A token can end inside a character; wait for the rest of it.
+        if text.len() > sent && !text.ends_with('\u{FFFD}') && text.is_char_boundary(sent) {
+            if tx.send(Piece::Text(text[sent..].to_string())).is_err() {
+                return; // the client went away
+            }
+            sent = text.len();
+        }
+    }
+    let text = model.template.decode(&tokens, true).unwrap_or_default();
+    if text.len() > sent && text.is_char_boundary(sent) {
+        let _ = tx.send(Piece::Text(text[sent..].to_string()));
+    }
+    let _ = tx.send(Piece::Done {
+        prompt_tokens: p.prompt.len(),
+        completion_tokens: tokens.len() + usize::from(stopped),
+        stopped,
+    });
+}
+
+async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
+    let req: ChatRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("malformed request: {e}"),
+            )
+        }
+    };
+    if req.model != s.model.name {
+        return error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!(
+                "model `{}` is not served here (`{}` is)",
+                req.model, s.model.name
+            ),
+        );
+    }
+    let prepared = match req.prepare(&s.model) {
+        Ok(p) => p,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
+    };
+    let Ok(slot) = s.slots.clone().try_acquire_owned() else {
+        let mut r = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "overloaded",
+            "all generation slots are busy; retry shortly or elsewhere",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return r;
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let model = s.model.clone();
+    tokio::task::spawn_blocking(move || {
+        generate(model, prepared, tx);
+        drop(slot);
+    });
+    let id = format!(
+        "chatcmpl-{:016x}",
+        rand_core::RngCore::next_u64(&mut rand_core::OsRng)
+    );
+    let (created, name) = (now(), s.model.name.clone());
+    if req.stream {
+        let chunk = move |delta: Value, finish: Value| {
+            json!({"id": id, "object": "chat.completion.chunk", "created": created,
+                   "model": name, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        let mut first = true;
+        let mut done = false;
+        let events = futures::stream::poll_fn(move |cx| {
+            if done {
+                return std::task::Poll::Ready(None);
+            }
+            rx.poll_recv(cx).map(|piece| {
+                let data = match piece {
+                    Some(Piece::Text(text)) => {
+                        let delta = if first {
+                            json!({"role": "assistant", "content": text})
+                        } else {
+                            json!({"content": text})
+                        };
+                        first = false;
+                        chunk(delta, Value::Null).to_string()
+                    }
+                    Some(Piece::Done { stopped, .. }) => {
+                        let finish = if stopped { "stop" } else { "length" };
+                        chunk(json!({}), json!(finish)).to_string()
+                    }
+                    None => {
+                        done = true;
+                        "[DONE]".to_string()
+                    }
+                };
+                Some(Ok::<_, Infallible>(Event::default().data(data)))
+            })
+        });
+        return Sse::new(events).into_response();
+    }
+    let mut text = String::new();
+    while let Some(piece) = rx.recv().await {
+        match piece {
+            Piece::Text(t) => text.push_str(&t),
+            Piece::Done {
+                prompt_tokens,
+                completion_tokens,
+                stopped,
+            } => {
+                let body = json!({
+                    "id": id, "object": "chat.completion", "created": created, "model": name,
+                    "choices": [{"index": 0,
+                                 "message": {"role": "assistant", "content": text},
+                                 "finish_reason": if stopped { "stop" } else { "length" }}],
+                    "usage": {"prompt_tokens": prompt_tokens,
+                              "completion_tokens": completion_tokens,
+                              "total_tokens": prompt_tokens + completion_tokens}
+                });
+                return (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+            }
+        }
+    }
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "generation ended without an answer",
+    )
+}

@@ -1,0 +1,98 @@
+//! `gpuchain-provider serve-model --model FILE`: a GGUF chat model kept loaded behind an
+//! OpenAI-compatible HTTP endpoint (`POST /v1/chat/completions`, streamed as server-sent
+//! events with `stream: true`; `GET /v1/models`), answering on the row decoder the market's
+//! generation jobs run on. Requests beyond `--max-concurrent` are answered at once with 429
+//! and `Retry-After`, not queued. This is the provider's side of serving; on-chain serving
+//! leases, receipts and the client's gateway are not built yet.
+
+mod chat;
+mod http;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::llama::{LlamaConfig, RowDecoder};
+
+/// Arguments of `serve-model`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// GGUF chat model file (e.g. SmolLM2-135M-Instruct from scripts/fetch-smollm2.sh).
+    #[arg(long)]
+    model: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    listen: SocketAddr,
+    /// The model's name in the API (`model` in requests); the file's stem by default.
+    #[arg(long)]
+    name: Option<String>,
+    /// Requests answered at once; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 4)]
+    max_concurrent: usize,
+}
+
+/// The loaded model and what requests need from its file.
+pub(crate) struct Model {
+    pub(crate) name: String,
+    pub(crate) decoder: RowDecoder,
+    /// Reads control-token names (`<|im_start|>`) as control tokens: for the chat template.
+    pub(crate) template: tokenizers::Tokenizer,
+    /// Reads all text as text: for message content, which must not open or close a turn.
+    pub(crate) plain: tokenizers::Tokenizer,
+    pub(crate) eos: Option<u32>,
+    pub(crate) context: usize,
+}
+
+impl Model {
+    fn load(file: &PathBuf, name: Option<String>) -> Result<Model> {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let g = Gguf::parse(&bytes)?;
+        let shape = gguf::llama::shape(&g)?;
+        let decoder = RowDecoder::new(
+            LlamaConfig::from_shape(&shape),
+            &gguf::llama::GgufWeights::new(&g, &shape),
+        )?;
+        let name = match name {
+            Some(n) => n,
+            None => file
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .ok_or_else(|| anyhow!("name the model with --name"))?
+                .to_string(),
+        };
+        Ok(Model {
+            name,
+            decoder,
+            template: gguf::tokenizer::tokenizer(&g)?,
+            plain: gguf::tokenizer::plain_tokenizer(&g)?,
+            eos: gguf::eos_token(&g),
+            context: shape.max_seq_len as usize,
+        })
+    }
+}
+
+pub(crate) fn run(a: ServeArgs) -> Result<()> {
+    let model = Arc::new(Model::load(&a.model, a.name)?);
+    gpuchain_agent_kit::cli::block_on(async move {
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .with_context(|| format!("listening on {}", a.listen))?;
+        tracing::info!(
+            model = %model.name,
+            listen = %listener.local_addr()?,
+            weights_mb = model.decoder.weight_bytes() / 1_000_000,
+            "serving"
+        );
+        // The address on stdout, for scripts that ask for port 0.
+        println!("listening on {}", listener.local_addr()?);
+        axum::serve(listener, http::router(model, a.max_concurrent.max(1)))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}

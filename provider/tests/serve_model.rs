@@ -1,0 +1,216 @@
+//! `gpuchain-provider serve-model` on 127.0.0.1 with SmolLM2: the OpenAI chat completion
+//! API answers, streamed and not (the same greedy text both ways), lists the model, turns
+//! away bad requests with OpenAI-shaped errors, and answers 429 with Retry-After when its
+//! one generation slot is busy rather than making the request wait; and the official `openai`
+//! Python package (pinned in clients/openai/requirements.txt) works against it unchanged.
+//!
+//! Needs the checkpoint (fetched with `scripts/fetch-smollm2.sh` when absent).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+fn model_file() -> PathBuf {
+    let root = std::env::var_os("GPUCHAIN_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
+        });
+    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !file.exists() {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg(&root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "could not fetch SmolLM2");
+    }
+    file
+}
+
+/// The server process, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start() -> (Server, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"))
+        .args([
+            "serve-model",
+            "--listen",
+            "127.0.0.1:0",
+            "--name",
+            "smollm2",
+        ])
+        .args(["--max-concurrent", "1", "--model"])
+        .arg(model_file())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (Server(child), format!("http://{addr}"))
+}
+
+fn question(stream: bool, max_tokens: u32) -> Value {
+    json!({"model": "smollm2", "temperature": 0, "stream": stream, "max_tokens": max_tokens,
+           "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+}
+
+#[tokio::test]
+async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve() {
+    let (_server, base) = start();
+    let http = reqwest::Client::new();
+    let post = |body: String| {
+        http.post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    let models: Value = serde_json::from_str(
+        &http
+            .get(format!("{base}/v1/models"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(models["data"][0]["id"], "smollm2");
+
+    let r = post(question(false, 48).to_string()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let text = answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("Paris"), "{answer}");
+    assert_eq!(
+        answer["choices"][0]["finish_reason"], "stop",
+        "ends at end of turn"
+    );
+    assert!(answer["usage"]["prompt_tokens"].as_u64().unwrap() > 10);
+
+    // Streamed: the same text, chunk by chunk, then a finish reason and [DONE].
+    let r = post(question(true, 48).to_string()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    let data: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(chunks.len() > 3, "the answer comes in pieces: {body}");
+    let streamed: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(streamed, text);
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "stop"
+    );
+
+    // Bad requests: an OpenAI error body and a 4xx status, and the server goes on.
+    let mut unknown = question(false, 8);
+    unknown["model"] = json!("gpt-4");
+    let mut too_long = question(false, 8);
+    too_long["max_tokens"] = json!(1_000_000);
+    let mut tool = question(false, 8);
+    tool["messages"][0]["role"] = json!("tool");
+    for (body, status) in [
+        ("{not json".to_string(), 400),
+        (unknown.to_string(), 404),
+        (too_long.to_string(), 400),
+        (tool.to_string(), 400),
+        (json!({"model": "smollm2", "messages": []}).to_string(), 400),
+    ] {
+        let r = post(body.clone()).await.unwrap();
+        assert_eq!(r.status(), status, "{body}");
+        let e: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+    }
+
+    // Overload: while a long answer streams on the only slot, another request is told to
+    // retry at once.
+    let busy = post(question(true, 400).to_string()).await.unwrap();
+    let mut stream = busy.bytes_stream();
+    stream.next().await.unwrap().unwrap();
+    let r = post(question(false, 8).to_string()).await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert_eq!(r.headers()["retry-after"], "1");
+    // Once the long answer is abandoned, the slot comes back.
+    drop(stream);
+    let mut served = false;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if post(question(false, 8).to_string()).await.unwrap().status() == 200 {
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "the slot is released when the client goes away");
+}
+
+/// The interpreter of the official OpenAI client's environment (`scripts/openai-env.sh`).
+fn openai_python() -> PathBuf {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/openai-env.sh");
+    let out = Command::new("bash").arg(script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "scripts/openai-env.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn the_official_openai_python_client_works_unchanged() {
+    let python = openai_python();
+    let (_server, base) = start();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/openai/chat_check.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(format!("{base}/v1"))
+        .arg("smollm2")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["answer"].as_str().unwrap().contains("Paris"));
+}
