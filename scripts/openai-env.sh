@@ -4,13 +4,5 @@
 # client that checks gpuchain's OpenAI-compatible endpoints. A second run only checks it.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-venv="$GPUCHAIN_CACHE/venv-openai"
-req="$GPUCHAIN_ROOT/clients/openai/requirements.txt"
-stamp="$venv/.requirements"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$stamp"; then
-  python3 -m venv "$venv" >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2
-  cp "$req" "$stamp"
-fi
-"$venv/bin/python" -c 'import openai' >&2
-echo "$venv/bin/python"
+exec bash "$GPUCHAIN_ROOT/scripts/venv.sh" venv-openai \
+  "$GPUCHAIN_ROOT/clients/openai/requirements.txt" 'import openai'

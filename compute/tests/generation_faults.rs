@@ -9,7 +9,7 @@
 //! Needs the checkpoint, as `compute/tests/smollm2.rs` (fetched with
 //! `scripts/fetch-smollm2.sh` when absent).
 
-use std::path::PathBuf;
+mod common;
 
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
@@ -21,25 +21,6 @@ use gpuchain_compute::Backend;
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, ModelArch, Sampling};
 
 const NEW: usize = 24;
-
-fn model_file() -> PathBuf {
-    let root = std::env::var_os("GPUCHAIN_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
-        });
-    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !file.exists() {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .arg(&root)
-            .status()
-            .expect("run fetch-smollm2.sh");
-        assert!(status.success(), "could not fetch SmolLM2");
-    }
-    file
-}
 
 /// Each weight matrix rounded, row by row, to multiples of a seventh of the row's largest
 /// magnitude (15 levels).
@@ -62,7 +43,7 @@ fn coarse(p: &Params) -> Params {
 
 #[test]
 fn every_way_of_faking_a_generation_is_caught_and_the_honest_answer_passes() {
-    let bytes = std::fs::read(model_file()).unwrap();
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
     let shape = gguf::llama::shape(&g).unwrap();

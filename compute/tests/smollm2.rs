@@ -11,6 +11,8 @@
 //! `~/.cache/gpuchain/models/smollm2-135m-instruct`, fetched with `scripts/fetch-smollm2.sh`
 //! when absent.
 
+mod common;
+
 use std::path::PathBuf;
 
 use gpuchain_compute::backend::CpuBackend;
@@ -23,29 +25,6 @@ use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
 
-fn model_file() -> PathBuf {
-    let root = std::env::var_os("GPUCHAIN_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
-        });
-    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !file.exists() {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .arg(&root)
-            .status()
-            .expect("run fetch-smollm2.sh");
-        assert!(
-            status.success(),
-            "could not fetch SmolLM2 with {}",
-            script.display()
-        );
-    }
-    file
-}
-
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1.0)
 }
@@ -54,7 +33,7 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 // The reference values are printed as the `gguf` package gives them; f32 holds them exactly.
 #[allow(clippy::excessive_precision)]
 fn smollm2_loads_tokenizes_and_answers() {
-    let bytes = std::fs::read(model_file()).unwrap();
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     assert_eq!(g.tensors.len(), 272);
 
@@ -157,7 +136,7 @@ fn smollm2_loads_tokenizes_and_answers() {
 
 #[test]
 fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
-    let bytes = std::fs::read(model_file()).unwrap();
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
     let prompt = gguf::chat_prompt(&[("user", "What is the capital of France?")]);
@@ -230,7 +209,7 @@ fn ids_of(v: &serde_json::Value) -> Vec<u32> {
 
 #[test]
 fn tokens_equal_llama_cpps_and_its_greedy_answers_pass_our_check() {
-    let bytes = std::fs::read(model_file()).unwrap();
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let plain = gguf::tokenizer::plain_tokenizer(&g).unwrap();
     for case in llama_cpp_vectors("llama-cpp-tokens.json") {

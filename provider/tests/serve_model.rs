@@ -6,31 +6,15 @@
 //!
 //! Needs the checkpoint (fetched with `scripts/fetch-smollm2.sh` when absent).
 
+#[path = "../../compute/tests/common/mod.rs"]
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-
-fn model_file() -> PathBuf {
-    let root = std::env::var_os("GPUCHAIN_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gpuchain/models")
-        });
-    let file = root.join("smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !file.exists() {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-smollm2.sh");
-        let status = Command::new("bash")
-            .arg(&script)
-            .arg(&root)
-            .status()
-            .unwrap();
-        assert!(status.success(), "could not fetch SmolLM2");
-    }
-    file
-}
 
 /// The server process, killed when dropped.
 struct Server(Child);
@@ -52,7 +36,7 @@ fn start() -> (Server, String) {
             "smollm2",
         ])
         .args(["--max-concurrent", "1", "--model"])
-        .arg(model_file())
+        .arg(common::smollm2_file())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
