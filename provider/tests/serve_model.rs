@@ -1,6 +1,7 @@
-//! `gpuchain-provider serve-model` on 127.0.0.1 with SmolLM2: the OpenAI chat completion
-//! API answers, streamed and not (the same greedy text both ways), lists the model, turns
-//! away bad requests with OpenAI-shaped errors, and answers 429 with Retry-After when its
+//! `gpuchain-provider serve-model` on 127.0.0.1 with SmolLM2 and MiniLM: the OpenAI chat
+//! completion API answers, streamed and not (the same greedy text both ways), embeddings
+//! equal an embedding job's, the model list names both, bad requests are turned
+//! away with OpenAI-shaped errors, and the server answers 429 with Retry-After when its
 //! one generation slot is busy rather than making the request wait; and the official `openai`
 //! Python package (pinned in clients/openai/requirements.txt) works against it unchanged.
 //!
@@ -37,6 +38,8 @@ fn start() -> (Server, String) {
         ])
         .args(["--max-concurrent", "1", "--model"])
         .arg(common::smollm2_file())
+        .args(["--embedder-name", "minilm", "--embedder"])
+        .arg(common::minilm_dir())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -80,6 +83,7 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
     )
     .unwrap();
     assert_eq!(models["data"][0]["id"], "smollm2");
+    assert_eq!(models["data"][1]["id"], "minilm");
 
     let r = post(question(false, 48).to_string()).await.unwrap();
     assert_eq!(r.status(), 200);
@@ -145,6 +149,71 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
         );
     }
 
+    // Embeddings: the same vectors as an embedding job's, as floats or base64.
+    let sentences = [
+        "The cat sat on the mat.",
+        "A cat is sitting on a rug.",
+        "Stock markets fell today.",
+    ];
+    let embed = |body: Value| {
+        http.post(format!("{base}/v1/embeddings"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let r = embed(json!({"model": "minilm", "input": sentences}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let e: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let vectors: Vec<Vec<f32>> = e["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d["embedding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    let dir = common::minilm_dir();
+    let params = gpuchain_compute::params::Params::from_safetensors(
+        &std::fs::read(dir.join("model.safetensors")).unwrap(),
+    )
+    .unwrap();
+    let tok = gpuchain_compute::embed::SentenceTokenizer::from_bytes(
+        &std::fs::read(dir.join("tokenizer.json")).unwrap(),
+    )
+    .unwrap();
+    let owned: Vec<String> = sentences.iter().map(|s| s.to_string()).collect();
+    let job =
+        gpuchain_compute::embed::embed(&params, &tok, &owned, 32, gpuchain_compute::Backend::Cpu)
+            .unwrap();
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for (v, want) in vectors.iter().zip(job.chunks(384)) {
+        assert_eq!(v.len(), 384);
+        assert!(dot(v, want) > 0.99999, "the job's embedding");
+    }
+    assert!(dot(&vectors[0], &vectors[1]) > dot(&vectors[0], &vectors[2]) + 0.3);
+    let r = embed(json!({"model": "minilm", "input": "hello", "encoding_format": "base64"}))
+        .await
+        .unwrap();
+    let e: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    // 384 f32 values are 1,536 bytes: 2,048 base64 characters.
+    assert_eq!(e["data"][0]["embedding"].as_str().unwrap().len(), 2048);
+    for (body, status) in [
+        (json!({"model": "minilm", "input": []}), 400),
+        (json!({"model": "minilm", "input": 7}), 400),
+        (json!({"model": "minilm", "input": [""]}), 400),
+        (json!({"model": "smollm2", "input": "x"}), 404),
+    ] {
+        let r = embed(body.clone()).await.unwrap();
+        assert_eq!(r.status(), status, "{body}");
+    }
+
     // Overload: while a long answer streams on the only slot, another request is told to
     // retry at once.
     let busy = post(question(true, 400).to_string()).await.unwrap();
@@ -186,7 +255,7 @@ fn the_official_openai_python_client_works_unchanged() {
     let out = Command::new(python)
         .arg(script)
         .arg(format!("{base}/v1"))
-        .arg("smollm2")
+        .args(["smollm2", "minilm"])
         .output()
         .unwrap();
     assert!(

@@ -28,6 +28,29 @@ pub fn decode_sentences(bytes: &[u8]) -> Result<Vec<String>> {
     Ok(s)
 }
 
+/// Runs `embed_batch` over `ids` in batches of `batch_size` sentences of similar length
+/// (longest first, to waste little work on padding, as sentence-transformers does) and puts
+/// its `[rows, hidden]` results back in input order.
+pub(super) fn by_length(
+    ids: &[Vec<u32>],
+    batch_size: usize,
+    hidden: usize,
+    mut embed_batch: impl FnMut(&Batch) -> Result<Vec<f32>>,
+) -> Result<Vec<f32>> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|a, b| ids[*b].len().cmp(&ids[*a].len()).then(a.cmp(b)));
+    let mut out = vec![0.0f32; ids.len() * hidden];
+    for chunk in order.chunks(batch_size.max(1)) {
+        let rows = embed_batch(&Batch::pad(
+            &chunk.iter().map(|i| &ids[*i]).collect::<Vec<_>>(),
+        ))?;
+        for (j, i) in chunk.iter().enumerate() {
+            out[i * hidden..(i + 1) * hidden].copy_from_slice(&rows[j * hidden..(j + 1) * hidden]);
+        }
+    }
+    Ok(out)
+}
+
 /// Embeds sentences in batches; returns `[n, hidden]` row-major unit vectors.
 pub fn embed(
     params: &Params,
@@ -37,38 +60,20 @@ pub fn embed(
     backend: Backend,
 ) -> Result<Vec<f32>> {
     let cfg = BertConfig::new();
-    let h = cfg.hidden;
     let ids = tok.encode_all(sentences)?;
-    // Batch sentences of similar length together (longest first) to waste little work on
-    // padding, as sentence-transformers does; results go back to input order.
-    let mut order: Vec<usize> = (0..ids.len()).collect();
-    order.sort_by(|a, b| ids[*b].len().cmp(&ids[*a].len()).then(a.cmp(b)));
-    let mut out = vec![0.0f32; sentences.len() * h];
-    let mut place = |chunk: &[usize], rows: &[f32]| {
-        for (j, i) in chunk.iter().enumerate() {
-            out[i * h..(i + 1) * h].copy_from_slice(&rows[j * h..(j + 1) * h]);
-        }
-    };
-    let batches = order.chunks(batch_size.max(1));
     if backend == Backend::Canonical {
-        for chunk in batches {
-            let batch = Batch::pad(&chunk.iter().map(|i| &ids[*i]).collect::<Vec<_>>());
-            place(chunk, &canonical::bert::embed(params, &cfg, &batch)?);
-        }
-        return Ok(out);
+        return by_length(&ids, batch_size, cfg.hidden, |batch| {
+            canonical::bert::embed(params, &cfg, batch)
+        });
     }
     crate::with_burn_backend!(backend, |B, device| {
         let model = cfg.load::<B>(params, &device)?;
-        for chunk in batches {
-            let batch = Batch::pad(&chunk.iter().map(|i| &ids[*i]).collect::<Vec<_>>());
-            place(
-                chunk,
-                &crate::models::burn_io::values(model.forward(&batch, &device)),
-            );
-        }
-        Ok::<(), crate::Error>(())
-    })?;
-    Ok(out)
+        by_length(&ids, batch_size, cfg.hidden, |batch| {
+            Ok(crate::models::burn_io::values(
+                model.forward(batch, &device),
+            ))
+        })
+    })
 }
 
 /// Runs an embedding job.

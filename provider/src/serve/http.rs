@@ -16,25 +16,32 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 
 use super::chat::{ChatRequest, Prepared};
-use super::Model;
+use super::{EmbedModel, Model};
 
 #[derive(Clone)]
-struct Served {
-    model: Arc<Model>,
-    slots: Arc<Semaphore>,
+pub(super) struct Served {
+    pub(super) model: Arc<Model>,
+    pub(super) embedder: Option<Arc<EmbedModel>>,
+    pub(super) slots: Arc<Semaphore>,
 }
 
-pub(super) fn router(model: Arc<Model>, max_concurrent: usize) -> Router {
+pub(super) fn router(
+    model: Arc<Model>,
+    embedder: Option<Arc<EmbedModel>>,
+    max_concurrent: usize,
+) -> Router {
     Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/embeddings", post(super::embeddings::embeddings))
         .with_state(Served {
             model,
+            embedder,
             slots: Arc::new(Semaphore::new(max_concurrent)),
         })
 }
 
-fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+pub(super) fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
     let body = json!({"error": {"message": message.into(), "type": kind, "code": Value::Null}});
     (
         status,
@@ -51,9 +58,10 @@ fn now() -> u64 {
 }
 
 async fn models(State(s): State<Served>) -> Response {
-    let body = json!({"object": "list", "data": [
-        {"id": s.model.name, "object": "model", "created": 0, "owned_by": "gpuchain-provider"}
-    ]});
+    let entry = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "gpuchain-provider"});
+    let mut data = vec![entry(&s.model.name)];
+    data.extend(s.embedder.as_ref().map(|e| entry(&e.name)));
+    let body = json!({"object": "list", "data": data});
     (
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),

@@ -1,11 +1,13 @@
 //! `gpuchain-provider serve-model --model FILE`: a GGUF chat model kept loaded behind an
 //! OpenAI-compatible HTTP endpoint (`POST /v1/chat/completions`, streamed as server-sent
 //! events with `stream: true`; `GET /v1/models`), answering on the row decoder the market's
-//! generation jobs run on. Requests beyond `--max-concurrent` are answered at once with 429
+//! generation jobs run on; with `--embedder DIR`, a MiniLM sentence embedder as well
+//! (`POST /v1/embeddings`). Requests beyond `--max-concurrent` are answered at once with 429
 //! and `Retry-After`, not queued. This is the provider's side of serving; on-chain serving
 //! leases, receipts and the client's gateway are not built yet.
 
 mod chat;
+mod embeddings;
 mod http;
 
 use std::net::SocketAddr;
@@ -32,6 +34,40 @@ pub(crate) struct ServeArgs {
     /// Requests answered at once; more get 429 with Retry-After.
     #[arg(long, default_value_t = 4)]
     max_concurrent: usize,
+    /// A sentence embedder's directory (`model.safetensors`, `tokenizer.json`; e.g.
+    /// all-MiniLM-L6-v2 from scripts/fetch-minilm.sh), served on /v1/embeddings.
+    #[arg(long)]
+    embedder: Option<PathBuf>,
+    /// The embedder's name in the API; the directory's name by default.
+    #[arg(long)]
+    embedder_name: Option<String>,
+}
+
+/// The loaded embedder and its name.
+pub(crate) struct EmbedModel {
+    pub(crate) name: String,
+    pub(crate) embedder: gpuchain_compute::embed::Embedder,
+}
+
+impl EmbedModel {
+    fn load(dir: &std::path::Path, name: Option<String>) -> Result<EmbedModel> {
+        let read = |f: &str| {
+            std::fs::read(dir.join(f)).with_context(|| format!("reading {}", dir.join(f).display()))
+        };
+        let embedder = gpuchain_compute::embed::Embedder::new(
+            &read("model.safetensors")?,
+            &read("tokenizer.json")?,
+        )?;
+        let name = match name {
+            Some(n) => n,
+            None => dir
+                .file_name()
+                .and_then(|s| s.to_str())
+                .ok_or_else(|| anyhow!("name the embedder with --embedder-name"))?
+                .to_string(),
+        };
+        Ok(EmbedModel { name, embedder })
+    }
 }
 
 /// The loaded model and what requests need from its file.
@@ -76,6 +112,10 @@ impl Model {
 
 pub(crate) fn run(a: ServeArgs) -> Result<()> {
     let model = Arc::new(Model::load(&a.model, a.name)?);
+    let embedder = match &a.embedder {
+        Some(dir) => Some(Arc::new(EmbedModel::load(dir, a.embedder_name.clone())?)),
+        None => None,
+    };
     gpuchain_agent_kit::cli::block_on(async move {
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
@@ -88,11 +128,14 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
         );
         // The address on stdout, for scripts that ask for port 0.
         println!("listening on {}", listener.local_addr()?);
-        axum::serve(listener, http::router(model, a.max_concurrent.max(1)))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+        axum::serve(
+            listener,
+            http::router(model, embedder, a.max_concurrent.max(1)),
+        )
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
         Ok(())
     })
 }
