@@ -2,7 +2,8 @@
 //! completion API answers, streamed and not (the same greedy text both ways), embeddings
 //! equal an embedding job's, the model list names both, bad requests are turned
 //! away with OpenAI-shaped errors, and the server answers 429 with Retry-After when its
-//! one generation slot is busy rather than making the request wait; and the official `openai`
+//! one generation slot is busy rather than making the request wait, with Prometheus metrics
+//! of all of it; and the official `openai`
 //! Python package (pinned in clients/openai/requirements.txt) works against it unchanged.
 //!
 //! Needs the checkpoint (fetched with `scripts/fetch-smollm2.sh` when absent).
@@ -233,6 +234,32 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
         }
     }
     assert!(served, "the slot is released when the client goes away");
+
+    // The Prometheus metrics count what happened.
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value("gpuchain_serve_chat_requests_total") >= 4.0);
+    assert_eq!(value("gpuchain_serve_embedding_requests_total"), 2.0);
+    assert!(value("gpuchain_serve_rejected_busy_total") >= 1.0);
+    assert_eq!(value("gpuchain_serve_rejected_bad_total"), 9.0);
+    assert!(value("gpuchain_serve_generated_tokens_total") > 16.0);
+    assert!(value("gpuchain_serve_first_token_seconds_total") > 0.0);
+    assert_eq!(value("gpuchain_serve_slots"), 1.0);
+    assert!(value("process_resident_memory_bytes") > 1e8);
 }
 
 /// The interpreter of the official OpenAI client's environment (`scripts/openai-env.sh`).

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::http::{error, Served};
+use super::stats::Stats;
 
 /// Most inputs in one request (OpenAI's limit).
 const MAX_INPUTS: usize = 2048;
@@ -34,6 +35,17 @@ struct EmbeddingRequest {
 }
 
 pub(super) async fn embeddings(State(s): State<Served>, body: Bytes) -> Response {
+    let answer = embedding_answer(&s, body).await;
+    let counter = match answer.status() {
+        StatusCode::TOO_MANY_REQUESTS => &s.stats.rejected_busy,
+        status if status.is_client_error() => &s.stats.rejected_bad,
+        _ => &s.stats.embedding_requests,
+    };
+    Stats::add(counter, 1);
+    answer
+}
+
+async fn embedding_answer(s: &Served, body: Bytes) -> Response {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, "invalid_request_error", m);
     let req: EmbeddingRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,

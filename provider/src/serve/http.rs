@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 
 use super::chat::{ChatRequest, Prepared};
+use super::stats::Stats;
 use super::{EmbedModel, Model};
 
 #[derive(Clone)]
@@ -23,6 +24,8 @@ pub(super) struct Served {
     pub(super) model: Arc<Model>,
     pub(super) embedder: Option<Arc<EmbedModel>>,
     pub(super) slots: Arc<Semaphore>,
+    pub(super) max_concurrent: usize,
+    pub(super) stats: Arc<Stats>,
 }
 
 pub(super) fn router(
@@ -34,10 +37,13 @@ pub(super) fn router(
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/embeddings", post(super::embeddings::embeddings))
+        .route("/metrics", get(metrics))
         .with_state(Served {
             model,
             embedder,
             slots: Arc::new(Semaphore::new(max_concurrent)),
+            max_concurrent,
+            stats: Arc::default(),
         })
 }
 
@@ -69,6 +75,14 @@ async fn models(State(s): State<Served>) -> Response {
         .into_response()
 }
 
+async fn metrics(State(s): State<Served>) -> Response {
+    let busy = s.max_concurrent - s.slots.available_permits();
+    let text = s
+        .stats
+        .render(busy, s.max_concurrent, s.model.decoder.weight_bytes());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
 /// What the generation thread sends: text as it becomes whole, then the end.
 enum Piece {
     Text(String),
@@ -80,11 +94,21 @@ enum Piece {
 }
 
 /// Generates on a blocking thread, sending text as soon as it decodes to whole characters.
-fn generate(model: Arc<Model>, p: Prepared, tx: mpsc::UnboundedSender<Piece>) {
+fn generate(
+    model: Arc<Model>,
+    p: Prepared,
+    tx: mpsc::UnboundedSender<Piece>,
+    stats: &Stats,
+    arrived: Instant,
+) {
+    let started = Instant::now();
     let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
     let (mut tokens, mut sent, mut stopped) = (Vec::new(), 0usize, false);
-    for _ in 0..p.max_tokens {
+    for n in 0..p.max_tokens {
         let t = seq.next_token();
+        if n == 0 {
+            stats.first_token(arrived.elapsed());
+        }
         if Some(t) == model.eos {
             stopped = true;
             break;
@@ -103,6 +127,8 @@ fn generate(model: Arc<Model>, p: Prepared, tx: mpsc::UnboundedSender<Piece>) {
     if text.len() > sent && text.is_char_boundary(sent) {
         let _ = tx.send(Piece::Text(text[sent..].to_string()));
     }
+    let completion = tokens.len() + usize::from(stopped);
+    stats.generated(completion as u64, started.elapsed());
     let _ = tx.send(Piece::Done {
         prompt_tokens: p.prompt.len(),
         completion_tokens: tokens.len() + usize::from(stopped),
@@ -111,6 +137,18 @@ fn generate(model: Arc<Model>, p: Prepared, tx: mpsc::UnboundedSender<Piece>) {
 }
 
 async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
+    let arrived = Instant::now();
+    let answer = chat_answer(&s, body, arrived).await;
+    let counter = match answer.status() {
+        StatusCode::TOO_MANY_REQUESTS => &s.stats.rejected_busy,
+        status if status.is_client_error() => &s.stats.rejected_bad,
+        _ => &s.stats.chat_requests,
+    };
+    Stats::add(counter, 1);
+    answer
+}
+
+async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
     let req: ChatRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -146,9 +184,9 @@ async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
         return r;
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let model = s.model.clone();
+    let (model, stats) = (s.model.clone(), s.stats.clone());
     tokio::task::spawn_blocking(move || {
-        generate(model, prepared, tx);
+        generate(model, prepared, tx, &stats, arrived);
         drop(slot);
     });
     let id = format!(

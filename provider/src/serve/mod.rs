@@ -9,6 +9,7 @@
 mod chat;
 mod embeddings;
 mod http;
+mod stats;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
