@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::chat::{ChatRequest, Prepared};
 use super::stats::Stats;
@@ -94,12 +94,15 @@ enum Piece {
 }
 
 /// Generates on a blocking thread, sending text as soon as it decodes to whole characters.
+/// Holds `slot` until the answer is complete: it is given back before the last piece is
+/// sent, so that a client that has its whole answer finds the slot free for its next request.
 fn generate(
     model: Arc<Model>,
     p: Prepared,
     tx: mpsc::UnboundedSender<Piece>,
     stats: &Stats,
     arrived: Instant,
+    slot: OwnedSemaphorePermit,
 ) {
     let started = Instant::now();
     let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
@@ -129,6 +132,7 @@ fn generate(
     }
     let completion = tokens.len() + usize::from(stopped);
     stats.generated(completion as u64, started.elapsed());
+    drop(slot);
     let _ = tx.send(Piece::Done {
         prompt_tokens: p.prompt.len(),
         completion_tokens: tokens.len() + usize::from(stopped),
@@ -185,10 +189,7 @@ async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (model, stats) = (s.model.clone(), s.stats.clone());
-    tokio::task::spawn_blocking(move || {
-        generate(model, prepared, tx, &stats, arrived);
-        drop(slot);
-    });
+    tokio::task::spawn_blocking(move || generate(model, prepared, tx, &stats, arrived, slot));
     let id = format!(
         "chatcmpl-{:016x}",
         rand_core::RngCore::next_u64(&mut rand_core::OsRng)
