@@ -39,19 +39,53 @@ pub fn answer_text(
         .map_err(|e| Error::BadInput(format!("detokenizing: {e}")))
 }
 
+/// SmolLM2-Instruct's system message when a conversation brings none.
+const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+/// The assistant's turn that ends a ChatML prompt.
+const ASSISTANT_TURN: &str = "<|im_start|>assistant\n";
+
+/// The messages of a ChatML prompt: SmolLM2's default system message first when the first
+/// message is not one (what the template `tokenizer.chat_template` of SmolLM2-Instruct
+/// spells out), then `messages`.
+fn with_system<'a>(messages: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a str)> {
+    let default = messages
+        .first()
+        .is_none_or(|(role, _)| *role != "system")
+        .then_some(("system", DEFAULT_SYSTEM));
+    default.into_iter().chain(messages.iter().copied())
+}
+
 /// A ChatML prompt (`<|im_start|>role\ncontent<|im_end|>\n` per message, then the
-/// assistant's turn), with SmolLM2's default system message when the first message is not
-/// one: the template `tokenizer.chat_template` of SmolLM2-Instruct spells out.
+/// assistant's turn), with the default system message (see [`with_system`]).
 pub fn chat_prompt(messages: &[(&str, &str)]) -> String {
     let mut out = String::new();
-    if messages.first().is_none_or(|(role, _)| *role != "system") {
-        out.push_str(
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n",
-        );
-    }
-    for (role, content) in messages {
+    for (role, content) in with_system(messages) {
         out.push_str(&format!("<|im_start|>{role}\n{content}<|im_end|>\n"));
     }
-    out.push_str("<|im_start|>assistant\n");
+    out.push_str(ASSISTANT_TURN);
     out
+}
+
+/// The ids of [`chat_prompt`], with the template's markers read by `template` (control
+/// tokens) and each message's content by `plain` (text only, [`tokenizer::plain_tokenizer`]),
+/// so that no message can open or close a turn.
+pub fn chat_ids(
+    template: &tokenizers::Tokenizer,
+    plain: &tokenizers::Tokenizer,
+    messages: &[(&str, &str)],
+) -> Result<Vec<u32>> {
+    let encode = |t: &tokenizers::Tokenizer, s: &str| {
+        t.encode(s, false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| Error::BadInput(format!("tokenizing: {e}")))
+    };
+    let mut ids = Vec::new();
+    for (role, content) in with_system(messages) {
+        ids.extend(encode(template, &format!("<|im_start|>{role}\n"))?);
+        ids.extend(encode(plain, content)?);
+        ids.extend(encode(template, "<|im_end|>\n")?);
+    }
+    ids.extend(encode(template, ASSISTANT_TURN)?);
+    Ok(ids)
 }

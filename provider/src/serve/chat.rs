@@ -1,5 +1,5 @@
-//! One chat completion: the request's messages as ChatML token ids (template tokens read as
-//! control tokens, message content read as plain text), and its generation settings.
+//! One chat completion: the request's messages as ChatML token ids
+//! (`gguf::chat_ids`: message content read as plain text), and its generation settings.
 
 use gpuchain_jobspec::Sampling;
 use serde::Deserialize;
@@ -37,35 +37,6 @@ pub(crate) struct Prepared {
     pub(crate) sampling: Sampling,
 }
 
-/// The prompt of `messages` in ChatML, with SmolLM2's default system message when the first
-/// message is not one (as `gguf::chat_prompt` writes it), tokenized so that no message can
-/// write a control token.
-fn prompt_ids(model: &Model, messages: &[Message]) -> Result<Vec<u32>, String> {
-    let encode = |t: &tokenizers::Tokenizer, s: &str| -> Result<Vec<u32>, String> {
-        t.encode(s, false)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| format!("tokenizing: {e}"))
-    };
-    let mut ids = Vec::new();
-    if messages.first().is_none_or(|m| m.role != "system") {
-        let system = gpuchain_compute::gguf::chat_prompt(&[("system", DEFAULT_SYSTEM)]);
-        let turn = &system[..system.len() - "<|im_start|>assistant\n".len()];
-        ids.extend(encode(&model.template, turn)?);
-    }
-    for m in messages {
-        ids.extend(encode(
-            &model.template,
-            &format!("<|im_start|>{}\n", m.role),
-        )?);
-        ids.extend(encode(&model.plain, &m.content)?);
-        ids.extend(encode(&model.template, "<|im_end|>\n")?);
-    }
-    ids.extend(encode(&model.template, "<|im_start|>assistant\n")?);
-    Ok(ids)
-}
-
-const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-
 impl ChatRequest {
     /// The request checked against `model`; an error is the message of a 400 answer.
     pub(crate) fn prepare(&self, model: &Model) -> Result<Prepared, String> {
@@ -82,7 +53,13 @@ impl ChatRequest {
                 m.role
             ));
         }
-        let prompt = prompt_ids(model, &self.messages)?;
+        let messages: Vec<(&str, &str)> = self
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        let prompt = gpuchain_compute::gguf::chat_ids(&model.template, &model.plain, &messages)
+            .map_err(|e| e.to_string())?;
         let asked = self
             .max_completion_tokens
             .or(self.max_tokens)

@@ -3,14 +3,13 @@
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{error, Served};
-use super::stats::Stats;
+use super::http::{busy, error, json_answer, Served};
 
 /// Most inputs in one request (OpenAI's limit).
 const MAX_INPUTS: usize = 2048;
@@ -35,14 +34,10 @@ struct EmbeddingRequest {
 }
 
 pub(super) async fn embeddings(State(s): State<Served>, body: Bytes) -> Response {
-    let answer = embedding_answer(&s, body).await;
-    let counter = match answer.status() {
-        StatusCode::TOO_MANY_REQUESTS => &s.stats.rejected_busy,
-        status if status.is_client_error() => &s.stats.rejected_bad,
-        _ => &s.stats.embedding_requests,
-    };
-    Stats::add(counter, 1);
-    answer
+    s.count(
+        embedding_answer(&s, body).await,
+        &s.stats.embedding_requests,
+    )
 }
 
 async fn embedding_answer(s: &Served, body: Bytes) -> Response {
@@ -84,15 +79,8 @@ async fn embedding_answer(s: &Served, body: Bytes) -> Response {
         Some("base64") => true,
         Some(other) => return bad(format!("encoding_format `{other}`: float or base64")),
     };
-    let Ok(slot) = s.slots.clone().try_acquire_owned() else {
-        let mut r = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "overloaded",
-            "all slots are busy; retry shortly or elsewhere",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return r;
+    let Some(slot) = s.take_slot() else {
+        return busy();
     };
     let worker = model.clone();
     let done = tokio::task::spawn_blocking(move || {
@@ -125,11 +113,6 @@ async fn embedding_answer(s: &Served, body: Bytes) -> Response {
             json!({"object": "embedding", "index": i, "embedding": embedding})
         })
         .collect();
-    let body = json!({"object": "list", "data": data, "model": model.name,
-                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}});
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(&json!({"object": "list", "data": data, "model": model.name,
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}))
 }

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
+use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::chat::{ChatRequest, Prepared};
@@ -47,14 +48,50 @@ pub(super) fn router(
         })
 }
 
-pub(super) fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
-    let body = json!({"error": {"message": message.into(), "type": kind, "code": Value::Null}});
+/// A 200 answer with a JSON body.
+pub(super) fn json_answer(body: &Value) -> Response {
     (
-        status,
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
         .into_response()
+}
+
+pub(super) fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
+    let body = json!({"error": {"message": message.into(), "type": kind, "code": Value::Null}});
+    let mut answer = json_answer(&body);
+    *answer.status_mut() = status;
+    answer
+}
+
+/// The 429 answer (with `Retry-After`) when every slot is busy.
+pub(super) fn busy() -> Response {
+    let mut r = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "overloaded",
+        "all slots are busy; retry shortly or elsewhere",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    r
+}
+
+impl Served {
+    /// One of the slots, if one is free (else answer [`busy`]).
+    pub(super) fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
+
+    /// Counts `answer` by its outcome: busy, refused as bad, or served (`served`).
+    pub(super) fn count(&self, answer: Response, served: &AtomicU64) -> Response {
+        let counter = match answer.status() {
+            StatusCode::TOO_MANY_REQUESTS => &self.stats.rejected_busy,
+            status if status.is_client_error() => &self.stats.rejected_bad,
+            _ => served,
+        };
+        Stats::add(counter, 1);
+        answer
+    }
 }
 
 fn now() -> u64 {
@@ -67,12 +104,7 @@ async fn models(State(s): State<Served>) -> Response {
     let entry = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "gpuchain-provider"});
     let mut data = vec![entry(&s.model.name)];
     data.extend(s.embedder.as_ref().map(|e| entry(&e.name)));
-    let body = json!({"object": "list", "data": data});
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    json_answer(&json!({"object": "list", "data": data}))
 }
 
 async fn metrics(State(s): State<Served>) -> Response {
@@ -142,14 +174,7 @@ fn generate(
 
 async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
     let arrived = Instant::now();
-    let answer = chat_answer(&s, body, arrived).await;
-    let counter = match answer.status() {
-        StatusCode::TOO_MANY_REQUESTS => &s.stats.rejected_busy,
-        status if status.is_client_error() => &s.stats.rejected_bad,
-        _ => &s.stats.chat_requests,
-    };
-    Stats::add(counter, 1);
-    answer
+    s.count(chat_answer(&s, body, arrived).await, &s.stats.chat_requests)
 }
 
 async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
@@ -177,15 +202,8 @@ async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
         Ok(p) => p,
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
     };
-    let Ok(slot) = s.slots.clone().try_acquire_owned() else {
-        let mut r = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "overloaded",
-            "all generation slots are busy; retry shortly or elsewhere",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return r;
+    let Some(slot) = s.take_slot() else {
+        return busy();
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (model, stats) = (s.model.clone(), s.stats.clone());
@@ -249,11 +267,7 @@ async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
                               "completion_tokens": completion_tokens,
                               "total_tokens": prompt_tokens + completion_tokens}
                 });
-                return (
-                    [(header::CONTENT_TYPE, "application/json")],
-                    body.to_string(),
-                )
-                    .into_response();
+                return json_answer(&body);
             }
         }
     }

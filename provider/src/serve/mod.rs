@@ -11,6 +11,7 @@ mod embeddings;
 mod http;
 mod stats;
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,6 +45,17 @@ pub(crate) struct ServeArgs {
     embedder_name: Option<String>,
 }
 
+/// A model's name in the API: `given`, else `from_path` (a file's stem or a directory's name).
+fn api_name(given: Option<String>, from_path: Option<&OsStr>, flag: &str) -> Result<String> {
+    match given {
+        Some(n) => Ok(n),
+        None => from_path
+            .and_then(OsStr::to_str)
+            .map(str::to_string)
+            .ok_or_else(|| anyhow!("name the model with {flag}")),
+    }
+}
+
 /// The loaded embedder and its name.
 pub(crate) struct EmbedModel {
     pub(crate) name: String,
@@ -59,14 +71,7 @@ impl EmbedModel {
             &read("model.safetensors")?,
             &read("tokenizer.json")?,
         )?;
-        let name = match name {
-            Some(n) => n,
-            None => dir
-                .file_name()
-                .and_then(|s| s.to_str())
-                .ok_or_else(|| anyhow!("name the embedder with --embedder-name"))?
-                .to_string(),
-        };
+        let name = api_name(name, dir.file_name(), "--embedder-name")?;
         Ok(EmbedModel { name, embedder })
     }
 }
@@ -92,14 +97,7 @@ impl Model {
             LlamaConfig::from_shape(&shape),
             &gguf::llama::GgufWeights::new(&g, &shape),
         )?;
-        let name = match name {
-            Some(n) => n,
-            None => file
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .ok_or_else(|| anyhow!("name the model with --name"))?
-                .to_string(),
-        };
+        let name = api_name(name, file.file_stem(), "--name")?;
         Ok(Model {
             name,
             decoder,
