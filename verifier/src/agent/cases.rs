@@ -1,7 +1,8 @@
 //! Assignments: take one, gather what the check needs from the chain (lease, order,
 //! provider endpoint, worker index), run the check in its own task, then post the verdict
 //! with the agent's own output hash before the deadline. First-round audits run on the
-//! configured (fast) backend; disputes, appeals and tie-breaks on the canonical path.
+//! configured (fast) backend, and so do spot checks of `honest` verdicts; disputes, appeals
+//! and tie-breaks on the canonical path.
 
 use anyhow::{Context, Result};
 use gpuchain_auction::LeaseState;
@@ -32,7 +33,14 @@ async fn job_of(chain: &Chain, lease_id: u64, round: u8, fast: Backend) -> Resul
         .with_context(|| format!("provider {} is not registered", lease.provider))?;
     let leases = chain.leases_of_order(order.id).await?;
     let worker = leases.iter().position(|l| l.id == lease_id).unwrap_or(0);
-    let canonical = round > 0 || lease.state == LeaseState::Disputed;
+    // A spot check (a second round nobody appealed) is a second independent opinion on the
+    // fast path; appeals, tie-breaks and disputes go to the canonical path.
+    let spot_check = round == 1
+        && chain
+            .case(lease_id)
+            .await?
+            .is_some_and(|c| c.appellant.is_none());
+    let canonical = (round > 0 && !spot_check) || lease.state == LeaseState::Disputed;
     Ok(Job {
         lease_id,
         spec: order.job,

@@ -34,7 +34,8 @@ impl Rng {
 /// 10,000 GPU; half of the k = 2 orders on two backends, whose results differ in their
 /// bytes): the verification pool's inflow (fees at clearing, charges, its share of the take)
 /// against its outflow (one audit fee per distinct result of an audited order: equal
-/// replicas share one re-run), the re-executed share of the provider compute, and how the
+/// replicas share one re-run), the re-executed share of the provider compute (spot checks
+/// of honest verdicts included), and how the
 /// mixed-backend orders settle (their providers find each other within tolerance, so none is
 /// disputed; a re-run happens only when the audit draw picks the order).
 fn honest_market(c: &Economy) {
@@ -74,6 +75,11 @@ fn honest_market(c: &Economy) {
                 reruns += 1;
                 outflow += i(audit_fee(price, &c.auction));
                 audited_value += i(price);
+                // A spot-checked honest verdict is re-run once more; the two verifiers
+                // share the one fee.
+                if rng.below(u64::from(PPM_ONE)) < u64::from(c.verify.spot_check_ppm) {
+                    audited_value += i(price);
+                }
             }
             for _ in group {
                 let charge =

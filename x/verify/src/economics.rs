@@ -107,6 +107,41 @@ pub fn lone_wrong_result(c: &Economy, pt: &Point) -> Option<i128> {
     })
 }
 
+/// The share of all verifier bond the owner of a cheating provider is assumed to hold in
+/// [`lone_wrong_result_with_own_verifier`]: a third. With the defaults an owner of about 37%
+/// or more would have its own verifiers drawn for its audits often enough to pay:
+/// verification, like consensus, assumes no party holds that much of the stake that judges.
+pub const OWN_VERIFIER_SHARE_PPM: Ppm = 333_333;
+
+/// A provider reveals a made-up lone result and its owner also holds `share` of all
+/// verifier bond. When drawn for audit, its own verifier (drawn with that share) calls the
+/// result honest; the spot check still re-judges `spot_check_ppm` of those, and then both
+/// the provider and the verifier (at the minimum verifier bond) are slashed.
+pub fn wrong_result_with_verifier_share(c: &Economy, pt: &Point, share: Ppm) -> i128 {
+    let q = c.q(pt);
+    let charge = verification_charge(pt.price, q, &c.auction);
+    let (x, _) = c.payout(pt.price, charge);
+    let own = times(q, i128::from(share));
+    let escapes = times(PPM_ONE - c.verify.spot_check_ppm, own);
+    let verifier_slash = mul_ppm(
+        c.verify.min_verifier_stake,
+        c.verify.verifier_wrong_slash_ppm,
+    )
+    .unwrap();
+    let q = i128::from(q);
+    let unit = i128::from(PPM_ONE);
+    let penalty = signed(c.penalty(pt));
+    ((unit - q + escapes) * signed(x)
+        - (q - own) * penalty
+        - (own - escapes) * (penalty + signed(verifier_slash)))
+    .div_euclid(unit)
+}
+
+/// [`wrong_result_with_verifier_share`] at [`OWN_VERIFIER_SHARE_PPM`].
+pub fn lone_wrong_result_with_own_verifier(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| wrong_result_with_verifier_share(c, pt, OWN_VERIFIER_SHARE_PPM))
+}
+
 /// k providers of one owner win every replica and reveal the same made-up hash. Each is
 /// drawn independently; if any is, one re-run judges them all and all are faulted. Each
 /// lease is charged its share of one fee at the group's chance.
@@ -196,8 +231,12 @@ pub fn exit_after_reveal(c: &Economy, pt: &Point) -> Option<i128> {
 }
 
 /// Every strategy, by name.
-pub const STRATEGIES: [(&str, Strategy); 7] = [
+pub const STRATEGIES: [(&str, Strategy); 8] = [
     ("lone wrong result", lone_wrong_result),
+    (
+        "lone wrong result, own verifier",
+        lone_wrong_result_with_own_verifier,
+    ),
     ("colluding replicas", colluding_replicas),
     ("self-audit for the fee", self_audit_fee),
     ("self-dispute for the fee", self_dispute_fee),
@@ -273,6 +312,34 @@ mod tests {
             let (gain, at) = worst(&e, strategy, &points).expect("applies somewhere");
             assert!(gain < 0, "{name}: {gain} ugpu at {at:?}");
         }
+    }
+
+    #[test]
+    fn an_owner_of_half_the_verifier_stake_would_gain_and_spot_checks_narrow_it() {
+        // The check can fail: the deterrence floor assumes the owner of a cheating provider
+        // does not hold too much of the stake that judges it.
+        let pt = Point {
+            price: 300 * GPU,
+            bond: 1_000 * GPU,
+            score: PPM_ONE,
+            k: 1,
+            open_leases: 1,
+        };
+        let e = defaults();
+        assert!(wrong_result_with_verifier_share(&e, &pt, 500_000) > 0);
+        assert!(wrong_result_with_verifier_share(&e, &pt, OWN_VERIFIER_SHARE_PPM) < 0);
+        let unchecked = Economy {
+            verify: VerifyParams {
+                spot_check_ppm: 0,
+                ..VerifyParams::default()
+            },
+            ..defaults()
+        };
+        assert!(
+            wrong_result_with_verifier_share(&unchecked, &pt, 370_000)
+                > wrong_result_with_verifier_share(&e, &pt, 370_000),
+            "spot checks lower the gain"
+        );
     }
 
     #[test]

@@ -1,20 +1,21 @@
 //! End of block, in this order: pay out matured verifier unbondings, pay owed audit fees
 //! (oldest first, within the pool's per-block outflow cap), expire unrevealed
 //! challenges, fire case timers (missed verdict deadlines are slashed and reassigned once;
-//! closed appeal windows apply the first verdict), then open a case for every lease the
+//! closed appeal windows apply the first verdict or, for a drawn share of `honest` ones, open a
+//! spot check), then open a case for every lease the
 //! auction holds for a verdict that has none, or whose case closed without any verdict
 //! (until `max_verdict_wait_blocks` after its reveal window). Runs right after
 //! `gpuchain_auction::end_block`.
 //! Queues are keyed by height, so a skipped height is caught up.
 
 use gpuchain_auction::{hold_lease, AuctionRead};
-use gpuchain_types::{BlockCtx, StateWrite};
+use gpuchain_types::{BlockCtx, StateWrite, PPM_ONE};
 
-use crate::assign::assign;
+use crate::assign::{assign, assign_to, draw as draw_verifier};
 use crate::settle::{pay_owed_fees, release, settle, slash_verifier, Offence};
 use crate::{
-    state_key, Case, CaseOutcome, CaseStage, ChallengeExpiredEvent, VerifyError, VerifyRead,
-    VerifyWrite,
+    state_key, Case, CaseOutcome, CaseStage, ChallengeExpiredEvent, SpotCheckedEvent, VerdictKind,
+    VerifyError, VerifyRead, VerifyWrite,
 };
 
 /// Runs the verify end-block work for `ctx.height`. An error is a broken invariant.
@@ -48,8 +49,10 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
                 missed(state, ctx, &mut case)?;
             }
             CaseStage::AppealWindow if case.appeal_end_height.is_some_and(|e| e <= ctx.height) => {
-                let first = case.verdicts.first().map(|v| v.verdict);
-                settle(state, ctx, &mut case, first)?;
+                if !spot_check(state, ctx, &mut case)? {
+                    let first = case.verdicts.first().map(|v| v.verdict);
+                    settle(state, ctx, &mut case, first)?;
+                }
             }
             // A stale timer: the case moved on since it was set.
             _ => {}
@@ -94,6 +97,47 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
         }
     }
     Ok(())
+}
+
+/// Whether the unappealed `honest` first verdict of `case`, whose appeal window just closed,
+/// is re-judged: drawn with `spot_check_ppm` from this block's seed (unknown when the verdict
+/// was posted), it becomes an appeal round with no appellant and no deposit. The second
+/// verdict settles it if it agrees; otherwise a tie-breaker decides and whoever was wrong is
+/// slashed, the first verifier included. `false` when not drawn or nobody is eligible.
+fn spot_check(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    case: &mut Case,
+) -> Result<bool, VerifyError> {
+    let Some(first) = case.verdicts.first().cloned() else {
+        return Ok(false);
+    };
+    if first.verdict != VerdictKind::Honest || case.appellant.is_some() || case.round != 0 {
+        return Ok(false);
+    }
+    let draw = ctx.draw("verify/spot_check", &case.lease_id.to_be_bytes());
+    let mut head = [0u8; 8];
+    head.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
+    let roll = u64::from_be_bytes(head) % u64::from(PPM_ONE);
+    if roll >= u64::from(state.verify_params().spot_check_ppm) {
+        return Ok(false);
+    }
+    case.round = 1;
+    case.reassigned = false;
+    let Some(verifier) = draw_verifier(state, ctx, case) else {
+        case.round = 0;
+        return Ok(false);
+    };
+    assign_to(state, ctx, case, verifier)?;
+    state.put_case(case);
+    state.emit(
+        SpotCheckedEvent {
+            lease_id: case.lease_id,
+            checked: first.verifier,
+        }
+        .into(),
+    );
+    Ok(true)
 }
 
 /// The assignee missed its deadline: slash, then reassign the round once; a round that

@@ -110,6 +110,17 @@ typed_event!(
 );
 
 typed_event!(
+    /// An `honest` first verdict drew a spot check: a second verifier re-judges the result
+    /// before it is paid.
+    SpotCheckedEvent = "verify.spot_checked" {
+        /// Lease.
+        lease_id: u64,
+        /// The verifier whose verdict is checked.
+        checked: Address,
+    }
+);
+
+typed_event!(
     /// A case ended (`verdict`: `honest`, `faulty` or `none`).
     CaseSettledEvent = "verify.settled" {
         /// Lease.

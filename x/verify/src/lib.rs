@@ -1,8 +1,8 @@
 //! x/verify: the on-chain half of result verification. Bonded verifiers re-execute audited
 //! and disputed results and post verdicts with their stake at risk; a verdict can be
 //! appealed once and is settled by a second verifier and, if the two disagree, a third;
-//! verifiers plant challenges ("ringers") whose answers they committed beforehand, and the
-//! verification pool reimburses them. The auction ([`gpuchain_auction`]) decides which
+//! a share of unappealed `honest` verdicts is spot-checked by a second verifier; verifiers
+//! plant challenges ("ringers") whose answers they committed beforehand. The auction ([`gpuchain_auction`]) decides which
 //! results need a verdict (commit-reveal, acceptance, audit sampling); this module decides
 //! who gives it, when, and what happens to whoever was wrong.
 //!
@@ -25,16 +25,14 @@
 //! # Rules
 //!
 //! **Assignment.** Each end-block, every lease the auction holds in `AuditPending` or
-//! `Disputed` without a [`Case`] gets one verifier, drawn uniformly among *eligible*
+//! `Disputed` without a [`Case`] gets one verifier, drawn by bond among *eligible*
 //! verifiers (bond ≥ `min_verifier_stake`, not jailed) that are neither the lease's
-//! provider, its client, nor a provider of another replica of the order. The draw is
-//! `u64::from_be_bytes(BlockCtx::draw("verify/assign", lease_id ‖ round ‖ attempt)[..8]) mod
-//! n` over the candidates in address order. The verifier must post its verdict by
-//! `height + verdict_deadline_blocks`; the event `verify.assigned {lease_id, verifier,
-//! deadline, round}` tells its agent. Without any eligible verifier no case is opened, the
-//! lease is held and the draw retried each block until `max_verdict_wait_blocks` after its
-//! reveal window; then the auction's fallback applies (audit: accepted; dispute: refunded,
-//! nobody slashed).
+//! provider, its client, nor a provider of another replica of the order (`src/assign.rs` gives
+//! the draw). The verifier must post its verdict by `height + verdict_deadline_blocks`;
+//! the event `verify.assigned {lease_id, verifier, deadline, round}` tells its agent. Without
+//! any eligible verifier no case is opened, the lease is held and the draw retried each block
+//! until `max_verdict_wait_blocks` after its reveal window; then the auction's fallback
+//! applies (audit: accepted; dispute: refunded, nobody slashed).
 //! While a case is open the module holds the lease ([`gpuchain_auction::hold_lease`]) so
 //! neither the auction's fallback nor its payout can overtake the settlement.
 //!
@@ -67,6 +65,11 @@
 //! differs from the first one, to the verification pool otherwise. The chain never
 //! compares outputs itself: tolerance is the verifier agents' job, and the majority of
 //! independent bonded verifiers on the canonical path is the final word.
+//!
+//! **Spot checks.** When the appeal window of an unappealed `honest` first verdict closes,
+//! `spot_check_ppm` of them (drawn from that block's seed) become an appeal round with no
+//! appellant and no deposit: a verifier that calls results honest without running them is
+//! overturned and slashed like any other whenever the result was wrong.
 //!
 //! **Challenges (ringers).** A verifier commits `blake3("gpuchain/verify/challenge/v1" ‖
 //! poster (20 bytes) ‖ expected_output_hash ‖ salt)` ([`challenge_commitment`]), then posts an

@@ -47,6 +47,10 @@ pub struct VerifyParams {
     /// when the block's payouts began. Fees beyond it are owed and paid first in later
     /// blocks, oldest first: no rule, however it is gamed, empties the pool faster.
     pub max_pool_outflow_ppm: Ppm,
+    /// Chance that an unappealed `honest` first verdict is re-judged by a second verifier
+    /// (drawn when its appeal window closes, so the first cannot know): a verifier that
+    /// calls a wrong result honest without checking it is slashed like any overturned one.
+    pub spot_check_ppm: Ppm,
 }
 
 impl Default for VerifyParams {
@@ -66,6 +70,7 @@ impl Default for VerifyParams {
             max_open_challenges: 64,
             max_verdict_wait_blocks: 14_400,
             max_pool_outflow_ppm: 50_000,
+            spot_check_ppm: 100_000,
         }
     }
 }
@@ -89,6 +94,7 @@ impl VerifyParams {
             self.wrong_slash_harmed_share_ppm,
             self.challenge_rate_ppm,
             self.max_pool_outflow_ppm,
+            self.spot_check_ppm,
         ];
         if ppms.iter().any(|p| *p > PPM_ONE) {
             return bad("fractions must be at most 1000000 ppm");

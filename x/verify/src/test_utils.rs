@@ -116,6 +116,7 @@ pub(crate) fn verify_params() -> VerifyParams {
         verifier_jail_blocks: 20,
         challenge_ttl_blocks: 50,
         max_open_challenges: 2,
+        spot_check_ppm: 0,
         ..VerifyParams::default()
     }
 }

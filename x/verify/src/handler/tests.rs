@@ -418,6 +418,102 @@ fn an_appeal_overturned_by_two_verifiers_slashes_the_first_and_returns_the_depos
     assert_eq!(settled.get("overturned"), Some("true"));
 }
 
+/// A chain that spot-checks every unappealed `honest` verdict.
+fn spot_checking() -> Chain {
+    let verify = VerifyParams {
+        spot_check_ppm: 1_000_000,
+        ..verify_params()
+    };
+    Chain::with(auction_params(), verify, &VERIFIERS)
+}
+
+#[test]
+fn a_lazy_honest_verdict_on_a_wrong_result_is_spot_checked_and_slashed() {
+    let mut chain = spot_checking();
+    let (lease, lazy) = audited(&mut chain);
+    let client = chain.balance(&addr(1));
+    chain
+        .exec(6, lazy, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.run_to(7, 9);
+    // The window closed unappealed; the spot check holds the lease for a second verdict.
+    let case = chain.state.case(lease).unwrap();
+    let checker = seed(&case.assignee.expect("a second verifier is drawn"));
+    assert_ne!(checker, lazy);
+    assert_eq!((case.round, case.appellant, case.deposit), (1, None, 0));
+    assert_eq!(chain.events_of("verify.spot_checked").len(), 1);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending,
+        "not paid while checked"
+    );
+    chain
+        .exec(10, checker, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    let tie = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    assert!(tie != lazy && tie != checker);
+    chain
+        .exec(11, tie, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    chain.end_block(11);
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Faulty));
+    let lazy_record = chain.state.verifier(&addr(lazy)).unwrap();
+    assert_eq!(
+        (lazy_record.bonded, lazy_record.overturned),
+        (140 * GPU, 1),
+        "the rubber stamp loses 30% of its 200 GPU"
+    );
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Faulted);
+    assert_eq!(chain.state.slash_records_of(&addr(10)).len(), 1);
+    assert!(chain.balance(&addr(1)) > client, "the client is refunded");
+}
+
+#[test]
+fn a_spot_check_that_agrees_pays_the_lease_and_shares_one_fee() {
+    let mut chain = spot_checking();
+    let (lease, first) = audited(&mut chain);
+    let pool = chain.balance(&verification_pool());
+    chain
+        .exec(6, first, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.run_to(7, 9);
+    let checker = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    let (a, b) = (chain.balance(&addr(first)), chain.balance(&addr(checker)));
+    chain
+        .exec(10, checker, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
+    assert_eq!(chain.balance(&addr(first)), a + GPU / 4);
+    assert_eq!(chain.balance(&addr(checker)), b + GPU / 4);
+    assert_eq!(
+        chain.balance(&verification_pool()),
+        pool - GPU / 2,
+        "one fee"
+    );
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+    assert!(chain.events_of("verify.verifier_slashed").is_empty());
+}
+
+#[test]
+fn faulty_and_appealed_verdicts_are_not_spot_checked() {
+    let mut chain = spot_checking();
+    let (lease, v) = audited(&mut chain);
+    chain
+        .exec(6, v, verdict(lease, VerdictKind::Faulty))
+        .unwrap();
+    chain.run_to(7, 9);
+    assert!(chain.events_of("verify.spot_checked").is_empty());
+    assert_eq!(
+        chain.state.case(lease).unwrap().outcome,
+        CaseOutcome::Settled(VerdictKind::Faulty)
+    );
+}
+
 #[test]
 fn an_appeal_the_second_verifier_confirms_forfeits_the_deposit() {
     let mut chain = Chain::new();
