@@ -8,6 +8,12 @@ pub fn account(address: &Address) -> String {
     address.key_under("bank/accounts/")
 }
 
+/// The account that first paid `address`: borsh [`Address`], written once when the
+/// account is first funded by a transfer (absent for genesis balances and mints).
+pub fn funder(address: &Address) -> String {
+    address.key_under("bank/funders/")
+}
+
 /// Prefix of all accounts.
 pub fn accounts_prefix() -> &'static str {
     "bank/accounts/"

@@ -34,6 +34,13 @@ pub trait BankRead: StateRead {
         self.account(address).nonce
     }
 
+    /// The account whose transfer first funded `address` (`None` for accounts funded at
+    /// genesis or by a mint). Verifier draws use it to keep an order's parties and the
+    /// accounts that funded them, or were funded by them, off its cases.
+    fn funder(&self, address: &Address) -> Option<Address> {
+        self.get(&state_key::funder(address))
+    }
+
     /// Total supply in ugpu.
     fn supply(&self) -> Amount {
         self.get(state_key::supply()).unwrap_or(0)
@@ -171,12 +178,16 @@ fn pay<S: StateWrite + ?Sized>(
     amount: Amount,
 ) -> Result<(), BankError> {
     let mut payee = state.account(to);
+    let first_funding = payee.is_empty() && state.funder(to).is_none();
     payee.balance = payee
         .balance
         .checked_add(amount)
         .ok_or(BankError::Overflow)?;
     put_account(state, from, payer);
     put_account(state, to, &payee);
+    if first_funding {
+        state.put(state_key::funder(to), from);
+    }
     state.emit(
         TransferEvent {
             from: *from,

@@ -1,6 +1,7 @@
 //! Drawing verifiers for a case: weighted by bond among eligible verifiers in address order,
-//! excluding the lease's provider and client, the other replicas' providers and everyone who
-//! already served on the case. With `r = u128::from_be_bytes(first 16 bytes of
+//! excluding the order's parties (the client and every replica's provider), the accounts
+//! that first funded a party, the accounts a party first funded, and everyone who already
+//! served on the case. With `r = u128::from_be_bytes(first 16 bytes of
 //! BlockCtx::draw("verify/assign", lease_id (8 bytes big-endian) ‖ round ‖ attempt)) mod
 //! total bond`, the drawn verifier is the first whose running sum of bonds exceeds `r`.
 //!
@@ -9,23 +10,35 @@
 //! verifier on its own dispute needs that share of all verifier stake at risk.
 
 use gpuchain_auction::{hold_lease, AuctionRead};
+use gpuchain_bank::BankRead;
 use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 
 use crate::{AssignedEvent, Case, CaseStage, VerifyError, VerifyRead, VerifyWrite};
 
+/// The accounts that may not judge `case`: the client, every replica's provider, and the
+/// accounts that first funded any of them.
+fn parties(state: &impl StateRead, case: &Case) -> Vec<Address> {
+    let mut parties = vec![case.client, case.provider];
+    parties.extend(
+        state
+            .leases_of_order(case.order_id)
+            .iter()
+            .map(|l| l.provider),
+    );
+    let funders: Vec<Address> = parties.iter().filter_map(|p| state.funder(p)).collect();
+    parties.extend(funders);
+    parties
+}
+
 /// The verifier drawn for `case`'s current round in this block, if any is eligible.
 pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Option<Address> {
-    let replicas: Vec<Address> = state
-        .leases_of_order(case.order_id)
-        .iter()
-        .map(|l| l.provider)
-        .collect();
+    let parties = parties(state, case);
     let candidates: Vec<(Address, u128)> = state
         .eligible_verifiers(ctx.height)
         .into_iter()
         .map(|v| (v.operator, v.bonded))
-        .filter(|(a, _)| *a != case.provider && *a != case.client)
-        .filter(|(a, _)| !replicas.contains(a) && !case.served.contains(a))
+        .filter(|(a, _)| !parties.contains(a) && !case.served.contains(a))
+        .filter(|(a, _)| state.funder(a).is_none_or(|f| !parties.contains(&f)))
         .collect();
     let total = candidates
         .iter()

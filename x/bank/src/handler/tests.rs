@@ -40,6 +40,28 @@ fn send_moves_funds_and_conserves_supply() {
 }
 
 #[test]
+fn the_first_transfer_into_a_new_account_records_its_funder_once() {
+    let (alice, bob, carol) = (Address([1; 20]), Address([2; 20]), Address([3; 20]));
+    let base = funded(alice, 1_000);
+    let mut fork = Overlay::new(&base);
+    assert_eq!(fork.funder(&alice), None, "genesis balances have no funder");
+    let send = |to, amount| BankMsg::Send(MsgSend { to, amount });
+    execute(&mut fork, &alice, &send(bob, 300)).unwrap();
+    execute(&mut fork, &alice, &send(carol, 100)).unwrap();
+    execute(&mut fork, &carol, &send(bob, 50)).unwrap();
+    assert_eq!(
+        fork.funder(&bob),
+        Some(alice),
+        "later payers do not replace it"
+    );
+    assert_eq!(fork.funder(&carol), Some(alice));
+    // Drained and paid again by someone else, an account keeps its first funder.
+    execute(&mut fork, &bob, &send(alice, 350)).unwrap();
+    execute(&mut fork, &carol, &send(bob, 10)).unwrap();
+    assert_eq!(fork.funder(&bob), Some(alice));
+}
+
+#[test]
 fn each_bad_transfer_has_its_own_error_and_changes_nothing() {
     let (alice, bob) = (Address([1; 20]), Address([2; 20]));
     let base = funded(alice, 1_000);

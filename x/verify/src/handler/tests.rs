@@ -173,6 +173,37 @@ fn verifiers_are_drawn_in_proportion_to_their_bond_not_their_number() {
 }
 
 #[test]
+fn verifiers_tied_to_the_orders_parties_by_funding_are_never_drawn() {
+    use gpuchain_types::{Overlay, StateWriteExt};
+    let mut chain = Chain::new();
+    let (lease, _) = audited(&mut chain);
+    // 30 was first funded by the client; 31 first funded the provider. Only 32 may judge.
+    let mut fork = Overlay::new(&chain.state);
+    fork.put(gpuchain_bank::state_key::funder(&addr(30)), &addr(1));
+    fork.put(gpuchain_bank::state_key::funder(&addr(10)), &addr(31));
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    let mut case = chain.state.case(lease).unwrap();
+    case.served.clear();
+    for i in 0..300u64 {
+        case.lease_id = i;
+        let v = crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap();
+        assert_eq!(seed(&v), 32, "draw {i}");
+    }
+    // A verifier tied to nobody on the order is drawn as before.
+    case.client = addr(2);
+    case.provider = addr(11);
+    case.order_id = u64::MAX;
+    let drawn: std::collections::BTreeSet<u8> = (0..300u64)
+        .map(|i| {
+            case.lease_id = i;
+            seed(&crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap())
+        })
+        .collect();
+    assert_eq!(drawn, [30, 31, 32].into());
+}
+
+#[test]
 fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
     let mut chain = Chain::new();
     let (lease, v) = audited(&mut chain);
