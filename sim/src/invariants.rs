@@ -110,6 +110,13 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             s.comparison(l.id).is_none() || l.state == LeaseState::Comparing,
             || format!("lease {} keeps a comparison in state {:?}", l.id, l.state),
         )?;
+        // No lease is paid before someone other than its provider fetched its output: the
+        // client's receipt, a verdict, or the other replicas' comparison. (The chain pays an
+        // unchecked one only when no verifier could check it for `max_verdict_wait_blocks`,
+        // which the simulated verifiers never let happen.)
+        ensure(l.state != LeaseState::Paid || l.fetched, || {
+            format!("lease {} was paid before anyone fetched its output", l.id)
+        })?;
         let judged = l.result_hash.is_some();
         ensure(l.verification_charge <= l.price, || {
             format!(

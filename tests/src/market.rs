@@ -1,6 +1,7 @@
 //! Market helpers for the fault-injection tests: digits inputs, digits jobs, inference
-//! orders routed to one region, typed reads of an order's leases, the supply, and the slash
-//! records (through the CLI's JSON).
+//! orders routed to one region, typed reads of an order's leases, a client receiving its
+//! results (fetch, hash check, receipt), the supply, and the slash records (through the
+//! CLI's JSON).
 
 use anyhow::Result;
 use gpuchain_auction::{ClassRequirement, Lease, MsgPostOrder, Requirements, TooFewBids};
@@ -73,6 +74,59 @@ pub async fn order_leases(client: &ChainClient, order_id: u64) -> Result<Vec<Lea
     }
     out.sort_by_key(|l| l.id);
     Ok(out)
+}
+
+/// What a client does with its results: waits up to `secs` for every one of `replicas`
+/// leases of `order_id` to reveal, fetches each output from its provider's blob server
+/// (blake3 checked against the revealed hash) and confirms the receipt on chain, so the
+/// lease is paid without an availability check. Returns each lease's output bytes.
+pub async fn receive(
+    chain: &ChainClient,
+    client: &ed25519_dalek::SigningKey,
+    order_id: u64,
+    replicas: usize,
+    secs: u64,
+) -> Result<Vec<Vec<u8>>> {
+    use gpuchain_compute::blob::{fetch_output, FetchPolicy, OutputLimits};
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let leases = loop {
+        let leases = order_leases(chain, order_id).await?;
+        if leases.len() == replicas && leases.iter().all(|l| l.result_hash.is_some()) {
+            break leases;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "order {order_id} did not reveal in {secs} s: {leases:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    let limits = OutputLimits {
+        fetch_timeout: std::time::Duration::from_secs(30),
+        max_output_bytes: 1 << 30,
+        policy: FetchPolicy::any_host(),
+    };
+    let http = limits.policy.http_client()?;
+    let mut outputs = Vec::new();
+    for lease in leases {
+        let hash = lease.result_hash.unwrap_or_default();
+        let provider: gpuchain_staking::Provider = chain
+            .get(&gpuchain_staking::state_key::provider(&lease.provider))
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("provider {} is not registered", lease.provider))?;
+        let bytes = fetch_output(&http, &provider.attrs.endpoint_url, &hash, &limits)
+            .await
+            .map_err(|e| anyhow::anyhow!("lease {}: {e}", lease.id))?;
+        let confirm =
+            gpuchain_auction::AuctionMsg::ConfirmReceipt(gpuchain_auction::MsgConfirmReceipt {
+                lease_id: lease.id,
+            });
+        chain
+            .submit(client, vec![gpuchain_tx::Msg::Auction(confirm)], "")
+            .await?
+            .ok()?;
+        outputs.push(bytes);
+    }
+    Ok(outputs)
 }
 
 /// Total supply, ugpu.

@@ -228,6 +228,13 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let revealed = reveal("honest", &honest, &right, &salt_h)?;
     assert_eq!(code(&revealed).1, 0, "the honest reveal lands: {revealed}");
     paid("honest", &revealed)?;
+    let receipt = cli.tx_outcome(&["auction", "confirm-receipt", "client", &honest])?;
+    assert_eq!(
+        code(&receipt).1,
+        0,
+        "the client confirms its result: {receipt}"
+    );
+    paid("client", &receipt)?;
     let copied = reveal("copier", &copier, &right, &salt_c)?;
     assert_eq!(
         code(&copied),

@@ -7,7 +7,8 @@ use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements,
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
-    blob, free_port_block, provider_cli, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
+    blob, free_port_block, provider_cli, receive, wait_for, AgentSpec, BlobHost, ProviderAgent,
+    TestNet,
 };
 use gpuchain_tx::Msg;
 use tendermint_rpc::query::Query;
@@ -141,10 +142,13 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
         on_too_few_bids: TooFewBids::Refund,
     };
     let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
-    chain
+    let order_id: u64 = chain
         .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
         .await?
-        .ok()?;
+        .ok()?
+        .event_attr("auction.order_posted", "order_id")
+        .unwrap_or("x")
+        .parse()?;
 
     // Mid-job: the lease is won and the job started, not finished.
     wait_for("the job to be in flight", 120, || {
@@ -159,6 +163,7 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
     agent.kill();
 
     let mut agent = ProviderAgent::spawn(&config, &[])?;
+    receive(&chain, &key, order_id, 1, 120).await?;
     let status = wait_for("the restarted agent to be paid", 120, || {
         let s = agent.status().ok()?;
         (s["leases"][0]["stage"] == "paid").then_some(s)

@@ -13,7 +13,8 @@ use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements,
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
-    blob, free_port_block, provider_cli, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
+    blob, free_port_block, provider_cli, receive, wait_for, AgentSpec, BlobHost, ProviderAgent,
+    TestNet,
 };
 use gpuchain_tx::Msg;
 
@@ -187,7 +188,10 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     let (good, posted_height) =
         post(order(ModelArch::DigitsMlp, w, x, ClassRequirement::Cpu)).await?;
 
-    // The cheaper agent wins and is paid.
+    // The client fetches its result and confirms the receipt; the cheaper agent wins and
+    // is paid.
+    let outputs = receive(&chain, &key, good, 1, 120).await?;
+    assert!(outputs[0].starts_with(b"GCT1"), "a tensor of logits");
     let status = wait_for("p1 to be paid", 120, || {
         let s = agents[0].status().ok()?;
         (s["leases"][0]["stage"] == "paid").then_some(s)

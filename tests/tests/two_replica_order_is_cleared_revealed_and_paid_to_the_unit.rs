@@ -179,6 +179,12 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
         ])?;
         add_fee(name, &o);
     }
+    // The client got both outputs (one hash) and says so: paid without an availability
+    // check.
+    for (_, lease_id) in &names {
+        let o = tx(&["auction", "confirm-receipt", "client", lease_id])?;
+        add_fee("client", &o);
+    }
 
     // Paid after the challenge window (or, if the agreeing replicas were drawn for an audit,
     // after the audit's fallback: this net has no verifier). Each lease pays its verification

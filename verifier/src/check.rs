@@ -24,6 +24,9 @@ pub(crate) struct Job {
     /// Worker index of the lease (its rank by id among the order's leases), for training.
     pub(crate) worker: u32,
     pub(crate) backend: Backend,
+    /// The lease was accepted but nobody other than its provider fetched its output: only
+    /// check that the output can be fetched and hashes to the revealed hash.
+    pub(crate) availability_only: bool,
 }
 
 /// A finding.
@@ -101,7 +104,12 @@ pub(crate) async fn check(
     limits: Limits,
 ) -> Result<Finding, String> {
     if let JobSpec::Training(t) = &job.spec {
+        // A training result lives at its coordinator, not in a blob: checking it is
+        // available is auditing it.
         return crate::training::audit(&job, t, &fetcher, &http, &limits).await;
+    }
+    if job.availability_only {
+        return Ok(availability(&job, &http, &limits).await);
     }
     let fetch_seconds = fetch_job(&job.spec, &fetcher, &limits).await?;
     let start = Instant::now();
@@ -124,6 +132,37 @@ pub(crate) async fn check(
         backend: job.backend.name(),
         training: false,
     })
+}
+
+/// Fetches the output from the provider (hash-checked, size-capped, timed out): `honest`
+/// when it came, `faulty` when it could not be had.
+async fn availability(job: &Job, http: &reqwest::Client, limits: &Limits) -> Finding {
+    let start = Instant::now();
+    let fetched = fetch_output(http, &job.endpoint_url, &job.result_hash, limits).await;
+    let (verdict, output_hash, detail, fetch_failure) = match fetched {
+        Ok(bytes) => (
+            VerdictKind::Honest,
+            job.result_hash,
+            format!("output fetched: {} bytes, hash matches", bytes.len()),
+            false,
+        ),
+        Err(why) => (
+            VerdictKind::Faulty,
+            [0; 32],
+            format!("output unavailable: {why}"),
+            true,
+        ),
+    };
+    Finding {
+        verdict,
+        output_hash,
+        detail,
+        fetch_failure,
+        fetch_seconds: start.elapsed().as_secs_f64(),
+        execute_seconds: 0.0,
+        backend: "none (availability)".into(),
+        training: false,
+    }
 }
 
 /// What one check found about a fetched (or unfetchable) output.

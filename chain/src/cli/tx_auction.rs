@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use gpuchain_auction::{
     AuctionMsg, ClassRequirement, MsgBid, MsgCancelOrder, MsgCommitResult, MsgCompareReplicas,
-    MsgPostOrder, MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards, Requirements, TooFewBids,
+    MsgConfirmReceipt, MsgPostOrder, MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards,
+    Requirements, TooFewBids,
 };
 use gpuchain_jobspec::JobSpec;
 use gpuchain_tx::Msg;
@@ -89,6 +90,16 @@ pub(crate) enum AuctionTx {
         /// Every other output is within tolerance of yours.
         #[arg(long)]
         consistent: bool,
+    },
+    /// Confirm, as the order's client, that you fetched a lease's revealed output (check its
+    /// blake3 against the lease's result hash first). A lease is paid only once someone
+    /// other than its provider fetched its output; without this receipt a verifier fetches
+    /// it first, for a 1% availability fee out of the provider's payment.
+    ConfirmReceipt {
+        /// Client key.
+        from: String,
+        /// Lease id.
+        lease_id: u64,
     },
     /// Withdraw accrued validator rewards.
     WithdrawRewards {
@@ -265,6 +276,12 @@ pub(crate) fn auction_msg(
             msg(AuctionMsg::CompareReplicas(MsgCompareReplicas {
                 lease_id: *lease_id,
                 consistent: *consistent,
+            })),
+        ),
+        AuctionTx::ConfirmReceipt { from, lease_id } => (
+            from,
+            msg(AuctionMsg::ConfirmReceipt(MsgConfirmReceipt {
+                lease_id: *lease_id,
             })),
         ),
         AuctionTx::WithdrawRewards { from } => (

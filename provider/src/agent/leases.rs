@@ -185,7 +185,8 @@ impl Agent {
             | LeaseState::Accepted
             | LeaseState::AuditPending
             | LeaseState::AuditFollowing
-            | LeaseState::Disputed => {
+            | LeaseState::Disputed
+            | LeaseState::AvailabilityPending => {
                 if rec.stage != Stage::Revealed {
                     rec.stage = Stage::Revealed;
                     rec.revealed_height = rec.revealed_height.max(self.height);

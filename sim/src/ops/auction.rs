@@ -3,8 +3,8 @@
 
 use gpuchain_auction::{
     commitment, AuctionMsg, AuctionRead, ClassRequirement, Lease, LeaseState, MsgBid,
-    MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgPostOrder, MsgRevealResult,
-    MsgWithdrawRewards, Order, OrderState, Requirements, TooFewBids,
+    MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgConfirmReceipt, MsgPostOrder,
+    MsgRevealResult, MsgWithdrawRewards, Order, OrderState, Requirements, TooFewBids,
 };
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_staking::StakingRead;
@@ -386,6 +386,41 @@ fn compare_tx(g: &mut Gen<'_>, who: usize, lease: &Lease) -> Vec<u8> {
         consistent,
     });
     g.tx(who, vec![auction(msg)])
+}
+
+/// Revealed, unpaid leases whose output nobody but the provider has fetched yet.
+fn unfetched(g: &Gen<'_>) -> Vec<Lease> {
+    g.leases()
+        .iter()
+        .filter(|l| l.result_hash.is_some() && !l.fetched && !l.state.is_final())
+        .cloned()
+        .collect()
+}
+
+/// A client fetched the output of one of its revealed leases and confirms the receipt.
+pub(super) fn confirm_receipt(g: &mut Gen<'_>) -> Planned {
+    let leases = unfetched(g);
+    let Some(lease) = g.rng.pick(&leases).cloned() else {
+        return Planned::NoOp;
+    };
+    let Some(&who) = g.world.index.get(&lease.client) else {
+        return Planned::NoOp;
+    };
+    let msg = AuctionMsg::ConfirmReceipt(MsgConfirmReceipt { lease_id: lease.id });
+    Planned::Txs(vec![g.tx(who, vec![auction(msg)])])
+}
+
+/// A provider vouches for its own output (refused: only the client's receipt counts).
+pub(super) fn confirm_own_output(g: &mut Gen<'_>) -> Planned {
+    let leases = unfetched(g);
+    let Some(lease) = g.rng.pick(&leases).cloned() else {
+        return Planned::NoOp;
+    };
+    let Some(&who) = g.world.index.get(&lease.provider) else {
+        return Planned::NoOp;
+    };
+    let msg = AuctionMsg::ConfirmReceipt(MsgConfirmReceipt { lease_id: lease.id });
+    Planned::Txs(vec![g.tx(who, vec![auction(msg)])])
 }
 
 /// A provider reveals with the wrong salt.

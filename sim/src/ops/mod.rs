@@ -239,6 +239,20 @@ pub const OPS: &[OpSpec] = &[
         auction::compare_replicas,
     ),
     op(
+        "auction.confirm_receipt",
+        4,
+        Honest,
+        Any,
+        auction::confirm_receipt,
+    ),
+    op(
+        "auction.confirm_own_output",
+        1,
+        Fault,
+        Rejected,
+        auction::confirm_own_output,
+    ),
+    op(
         "auction.reveal_wrong_salt",
         2,
         Fault,

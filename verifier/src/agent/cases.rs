@@ -2,7 +2,8 @@
 //! provider endpoint, worker index), run the check in its own task, then post the verdict
 //! with the agent's own output hash before the deadline. First-round audits run on the
 //! configured (fast) backend, and so do spot checks of `honest` verdicts; disputes, appeals
-//! and tie-breaks on the canonical path.
+//! and tie-breaks on the canonical path. An accepted lease whose output nobody else fetched
+//! is only fetched and hash-checked (availability).
 
 use anyhow::{Context, Result};
 use gpuchain_auction::LeaseState;
@@ -48,6 +49,7 @@ async fn job_of(chain: &Chain, lease_id: u64, round: u8, fast: Backend) -> Resul
         endpoint_url: provider.attrs.endpoint_url,
         worker: u32::try_from(worker).unwrap_or(0),
         backend: if canonical { Backend::Canonical } else { fast },
+        availability_only: lease.state == LeaseState::AvailabilityPending,
     })
 }
 
@@ -110,6 +112,10 @@ impl Agent {
                 Ok(job) if rubber_stamp => {
                     tracing::warn!(lease_id, round, "test mode: honest without checking");
                     Ok(Finding::rubber_stamp(&job))
+                }
+                Ok(job) if job.availability_only => {
+                    tracing::info!(lease_id, round, "checking the output can be fetched");
+                    check(job, fetcher, http, limits).await
                 }
                 Ok(job) => {
                     tracing::info!(lease_id, round, backend = %job.backend.name(), "re-executing");

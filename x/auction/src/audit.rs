@@ -72,6 +72,12 @@ pub fn audit_fee(price: Amount, params: &AuctionParams) -> Amount {
     mul_ppm(price, params.audit_fee_ppm).unwrap_or(price)
 }
 
+/// The availability fee of a lease of `price`: what the verifier that fetched an unfetched
+/// output before payment is paid.
+pub fn availability_fee(price: Amount, params: &AuctionParams) -> Amount {
+    mul_ppm(price, params.availability_fee_ppm).unwrap_or(price)
+}
+
 /// What a lease audited with probability `q` pays the verification pool: `⌈q × fee⌉`.
 pub fn verification_charge(price: Amount, q: Ppm, params: &AuctionParams) -> Amount {
     audit_fee(price, params)
@@ -113,6 +119,7 @@ mod tests {
             verdict_deadline_height: None,
             state: LeaseState::Revealed,
             verification_charge: 0,
+            fetched: false,
         }
     }
 

@@ -8,7 +8,7 @@ use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{dispute_reserve, move_funds, refund};
-use crate::judge::{audit_fallback, close_comparison, finish, judge_order};
+use crate::judge::{audit_fallback, close_comparison, finish, judge_order, pay_or_check};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,
@@ -107,6 +107,7 @@ fn clear_order(
             verdict_deadline_height: None,
             state: LeaseState::Open,
             verification_charge: 0,
+            fetched: false,
         };
         state.increment_open_leases(&winner.provider)?;
         state.put_lease(&lease);
@@ -186,7 +187,10 @@ fn fire_timer(
 ) -> Result<(), AuctionError> {
     let due = |at: Option<u64>| at.is_some_and(|h| h <= ctx.height);
     match lease.state {
-        LeaseState::Accepted if due(lease.payout_height) => {
+        LeaseState::Accepted if due(lease.payout_height) => pay_or_check(state, ctx, &mut lease),
+        // No verifier could check it in time (none eligible for the whole wait): paid, as an
+        // audit nobody judged is accepted.
+        LeaseState::AvailabilityPending if due(lease.verdict_deadline_height) => {
             finish(state, ctx, &mut lease, LeaseState::Paid, None)
         }
         LeaseState::AuditPending | LeaseState::AuditFollowing

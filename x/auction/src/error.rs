@@ -159,6 +159,9 @@ pub enum AuctionError {
     /// A second comparison for the same lease.
     #[error("lease {0} already stated its comparison")]
     AlreadyCompared(u64),
+    /// A second receipt for the same lease.
+    #[error("lease {0}'s receipt was already confirmed")]
+    AlreadyConfirmed(u64),
     /// A verdict for a lease that is not waiting for one.
     #[error("lease {0} is not waiting for a verdict")]
     VerdictNotPending(u64),
@@ -221,6 +224,7 @@ impl ModuleError for AuctionError {
             AuctionError::Reputation(_) => 33,
             AuctionError::ReleaseTooLate { .. } => 34,
             AuctionError::AlreadyCompared(_) => 35,
+            AuctionError::AlreadyConfirmed(_) => 36,
         }
     }
 }

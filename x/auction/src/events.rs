@@ -212,6 +212,18 @@ typed_event!(
 );
 
 typed_event!(
+    /// The client of a lease confirmed it fetched the revealed output.
+    ReceiptConfirmedEvent = "auction.receipt_confirmed" {
+        /// Lease.
+        lease_id: u64,
+        /// Order.
+        order_id: u64,
+        /// Client.
+        client: Address,
+    }
+);
+
+typed_event!(
     /// A lone result was sampled for audit.
     AuditSampledEvent = "verify.audit_sampled" {
         /// Lease.

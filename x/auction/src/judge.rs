@@ -27,8 +27,8 @@ use gpuchain_staking::{StakingRead, StakingWrite};
 use gpuchain_types::{Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
 use crate::audit::{
-    any_of, audit_chance, audit_drawn, audit_fee, penalty_per_lease, verification_charge,
-    wrong_result_slash_of,
+    any_of, audit_chance, audit_drawn, audit_fee, availability_fee, penalty_per_lease,
+    verification_charge, wrong_result_slash_of,
 };
 use crate::escrow::{move_funds, pay, refund};
 use crate::{
@@ -205,7 +205,12 @@ pub(crate) fn record_comparison(
         .all(|l| state.comparison(l.id) == Some(true))
     {
         forget_comparisons(state, &comparing);
-        return judge_agreeing(state, ctx, lease.order_id, comparing);
+        // Each provider fetched every other replica's output to compare it with its own.
+        let fetched = comparing
+            .into_iter()
+            .map(|l| Lease { fetched: true, ..l })
+            .collect();
+        return judge_agreeing(state, ctx, lease.order_id, fetched);
     }
     Ok(())
 }
@@ -349,6 +354,8 @@ fn settle_followers(
         }
         match verdict {
             Some(Verdict::Honest) => {
+                // The verifier fetched these very bytes (one hash) to re-run them.
+                follower.fetched = true;
                 state.record_outcome(
                     &follower.provider,
                     ctx.height,
@@ -368,6 +375,20 @@ fn settle_followers(
         }
     }
     Ok(())
+}
+
+/// An accepted lease is due: paid if someone other than its provider fetched its output,
+/// otherwise held for a verifier's availability check first.
+pub(crate) fn pay_or_check(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+) -> Result<(), AuctionError> {
+    if lease.fetched {
+        finish(state, ctx, lease, LeaseState::Paid, None)
+    } else {
+        await_verdict(state, ctx, lease, LeaseState::AvailabilityPending)
+    }
 }
 
 /// The audit fallback: no verdict came for `lease` in time; it and its followers are
@@ -576,7 +597,30 @@ pub fn apply_verdict(
     }
     match verdict {
         Verdict::Honest if lease.state == LeaseState::Accepted => return Ok(()),
+        // The output could be fetched: paid now (its challenge window is over), the
+        // availability fee added to what it pays the verification pool.
+        Verdict::Honest if lease.state == LeaseState::AvailabilityPending => {
+            let fee = availability_fee(lease.price, &state.auction_params());
+            lease.fetched = true;
+            lease.verification_charge = lease
+                .verification_charge
+                .checked_add(fee)
+                .ok_or(AuctionError::Overflow)?;
+            return finish(state, ctx, &mut lease, LeaseState::Paid, None);
+        }
+        // It could not: a result nobody can get is a wrong result. The replicas that share
+        // its hash served their own copies and are not touched.
+        Verdict::Faulty { prover, costs } if lease.state == LeaseState::AvailabilityPending => {
+            return finish(
+                state,
+                ctx,
+                &mut lease,
+                LeaseState::Faulted,
+                Some((prover.as_ref(), costs)),
+            );
+        }
         Verdict::Honest => {
+            lease.fetched = true;
             state.record_outcome(
                 &lease.provider,
                 ctx.height,
@@ -610,9 +654,10 @@ pub fn hold_lease(
         .ok_or(AuctionError::UnknownLease(lease_id))?;
     let timer = match lease.state {
         LeaseState::Accepted => &mut lease.payout_height,
-        LeaseState::AuditPending | LeaseState::Disputed | LeaseState::AuditFollowing => {
-            &mut lease.verdict_deadline_height
-        }
+        LeaseState::AuditPending
+        | LeaseState::Disputed
+        | LeaseState::AuditFollowing
+        | LeaseState::AvailabilityPending => &mut lease.verdict_deadline_height,
         _ => return Err(AuctionError::VerdictNotPending(lease_id)),
     };
     if timer.is_some_and(|at| at >= until_height) {

@@ -41,8 +41,8 @@ pub use events::*;
 pub use genesis::AuctionGenesis;
 pub use judge::{apply_verdict, commitment, hold_lease, Verdict};
 pub use msgs::{
-    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgPostOrder,
-    MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards,
+    AuctionMsg, MsgBid, MsgCancelOrder, MsgCommitResult, MsgCompareReplicas, MsgConfirmReceipt,
+    MsgPostOrder, MsgReleaseLease, MsgRevealResult, MsgWithdrawRewards,
 };
 pub use params::{AuctionParams, MAX_REPLICAS};
 pub use view::{AuctionRead, AuctionWrite};
@@ -253,6 +253,10 @@ pub enum LeaseState {
     /// job's tolerance (`CompareReplicas`). All say yes: the results are judged as agreeing;
     /// any says no, or is silent past `verdict_deadline_height`: the order is disputed.
     Comparing,
+    /// Variant 13: accepted and due, but nobody other than its provider is known to have
+    /// fetched its output; a verifier checks that the output can be fetched (an `honest`
+    /// verdict pays it, a `faulty` one faults it like a wrong result).
+    AvailabilityPending,
 }
 
 impl LeaseState {
@@ -270,7 +274,10 @@ impl LeaseState {
 
     /// Whether the lease waits for a verifier's verdict of its own.
     pub fn is_verdict_pending(&self) -> bool {
-        matches!(self, LeaseState::AuditPending | LeaseState::Disputed)
+        matches!(
+            self,
+            LeaseState::AuditPending | LeaseState::Disputed | LeaseState::AvailabilityPending
+        )
     }
 
     /// Whether a verdict can still settle it: waiting for one (its own or an agreeing
@@ -304,6 +311,7 @@ impl LeaseState {
             LeaseState::Refunded => "refunded",
             LeaseState::Released => "released",
             LeaseState::Comparing => "comparing",
+            LeaseState::AvailabilityPending => "availability_pending",
         }
     }
 }
@@ -342,4 +350,9 @@ pub struct Lease {
     /// set when its result is judged (its share of the audit fee times the chance it is
     /// audited; for a disputed lease, what the order's dispute reserve did not cover).
     pub verification_charge: Amount,
+    /// Whether someone other than the provider is known to have fetched the revealed
+    /// output: the client confirmed receipt, a verifier judged it (re-execution or
+    /// availability check), or every other replica's provider compared it with its own.
+    /// An unfetched lease is not paid before a verifier has fetched it.
+    pub fetched: bool,
 }

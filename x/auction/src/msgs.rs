@@ -84,6 +84,16 @@ pub struct MsgCompareReplicas {
     pub consistent: bool,
 }
 
+/// The client of a revealed lease says it fetched the output (bytes whose blake3 is the
+/// revealed hash). A lease is paid only once someone other than its provider fetched its
+/// output: this receipt, a verifier's verdict, or the other replicas' comparison; without
+/// any, a verifier checks that the output can be fetched before it is paid.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgConfirmReceipt {
+    /// The lease whose output the signer fetched.
+    pub lease_id: u64,
+}
+
 /// Withdraws the signer's accrued validator rewards.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct MsgWithdrawRewards {}
@@ -110,6 +120,8 @@ pub enum AuctionMsg {
     ReleaseLease(MsgReleaseLease),
     /// Variant 7.
     CompareReplicas(MsgCompareReplicas),
+    /// Variant 8.
+    ConfirmReceipt(MsgConfirmReceipt),
 }
 
 impl AuctionMsg {
@@ -124,6 +136,7 @@ impl AuctionMsg {
             AuctionMsg::WithdrawRewards(_) => "auction.withdraw_rewards",
             AuctionMsg::ReleaseLease(_) => "auction.release_lease",
             AuctionMsg::CompareReplicas(_) => "auction.compare_replicas",
+            AuctionMsg::ConfirmReceipt(_) => "auction.confirm_receipt",
         }
     }
 }

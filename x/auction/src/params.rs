@@ -50,6 +50,10 @@ pub struct AuctionParams {
     /// lease funds with its verification charge (its audit probability times this fee,
     /// the whole fee for a disputed lease); a faulty verdict is paid out of the slash.
     pub audit_fee_ppm: Ppm,
+    /// The availability fee: this ppm of the lease price, paid to the verifier that checks
+    /// an unfetched lease's output can be fetched before it is paid; the lease pays it back
+    /// to the verification pool out of its price.
+    pub availability_fee_ppm: Ppm,
     /// Share of the fee pool paid to validators each block (pro rata to power).
     pub validators_share_ppm: Ppm,
     /// Share of the fee pool paid to the community pool; the verification pool gets the rest.
@@ -80,6 +84,7 @@ impl Default for AuctionParams {
             audit_max_ppm: 300_000,
             audit_deterrence_ppm: 1_500_000,
             audit_fee_ppm: 1_000_000,
+            availability_fee_ppm: 10_000,
             validators_share_ppm: 500_000,
             community_share_ppm: 200_000,
             loyalty_bonus_ppm: 50_000,
@@ -116,6 +121,7 @@ impl AuctionParams {
             self.audit_max_ppm,
             self.loyalty_bonus_ppm,
             self.audit_fee_ppm,
+            self.availability_fee_ppm,
         ];
         if ppms.iter().any(|p| *p > PPM_ONE) || self.audit_min_ppm > self.audit_max_ppm {
             return bad("fractions must be at most 1000000 ppm, audit_min_ppm <= audit_max_ppm");

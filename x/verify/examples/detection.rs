@@ -47,6 +47,7 @@ fn audited(score: Ppm, provider: u64, job: u64, params: &AuctionParams) -> (bool
         verdict_deadline_height: None,
         state: LeaseState::Revealed,
         verification_charge: 0,
+        fetched: false,
     };
     (audit_drawn(&ctx, &lease, p), p)
 }

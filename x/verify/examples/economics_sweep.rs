@@ -10,7 +10,9 @@ use gpuchain_auction::audit::{any_of, audit_fee, verification_charge};
 use gpuchain_auction::AuctionParams;
 use gpuchain_slashing::SlashingParams;
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};
-use gpuchain_verify::economics::{signed as i, sweep, worst, Economy, Point, STRATEGIES};
+use gpuchain_verify::economics::{
+    signed as i, spot_check_chance, sweep, worst, Economy, Point, STRATEGIES,
+};
 use gpuchain_verify::VerifyParams;
 
 const GPU: Amount = 1_000_000;
@@ -77,7 +79,8 @@ fn honest_market(c: &Economy) {
                 audited_value += i(price);
                 // A spot-checked honest verdict is re-run once more; the two verifiers
                 // share the one fee.
-                if rng.below(u64::from(PPM_ONE)) < u64::from(c.verify.spot_check_ppm) {
+                let spot = spot_check_chance(c, audit_fee(price, &c.auction));
+                if rng.below(u64::from(PPM_ONE)) < u64::from(spot) {
                     audited_value += i(price);
                 }
             }

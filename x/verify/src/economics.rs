@@ -108,21 +108,39 @@ pub fn lone_wrong_result(c: &Economy, pt: &Point) -> Option<i128> {
 }
 
 /// The share of all verifier bond the owner of a cheating provider is assumed to hold in
-/// [`lone_wrong_result_with_own_verifier`]: a third. With the defaults an owner of about 37%
-/// or more would have its own verifiers drawn for its audits often enough to pay:
-/// verification, like consensus, assumes no party holds that much of the stake that judges.
+/// [`lone_wrong_result_with_own_verifier`]: a third. Verification, like consensus, assumes
+/// no party holds much more of the stake that judges.
 pub const OWN_VERIFIER_SHARE_PPM: Ppm = 333_333;
 
+/// The chance an `honest` verdict on a case of `fee` by a verifier at the minimum bond is
+/// spot-checked.
+pub fn spot_check_chance(c: &Economy, fee: Amount) -> Ppm {
+    let slash = mul_ppm(
+        c.verify.min_verifier_stake,
+        c.verify.verifier_wrong_slash_ppm,
+    )
+    .unwrap();
+    c.verify.spot_check_ppm.max(crate::spot_check_floor(
+        fee,
+        slash,
+        c.verify.spot_check_deterrence_ppm,
+    ))
+}
+
 /// A provider reveals a made-up lone result and its owner also holds `share` of all
-/// verifier bond. When drawn for audit, its own verifier (drawn with that share) calls the
-/// result honest; the spot check still re-judges `spot_check_ppm` of those, and then both
-/// the provider and the verifier (at the minimum verifier bond) are slashed.
+/// verifier bond (at the minimum bond, the most favourable to it). When drawn for the audit
+/// (a chance of `share`), its own verifier calls the result honest without running anything
+/// and collects the audit fee; the spot check re-judges that verdict with
+/// [`spot_check_chance`], and then the provider and the verifier are both slashed and no
+/// fee is paid.
 pub fn wrong_result_with_verifier_share(c: &Economy, pt: &Point, share: Ppm) -> i128 {
     let q = c.q(pt);
+    let fee = audit_fee(pt.price, &c.auction);
     let charge = verification_charge(pt.price, q, &c.auction);
     let (x, _) = c.payout(pt.price, charge);
     let own = times(q, i128::from(share));
-    let escapes = times(PPM_ONE - c.verify.spot_check_ppm, own);
+    let spot = spot_check_chance(c, fee);
+    let escapes = times(PPM_ONE - spot, own);
     let verifier_slash = mul_ppm(
         c.verify.min_verifier_stake,
         c.verify.verifier_wrong_slash_ppm,
@@ -131,7 +149,7 @@ pub fn wrong_result_with_verifier_share(c: &Economy, pt: &Point, share: Ppm) -> 
     let q = i128::from(q);
     let unit = i128::from(PPM_ONE);
     let penalty = signed(c.penalty(pt));
-    ((unit - q + escapes) * signed(x)
+    ((unit - q) * signed(x) + escapes * (signed(x) + signed(fee))
         - (q - own) * penalty
         - (own - escapes) * (penalty + signed(verifier_slash)))
     .div_euclid(unit)
@@ -315,30 +333,32 @@ mod tests {
     }
 
     #[test]
-    fn an_owner_of_half_the_verifier_stake_would_gain_and_spot_checks_narrow_it() {
-        // The check can fail: the deterrence floor assumes the owner of a cheating provider
-        // does not hold too much of the stake that judges it.
+    fn without_the_spot_check_floor_a_verifier_owner_gains_on_valuable_fakes() {
+        // The check can fail: with a flat 10% spot check, the owner of a cheating provider
+        // spread over many leases and of a third of the verifier stake collects the audit
+        // fee of a valuable job from its own rubber stamp more often than it is caught.
         let pt = Point {
             price: 300 * GPU,
             bond: 1_000 * GPU,
             score: PPM_ONE,
             k: 1,
-            open_leases: 1,
+            open_leases: 64,
         };
-        let e = defaults();
-        assert!(wrong_result_with_verifier_share(&e, &pt, 500_000) > 0);
-        assert!(wrong_result_with_verifier_share(&e, &pt, OWN_VERIFIER_SHARE_PPM) < 0);
-        let unchecked = Economy {
+        let flat = Economy {
             verify: VerifyParams {
-                spot_check_ppm: 0,
+                spot_check_deterrence_ppm: 0,
                 ..VerifyParams::default()
             },
             ..defaults()
         };
-        assert!(
-            wrong_result_with_verifier_share(&unchecked, &pt, 370_000)
-                > wrong_result_with_verifier_share(&e, &pt, 370_000),
-            "spot checks lower the gain"
+        assert!(wrong_result_with_verifier_share(&flat, &pt, OWN_VERIFIER_SHARE_PPM) > 0);
+        assert!(wrong_result_with_verifier_share(&defaults(), &pt, OWN_VERIFIER_SHARE_PPM) < 0);
+        // A verifier bond a third of the fee: certain spot checks.
+        assert_eq!(spot_check_chance(&defaults(), 900 * GPU), PPM_ONE);
+        assert_eq!(
+            spot_check_chance(&defaults(), GPU),
+            100_000,
+            "cheap cases: 10%"
         );
     }
 

@@ -8,11 +8,11 @@
 //! `gpuchain_auction::end_block`.
 //! Queues are keyed by height, so a skipped height is caught up.
 
-use gpuchain_auction::{hold_lease, AuctionRead};
-use gpuchain_types::{BlockCtx, StateWrite, PPM_ONE};
+use gpuchain_auction::{hold_lease, AuctionRead, LeaseState};
+use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite, PPM_ONE};
 
 use crate::assign::{assign, assign_to, draw as draw_verifier};
-use crate::settle::{pay_owed_fees, release, settle, slash_verifier, Offence};
+use crate::settle::{case_fee, pay_owed_fees, release, settle, slash_verifier, Offence};
 use crate::{
     state_key, Case, CaseOutcome, CaseStage, ChallengeExpiredEvent, SpotCheckedEvent, VerdictKind,
     VerifyError, VerifyRead, VerifyWrite,
@@ -62,6 +62,9 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
     for lease in state.verdict_pending_leases() {
         let wait_end = lease.reveal_end_height.saturating_add(wait);
         let served = match state.case(lease.id) {
+            // The client confirmed receipt while the lease waited for its availability
+            // check: nothing left to check; the auction pays it at its verdict deadline.
+            None if lease.state == LeaseState::AvailabilityPending && lease.fetched => continue,
             None => Vec::new(),
             // Every verifier drawn for it was silent: draw again, without them, while the
             // lease may still wait.
@@ -119,7 +122,7 @@ fn spot_check(
     let mut head = [0u8; 8];
     head.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
     let roll = u64::from_be_bytes(head) % u64::from(PPM_ONE);
-    if roll >= u64::from(state.verify_params().spot_check_ppm) {
+    if roll >= u64::from(spot_check_chance(state, case, &first.verifier)) {
         return Ok(false);
     }
     case.round = 1;
@@ -138,6 +141,37 @@ fn spot_check(
         .into(),
     );
     Ok(true)
+}
+
+/// The chance that `case`'s honest verdict by `verifier` is spot-checked:
+/// `spot_check_ppm`, raised for a fee that is large against the verifier's wrong-verdict
+/// slash (see [`spot_check_floor`]).
+fn spot_check_chance(state: &impl StateRead, case: &Case, verifier: &Address) -> Ppm {
+    let params = state.verify_params();
+    let fee = state
+        .lease(case.lease_id)
+        .map_or(0, |l| case_fee(&l, &state.auction_params()));
+    let bond = state.verifier(verifier).map_or(0, |v| v.bonded);
+    let slash = mul_ppm(bond, params.verifier_wrong_slash_ppm).unwrap_or(Amount::MAX);
+    params.spot_check_ppm.max(spot_check_floor(
+        fee,
+        slash,
+        params.spot_check_deterrence_ppm,
+    ))
+}
+
+/// `⌈fee × deterrence / (fee + slash)⌉` ppm, capped at certainty: with it a verifier that
+/// saves the fee's worth of work by rubber-stamping a wrong result, and loses the fee and
+/// `slash` when caught, loses `(deterrence − 1) × fee` in expectation.
+pub fn spot_check_floor(fee: Amount, slash: Amount, deterrence: Ppm) -> Ppm {
+    let denominator = fee.saturating_add(slash);
+    if denominator == 0 {
+        return 0;
+    }
+    let floor = fee
+        .saturating_mul(u128::from(deterrence))
+        .div_ceil(denominator);
+    Ppm::try_from(floor.min(u128::from(PPM_ONE))).unwrap_or(PPM_ONE)
 }
 
 /// The assignee missed its deadline: slash, then reassign the round once; a round that

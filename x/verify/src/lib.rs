@@ -107,7 +107,7 @@ pub mod state_key;
 mod test_utils;
 mod view;
 
-pub use end_block::end_block;
+pub use end_block::{end_block, spot_check_floor};
 pub use error::VerifyError;
 pub use events::*;
 pub use genesis::{GenesisVerifier, VerifyGenesis};
@@ -116,6 +116,7 @@ pub use msgs::{
     MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
 };
 pub use params::VerifyParams;
+pub use settle::case_fee;
 pub use view::{check_invariants, VerifyRead, VerifyWrite};
 
 use borsh::{BorshDeserialize, BorshSerialize};

@@ -51,6 +51,11 @@ pub struct VerifyParams {
     /// (drawn when its appeal window closes, so the first cannot know): a verifier that
     /// calls a wrong result honest without checking it is slashed like any overturned one.
     pub spot_check_ppm: Ppm,
+    /// Deterrence floor of spot checks: a case whose fee is large against the first
+    /// verifier's wrong-verdict slash is spot-checked with at least
+    /// `⌈fee × spot_check_deterrence_ppm / (fee + slash)⌉`, so that a verifier that calls a
+    /// wrong result honest for the fee loses in expectation however valuable the job.
+    pub spot_check_deterrence_ppm: Ppm,
 }
 
 impl Default for VerifyParams {
@@ -71,6 +76,7 @@ impl Default for VerifyParams {
             max_verdict_wait_blocks: 14_400,
             max_pool_outflow_ppm: 50_000,
             spot_check_ppm: 100_000,
+            spot_check_deterrence_ppm: 1_500_000,
         }
     }
 }

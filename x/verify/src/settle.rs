@@ -1,10 +1,10 @@
 //! Ending a case: slashing verifiers, paying audit fees, returning or forfeiting the
 //! appeal deposit, and applying the standing verdict to the lease through the auction.
 
-use gpuchain_auction::audit::audit_fee;
+use gpuchain_auction::audit::{audit_fee, availability_fee};
 use gpuchain_auction::{
-    apply_verdict, judge::wrong_result_slash, module_account::verification_pool, AuctionRead,
-    Verdict,
+    apply_verdict, judge::wrong_result_slash, module_account::verification_pool, AuctionParams,
+    AuctionRead, Lease, LeaseState, Verdict,
 };
 use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
@@ -146,7 +146,7 @@ pub(crate) fn settle(
         .lease(case.lease_id)
         .filter(|l| l.state.takes_verdict());
     if let (Some(s), Some(lease)) = (standing, open_lease) {
-        let fee = audit_fee(lease.price, &state.auction_params());
+        let fee = case_fee(&lease, &state.auction_params());
         let (verdict, fee) = match s {
             // Funded by the verification charges every judged lease pays.
             VerdictKind::Honest => (Verdict::Honest, fee),
@@ -176,6 +176,16 @@ pub(crate) fn settle(
         .into(),
     );
     Ok(())
+}
+
+/// The fee of a case about `lease`: an availability check only fetched the output; a
+/// re-execution earns the audit fee.
+pub fn case_fee(lease: &Lease, params: &AuctionParams) -> Amount {
+    if lease.state == LeaseState::AvailabilityPending {
+        availability_fee(lease.price, params)
+    } else {
+        audit_fee(lease.price, params)
+    }
 }
 
 /// Pays one audit fee for a case, in equal parts to the verifiers whose verdict stood (the

@@ -6,6 +6,7 @@ mod bid;
 mod cancel_order;
 mod commit_result;
 mod compare_replicas;
+mod confirm_receipt;
 mod post_order;
 mod release_lease;
 mod reveal_result;
@@ -40,11 +41,14 @@ pub fn execute(
         AuctionMsg::WithdrawRewards(_) => withdraw_rewards::execute(state, signer),
         AuctionMsg::ReleaseLease(m) => release_lease::execute(state, ctx, signer, m),
         AuctionMsg::CompareReplicas(m) => compare_replicas::execute(state, ctx, signer, m),
+        AuctionMsg::ConfirmReceipt(m) => confirm_receipt::execute(state, signer, m),
     }
 }
 
 #[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod receipt_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

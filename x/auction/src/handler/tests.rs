@@ -70,6 +70,18 @@ pub(super) fn reveal_all(chain: &mut Chain, order: u64, results: &[(u8, [u8; 32]
     }
 }
 
+/// The client (1) confirms at `h` that it fetched `provider`'s output of `order`.
+pub(super) fn confirm(chain: &mut Chain, h: u64, order: u64, provider: u8) {
+    let lease_id = lease_of(chain, order, provider);
+    chain
+        .exec(
+            h,
+            1,
+            AuctionMsg::ConfirmReceipt(crate::MsgConfirmReceipt { lease_id }),
+        )
+        .unwrap();
+}
+
 /// The state of `provider`'s lease of `order`.
 pub(super) fn state_of(chain: &Chain, order: u64, provider: u8) -> LeaseState {
     chain
@@ -148,6 +160,9 @@ fn two_replicas_are_paid_after_the_challenge_window_to_the_unit() {
             .unwrap();
     }
     chain.end_block(6);
+    // The client fetched both outputs: paid without an availability check.
+    confirm(&mut chain, 7, id, 10);
+    confirm(&mut chain, 7, id, 11);
     let lease = chain.state.lease(lease_of(&chain, id, 10)).unwrap();
     assert_eq!(lease.state, LeaseState::Accepted);
     assert_eq!(lease.payout_height, Some(10), "accepted at 6, window 4");
@@ -1134,7 +1149,9 @@ fn the_verdict_pending_index_follows_the_lease_and_a_hold_delays_its_timers() {
     let l = chain.state.lease(lease).unwrap();
     assert_eq!(l.state, LeaseState::Accepted, "the fallback, at the hold");
     assert!(chain.state.verdict_pending_leases().is_empty());
-    // An accepted lease's payout (14 + 4) is held too; a paid one cannot be held.
+    // An accepted lease's payout (14 + 4) is held too; a paid one cannot be held. (Nobody
+    // judged it, so the client's receipt is what lets it be paid without a check.)
+    confirm(&mut chain, 15, id, 10);
     let mut fork = Overlay::new(&chain.state);
     crate::hold_lease(&mut fork, lease, 25).unwrap();
     let (writes, _) = fork.into_parts();

@@ -4,7 +4,7 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, compare, lease_of, reveal_all as reveal, state_of};
+use super::tests::{cleared, compare, confirm, lease_of, reveal_all as reveal, state_of};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, module_account, AuctionMsg, AuctionParams, AuctionRead, LeaseState, Verdict,
@@ -205,6 +205,8 @@ fn an_undisputed_order_gets_its_reserve_back() {
     let client_before = chain.balance(1);
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
     reveal(&mut chain, id, &[(10, [3; 32]), (11, [3; 32])]);
+    confirm(&mut chain, 5, id, 10);
+    confirm(&mut chain, 5, id, 11);
     for h in 5..=10 {
         chain.end_block(h);
     }

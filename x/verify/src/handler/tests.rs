@@ -726,6 +726,14 @@ fn a_ringer_answered_correctly_is_a_passed_challenge_the_pool_does_not_pay_for()
         chain.exec(8, 30, reveal(1, order, 8)),
         Err(VerifyError::OrderAlreadyChallenged(order))
     );
+    // The poster fetched its answer, like any client.
+    chain.auction(
+        8,
+        2,
+        gpuchain_auction::AuctionMsg::ConfirmReceipt(gpuchain_auction::MsgConfirmReceipt {
+            lease_id: lease,
+        }),
+    );
     chain.run_to(7, 12);
     assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
 }
