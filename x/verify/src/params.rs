@@ -120,6 +120,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_stored_layout_is_the_documented_size() {
+        // docs/protocol.md: "VerifyParams …, key verify/params, 112 bytes".
+        let bytes = borsh::to_vec(&VerifyParams::default()).unwrap();
+        assert_eq!(bytes.len(), 112);
+    }
+
+    #[test]
     fn defaults_are_valid_and_bad_ones_are_named() {
         assert_eq!(VerifyParams::default().validate(), Ok(()));
         let cases = [
