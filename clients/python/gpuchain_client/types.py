@@ -83,6 +83,7 @@ AUCTION_MSG = enum(
     ("WithdrawRewards", struct()),
     ("ReleaseLease", struct(("lease_id", "u64"))),
     ("CompareReplicas", struct(("lease_id", "u64"), ("consistent", "bool"))),
+    ("ConfirmReceipt", struct(("lease_id", "u64"))),
 )
 
 VERDICT_KIND = enum("Honest", "Faulty")
@@ -135,6 +136,7 @@ VERIFY_PARAMS = struct(
     ("challenge_rate_ppm", "u32"),
     ("challenge_ttl_blocks", "u64"), ("max_open_challenges", "u32"),
     ("max_verdict_wait_blocks", "u64"), ("max_pool_outflow_ppm", "u32"),
+    ("spot_check_ppm", "u32"), ("spot_check_deterrence_ppm", "u32"),
 )
 
 
