@@ -49,8 +49,9 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
                 missed(state, ctx, &mut case)?;
             }
             CaseStage::AppealWindow if case.appeal_end_height.is_some_and(|e| e <= ctx.height) => {
-                if !spot_check(state, ctx, &mut case)? {
-                    let first = case.verdicts.first().map(|v| v.verdict);
+                let checked = spot_check(state, ctx, &mut case)?;
+                let first = case.verdicts.first().map(|v| v.verdict);
+                if !checked {
                     settle(state, ctx, &mut case, first)?;
                 }
             }
