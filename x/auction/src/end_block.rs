@@ -8,7 +8,9 @@ use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{dispute_reserve, move_funds, refund};
-use crate::judge::{audit_fallback, close_comparison, finish, judge_order, pay_or_check};
+use crate::judge::{
+    audit_fallback, close_comparison, dispute_fallback, finish, judge_order, pay_or_check,
+};
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,
@@ -202,7 +204,7 @@ fn fire_timer(
             close_comparison(state, ctx, lease.order_id)
         }
         LeaseState::Disputed if due(lease.verdict_deadline_height) => {
-            finish(state, ctx, &mut lease, LeaseState::Refunded, None)
+            dispute_fallback(state, ctx, &mut lease)
         }
         // A stale timer: the lease moved on since it was set.
         _ => Ok(()),

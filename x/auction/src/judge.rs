@@ -402,6 +402,38 @@ pub(crate) fn audit_fallback(
     settle_followers(state, ctx, lease, None)
 }
 
+/// No verdict came for a disputed lease in the whole wait (no verifier could judge it): its
+/// result is accepted like an audit nobody judged, never refunded. A refund let a client
+/// that disputed while no verifier was around get honest work for free; accepted, the
+/// disagreement costs the party that asked for redundancy. The part of the client's dispute
+/// reserve spent on this lease comes back from the verification pool: nobody was paid to
+/// verify it.
+pub(crate) fn dispute_fallback(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    lease: &mut Lease,
+) -> Result<(), AuctionError> {
+    let client = lease.client;
+    let pool = module_account::verification_pool();
+    let covered = audit_fee(lease.price, &state.auction_params())
+        .saturating_sub(lease.verification_charge)
+        .min(state.balance(&pool));
+    move_funds(state, &pool, &client, covered)?;
+    if covered > 0 {
+        state.emit(
+            RefundEvent {
+                order_id: lease.order_id,
+                client,
+                amount: covered,
+                reason: "unverified_dispute",
+            }
+            .into(),
+        );
+    }
+    lease.verification_charge = 0;
+    accept(state, ctx, lease)
+}
+
 /// Moves `amount` of `order`'s dispute reserve to the verification pool, which pays the
 /// dispute's verifiers. The caller stores the order.
 fn spend_reserve(
@@ -530,33 +562,7 @@ pub(crate) fn finish<S: StateWrite>(
             )?;
             state.record_outcome(&lease.provider, ctx.height, Outcome::Fault, lease.price)?;
         }
-        _ => {
-            refund(state, &mut order, lease.price, "unresolved")?;
-            if lease.state == LeaseState::Disputed {
-                // Nobody verified it: the client's reserve for it comes back from the pool.
-                let params = state.auction_params();
-                let covered = audit_fee(lease.price, &params)
-                    .saturating_sub(lease.verification_charge)
-                    .min(state.balance(&module_account::verification_pool()));
-                move_funds(
-                    state,
-                    &module_account::verification_pool(),
-                    &order.client,
-                    covered,
-                )?;
-                if covered > 0 {
-                    state.emit(
-                        RefundEvent {
-                            order_id: order.id,
-                            client: order.client,
-                            amount: covered,
-                            reason: "unverified_dispute",
-                        }
-                        .into(),
-                    );
-                }
-            }
-        }
+        _ => refund(state, &mut order, lease.price, "unresolved")?,
     }
     state.decrement_open_leases(&lease.provider)?;
     set_state(state, lease, end);

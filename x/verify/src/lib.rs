@@ -32,7 +32,7 @@
 //! the event `verify.assigned {lease_id, verifier, deadline, round}` tells its agent. Without
 //! any eligible verifier no case is opened, the lease is held and the draw retried each block
 //! until `max_verdict_wait_blocks` after its reveal window; then the auction's fallback
-//! applies (audit: accepted; dispute: refunded, nobody slashed).
+//! applies: the result is accepted (audit, availability check or dispute; nobody slashed).
 //! While a case is open the module holds the lease ([`gpuchain_auction::hold_lease`]) so
 //! neither the auction's fallback nor its payout can overtake the settlement.
 //!

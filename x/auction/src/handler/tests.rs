@@ -825,7 +825,7 @@ fn lone_results_are_audited_and_verdicts_settle_them() {
 }
 
 #[test]
-fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
+fn disagreeing_replicas_with_no_verdict_are_accepted_not_refunded() {
     let mut chain = Chain::new(test_params());
     let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
     let client_after_clearing = chain.balance(1);
@@ -848,18 +848,32 @@ fn disagreeing_replicas_are_disputed_and_refunded_without_a_verdict() {
     for h in 5..=11 {
         chain.end_block(h);
     }
+    // No verifier judged either result in the verdict window: both are accepted, as an
+    // unjudged audit is. A refund would give a client that disputes while no verifier is
+    // around the work for free.
     let states: Vec<LeaseState> = chain
         .state
         .leases_of_order(id)
         .iter()
         .map(|l| l.state)
         .collect();
-    assert_eq!(states, vec![LeaseState::Refunded, LeaseState::Refunded]);
+    assert_eq!(states, vec![LeaseState::Accepted, LeaseState::Accepted]);
     assert_eq!(
         chain.balance(1),
-        client_after_clearing + 2 * 700_000 + 2 * 700_000,
-        "both replicas at the clearing price (the higher of the two asks), and the dispute \
-         reserve nobody used"
+        client_after_clearing + 2 * 700_000,
+        "the dispute reserve nobody used comes back; the replicas do not"
+    );
+    for p in [10, 11] {
+        confirm(&mut chain, 12, id, p);
+    }
+    let before = (chain.balance(10), chain.balance(11));
+    for h in 12..=15 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        (chain.balance(10), chain.balance(11)),
+        (before.0 + 630_000, before.1 + 630_000),
+        "both paid the clearing price less the take, no verification charge"
     );
     assert!(chain
         .events
