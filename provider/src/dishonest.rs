@@ -30,6 +30,9 @@ pub(crate) enum Dishonest {
     /// Computes honestly but says every other replica's output is inconsistent, so that its
     /// orders are disputed (a client's sybil trying to get an honest provider slashed).
     Deny,
+    /// Computes and reveals the right hash but never serves the output: the client pays for
+    /// bytes nobody can get unless payment waits for a fetch.
+    Withhold,
 }
 
 /// Errors of the cheats.
