@@ -52,6 +52,7 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
     let mut accounts = vec![
         ("client", 10_000 * GPU),
         ("poster", 1_000 * GPU),
+        ("poster2", 1_000 * GPU),
         ("v1", 3_000 * GPU),
     ];
     accounts.extend(PROVIDERS.iter().map(|p| (p.0, 2_000 * GPU)));
@@ -106,7 +107,8 @@ enabled = true
 every_blocks = 1
 max_total = 2
 max_open = 2
-posters = ["poster"]
+posters = ["poster", "poster2"]
+post_delay_max_blocks = 3
 blob_listen = "127.0.0.1:{ringer_port}"
 blob_url = "http://127.0.0.1:{ringer_port}"
 pool = [
@@ -150,7 +152,8 @@ pool = [
         orders.insert(region, id);
     }
     // The ringer orders, posted by the ordinary account.
-    let poster = Keystore::open(&net.net.keys_dir)?.show("poster")?.address;
+    let keys = Keystore::open(&net.net.keys_dir)?;
+    let posters = [keys.show("poster")?.address, keys.show("poster2")?.address];
     for (i, region) in ["r-ringer", "r-ringer-cpu"].into_iter().enumerate() {
         let ringer = wait_for("the ringer order", 90, || {
             let s = verifier.status().ok()?;
@@ -162,8 +165,8 @@ pool = [
             .await?
             .expect("ringer order");
         assert_eq!(
-            order.client, poster,
-            "the ringer comes from an ordinary account"
+            order.client, posters[i],
+            "each ringer comes from its own ordinary account, used once"
         );
         orders.insert(region, ringer);
     }

@@ -73,9 +73,16 @@ pub(crate) struct ChallengeConfig {
     /// Most ringers in all (0: no limit).
     #[serde(default)]
     pub(crate) max_total: u64,
-    /// Ordinary accounts (key names in the same home) that post the ringer orders, in turn.
+    /// Ordinary accounts (key names in the same home) that post the ringer orders, each
+    /// once: a ringer's reveal names its poster, and a reused poster would mark the next
+    /// ringer. Fund them as ordinary clients are funded, not from the verifier's account
+    /// (a funding transfer links them).
     #[serde(default)]
     pub(crate) posters: Vec<String>,
+    /// A committed ringer is posted at a random height up to this many blocks after its
+    /// commitment, so the commitment does not mark the next order (0: the next block).
+    #[serde(default = "default_post_delay")]
+    pub(crate) post_delay_max_blocks: u64,
     /// Where the ringer inputs are served (a blob server the agent starts), if any; without
     /// it the pool inputs are used as they are.
     #[serde(default)]
@@ -125,6 +132,9 @@ fn default_fetch_timeout() -> u64 {
 }
 fn default_max_output() -> u64 {
     1 << 30
+}
+fn default_post_delay() -> u64 {
+    30
 }
 fn default_max_open() -> u32 {
     4

@@ -95,6 +95,9 @@ pub(crate) struct RingerRecord {
     pub(crate) challenge_id: Option<u64>,
     #[serde(default)]
     pub(crate) commit_height: u64,
+    /// Not posted before this height (a random delay after the commitment).
+    #[serde(default)]
+    pub(crate) post_after_height: u64,
     #[serde(default)]
     pub(crate) order_id: Option<u64>,
     #[serde(default)]
@@ -185,6 +188,7 @@ mod tests {
                 order: serde_json::json!({}),
                 challenge_id: Some(3),
                 commit_height: 5,
+                post_after_height: 9,
                 order_id: Some(7),
                 passed: 0,
                 failed: 0,

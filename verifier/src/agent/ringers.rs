@@ -1,7 +1,8 @@
 //! The ringer schedule: at the configured rate, prepare a ringer (fresh input, expected
 //! answer on the canonical path) in its own task, record its salt and expected hash, commit
-//! the challenge, have an ordinary poster account post the order in a later block, and
-//! reveal once every lease of the order has been judged (before an accepted lease is paid).
+//! the challenge, have an ordinary poster account post the order at a random later height,
+//! and reveal once every lease of the order has been judged (before an accepted lease is
+//! paid). Each poster posts one ringer only: the reveal makes it public.
 
 use anyhow::Result;
 use gpuchain_auction::{AuctionMsg, Lease, OrderState};
@@ -66,11 +67,26 @@ impl Agent {
         if c.every_blocks == 0 {
             self.state.ringer_credit_ppm -= 1_000_000;
         }
+        let used: std::collections::BTreeSet<&str> = self
+            .state
+            .ringers
+            .values()
+            .map(|r| r.poster_key.as_str())
+            .collect();
+        let Some(poster) = self
+            .posters
+            .iter()
+            .position(|(key, _)| !used.contains(key.as_str()))
+        else {
+            // This ringer is skipped (its credit or its turn spent): one warning per ringer.
+            self.state.last_ringer_height = self.height;
+            tracing::warn!("every poster has posted a ringer; configure fresh ones");
+            return Ok(());
+        };
         let id = self.state.next_ringer;
         self.state.next_ringer += 1;
         self.state.last_ringer_height = self.height;
         let pool = c.pool[(id as usize) % c.pool.len()].clone();
-        let poster = (id as usize) % self.posters.len();
         let blob_url = c.blob_url.clone();
         let (fetcher, tx) = (self.fetcher.clone(), self.done_tx.clone());
         let mut salt = [0u8; 32];
@@ -102,7 +118,7 @@ impl Agent {
         Ok(())
     }
 
-    /// A ringer is ready: record it, commit, post.
+    /// A ringer is ready: record it and commit; [`Agent::drive_ringers`] posts it later.
     pub(super) async fn prepared(
         &mut self,
         id: u64,
@@ -129,6 +145,7 @@ impl Agent {
                 order: serde_json::to_value(&ready.order)?,
                 challenge_id: None,
                 commit_height: 0,
+                post_after_height: 0,
                 order_id: None,
                 passed: 0,
                 failed: 0,
@@ -151,10 +168,15 @@ impl Agent {
                 let challenge_id = o
                     .event_attr("verify.challenge_committed", "challenge_id")
                     .and_then(|v| v.parse().ok());
+                let delay = match self.config.challenge.post_delay_max_blocks {
+                    0 => 0,
+                    max => OsRng.next_u64() % max,
+                };
                 if let Some(r) = self.state.ringers.get_mut(&id) {
                     r.stage = RingerStage::Committed;
                     r.challenge_id = challenge_id;
                     r.commit_height = o.height;
+                    r.post_after_height = o.height.saturating_add(1).saturating_add(delay);
                 }
                 self.state.counters.challenges_committed += 1;
                 tracing::info!(
@@ -163,17 +185,16 @@ impl Agent {
                     height = o.height,
                     "challenge committed"
                 );
-                self.save()?;
+                self.save()
             }
             Err(e) => {
                 self.abandon(id, format!("commit failed: {e:#}"));
-                return self.save();
+                self.save()
             }
         }
-        self.post_ringer(id).await
     }
 
-    /// The poster sends the ringer order (in a block after the commitment's).
+    /// The poster sends the ringer order (at or after `post_after_height`).
     async fn post_ringer(&mut self, id: u64) -> Result<()> {
         let Some(r) = self.state.ringers.get_mut(&id) else {
             return Ok(());
@@ -241,7 +262,9 @@ impl Agent {
                 continue;
             }
             match (r.stage, r.order_id) {
-                (RingerStage::Committed, _) => self.post_ringer(r.id).await?,
+                (RingerStage::Committed, _) if self.height >= r.post_after_height => {
+                    self.post_ringer(r.id).await?
+                }
                 (RingerStage::Posted, Some(order_id)) => self.maybe_reveal(&r, order_id).await?,
                 _ => {}
             }

@@ -81,6 +81,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             max_open: 4,
             max_total: 0,
             posters: a.posters,
+            post_delay_max_blocks: 30,
             blob_listen: None,
             blob_url: None,
             pool,
