@@ -205,6 +205,7 @@ pub struct BlobHost {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
     blobs: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    requests: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl BlobHost {
@@ -214,8 +215,11 @@ impl BlobHost {
         let url = format!("http://{}", listener.local_addr()?);
         let blobs: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
         let served = Arc::clone(&blobs);
+        let requests: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let counted = Arc::clone(&requests);
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let served = Arc::clone(&served);
                 std::thread::spawn(move || {
                     let mut conn = conn;
@@ -242,7 +246,16 @@ impl BlobHost {
                 });
             }
         });
-        Ok(BlobHost { url, blobs })
+        Ok(BlobHost {
+            url,
+            blobs,
+            requests,
+        })
+    }
+
+    /// Connections accepted so far.
+    pub fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Serves `bytes` at `/blob/<name>` and returns the URL.
