@@ -68,3 +68,28 @@ fn protocol_document_vectors_match_the_code() {
     assert_eq!(Some(gas), v["gas"].as_u64());
     assert_eq!(Some(params.min_fee(gas) as u64), v["min_fee"].as_u64());
 }
+
+#[test]
+fn no_transaction_pays_less_than_the_economics_check_assumes() {
+    // The smallest transaction there is: a one-letter chain id, nonce 0, the shortest
+    // message and no memo. Its minimum fee bounds every transaction's from below.
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let body = TxBody {
+        chain_id: "g".into(),
+        nonce: 0,
+        fee: 0,
+        gas_limit: 0,
+        msgs: vec![Msg::Auction(gpuchain_auction::AuctionMsg::WithdrawRewards(
+            gpuchain_auction::MsgWithdrawRewards {},
+        ))],
+        memo: String::new(),
+    };
+    let bytes = Tx::sign(body.clone(), &key).encode();
+    let params = TxParams::default();
+    let fee = params.min_fee(intrinsic_gas(&params, bytes.len(), &body));
+    assert!(
+        fee >= gpuchain_verify::economics::MIN_TX_FEE,
+        "{} bytes pay {fee} ugpu",
+        bytes.len()
+    );
+}

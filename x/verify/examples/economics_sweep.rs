@@ -11,7 +11,7 @@ use gpuchain_auction::AuctionParams;
 use gpuchain_slashing::SlashingParams;
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};
 use gpuchain_verify::economics::{
-    signed as i, spot_check_chance, sweep, worst, Economy, Point, STRATEGIES,
+    signed as i, spot_check_chance, sweep, worst, Economy, Point, MIN_TX_FEE, STRATEGIES,
 };
 use gpuchain_verify::VerifyParams;
 
@@ -163,6 +163,7 @@ fn main() {
         auction: AuctionParams::default(),
         slashing: SlashingParams::default(),
         verify: VerifyParams::default(),
+        tx_fee: MIN_TX_FEE,
     };
     let points = sweep(&chain);
     println!(

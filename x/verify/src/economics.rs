@@ -1,8 +1,9 @@
 //! The economics check: with the chain's own functions (`gpuchain_auction::audit`, escrow's
 //! dispute reserve) and the parameters of every module, each way of cheating or of milking
-//! verification has an expected gain over the attacker's best honest alternative (doing
-//! nothing included) of at most 0, at every job value the chain accepts. Transaction fees,
-//! which only lower every gain, are left out. Integer-only, as everything in `x/`: amounts
+//! verification has a negative expected gain over the attacker's best honest alternative
+//! (doing nothing included), at every job value the chain accepts. Each strategy pays the
+//! transactions it cannot do without, at [`MIN_TX_FEE`] less the validators' share an
+//! attacker that is every validator gets back. Integer-only, as everything in `x/`: amounts
 //! in ugpu, gains in `i128` ugpu rounded toward −∞. `examples/economics_sweep.rs` prints the
 //! table; the tests below hold CI to it.
 
@@ -18,6 +19,12 @@ use crate::VerifyParams;
 
 const GPU: Amount = 1_000_000;
 
+/// The least fee of any transaction under the default transaction parameters, ugpu: a
+/// one-message transaction is at least ~140 bytes, so its gas is at least
+/// `140 × gas_per_byte + gas_per_signature + gas_per_msg` = 3,400 at 0.01 ugpu per gas.
+/// `x/tx`'s tests check that no transaction the chain accepts pays less.
+pub const MIN_TX_FEE: Amount = 30;
+
 /// The parameters an attacker faces.
 pub struct Economy {
     /// Auction parameters (audits, fees, take).
@@ -26,6 +33,8 @@ pub struct Economy {
     pub slashing: SlashingParams,
     /// Verify parameters.
     pub verify: VerifyParams,
+    /// What one transaction costs the attacker at least, ugpu (0 leaves fees out).
+    pub tx_fee: Amount,
 }
 
 /// One point of the sweep.
@@ -85,6 +94,13 @@ impl Economy {
         mul_ppm(to_fee_pool, self.auction.validators_share_ppm).unwrap()
     }
 
+    /// What `n` transactions cost an attacker that is also every validator: their fees,
+    /// less the validators' share of the fee pool it gets back.
+    pub fn txs(&self, n: u32) -> i128 {
+        let fees = self.tx_fee.saturating_mul(Amount::from(n));
+        signed(fees - self.validators_back(fees))
+    }
+
     /// The verification fee of an order of `value`.
     pub fn verification_fee(&self, value: Amount) -> Amount {
         mul_ppm(value, self.auction.verification_fee_ppm).unwrap()
@@ -103,7 +119,8 @@ pub fn lone_wrong_result(c: &Economy, pt: &Point) -> Option<i128> {
         let q = c.q(pt);
         let charge = verification_charge(pt.price, q, &c.auction);
         let (x, _) = c.payout(pt.price, charge);
-        times(PPM_ONE - q, signed(x)) - times(q, signed(c.penalty(pt)))
+        // Bid, commit, reveal.
+        times(PPM_ONE - q, signed(x)) - times(q, signed(c.penalty(pt))) - c.txs(3)
     })
 }
 
@@ -153,6 +170,8 @@ pub fn wrong_result_with_verifier_share(c: &Economy, pt: &Point, share: Ppm) -> 
         - (q - own) * penalty
         - (own - escapes) * (penalty + signed(verifier_slash)))
     .div_euclid(unit)
+        // Bid, commit, reveal (the verdict only when drawn: left out).
+        - c.txs(3)
 }
 
 /// [`wrong_result_with_verifier_share`] at [`OWN_VERIFIER_SHARE_PPM`].
@@ -170,7 +189,9 @@ pub fn colluding_replicas(c: &Economy, pt: &Point) -> Option<i128> {
         let charge = verification_charge(pt.price, caught, &c.auction).div_ceil(Amount::from(pt.k));
         let (x, _) = c.payout(pt.price, charge);
         let k = i128::from(pt.k);
-        times(PPM_ONE - caught, k * signed(x)) - times(caught, k * signed(c.penalty(pt)))
+        times(PPM_ONE - caught, k * signed(x))
+            - times(caught, k * signed(c.penalty(pt)))
+            - c.txs(3 * pt.k)
     })
 }
 
@@ -184,10 +205,12 @@ pub fn self_audit_fee(c: &Economy, pt: &Point) -> Option<i128> {
         let fee = audit_fee(pt.price, &c.auction);
         let charge = verification_charge(pt.price, q, &c.auction);
         let (x, to_fee_pool) = c.payout(pt.price, charge);
+        // Post, bid, commit, reveal.
         -signed(pt.price) - signed(c.verification_fee(pt.price))
             + signed(x)
             + times(q, signed(fee))
             + signed(c.validators_back(to_fee_pool))
+            - c.txs(4)
     })
 }
 
@@ -201,8 +224,10 @@ pub fn self_dispute_fee(c: &Economy, pt: &Point) -> Option<i128> {
         let reserve = dispute_reserve(pt.k, pt.price, &c.auction).unwrap();
         let (x, to_fee_pool) = c.payout(pt.price, 0);
         let value = pt.price * Amount::from(pt.k);
+        // Post; bid, commit, reveal and compare per replica.
         -signed(value) - signed(c.verification_fee(value)) - signed(reserve)
             + k * (signed(x) + signed(fee) + signed(c.validators_back(to_fee_pool)))
+            - c.txs(1 + 4 * pt.k)
     })
 }
 
@@ -216,10 +241,12 @@ pub fn self_fault_fee(c: &Economy, pt: &Point) -> Option<i128> {
         let client = mul_ppm(rest, c.slashing.client_share_ppm).unwrap();
         let prover = mul_ppm(rest, c.slashing.prover_share_ppm).unwrap();
         // Price refunded; the fee (paid back to the pool by the slash) to its verifier.
+        // Post, bid, commit, reveal, verdict.
         -signed(c.verification_fee(pt.price)) - signed(slash)
             + signed(costs)
             + signed(client)
             + signed(prover)
+            - c.txs(5)
     })
 }
 
@@ -238,14 +265,15 @@ pub fn false_faulty_verdict(c: &Economy, pt: &Point) -> Option<i128> {
             c.verify.verifier_wrong_slash_ppm,
         )
         .unwrap();
-        times(PPM_ONE - appeal, signed(reward)) - times(appeal, signed(loss))
+        times(PPM_ONE - appeal, signed(reward)) - times(appeal, signed(loss)) - c.txs(1)
     })
 }
 
 /// A replica that committed leaves (release or no reveal) after another replica revealed:
 /// slashed like a wrong result, payment refunded.
 pub fn exit_after_reveal(c: &Economy, pt: &Point) -> Option<i128> {
-    (pt.k >= 2).then(|| -signed(c.slash(pt)))
+    // Bid and commit.
+    (pt.k >= 2).then(|| -signed(c.slash(pt)) - c.txs(2))
 }
 
 /// Every strategy, by name.
@@ -308,6 +336,7 @@ mod tests {
             auction: AuctionParams::default(),
             slashing: SlashingParams::default(),
             verify: VerifyParams::default(),
+            tx_fee: MIN_TX_FEE,
         }
     }
 
@@ -318,18 +347,26 @@ mod tests {
         assert_eq!(points.len(), 3_024);
         for (name, strategy) in STRATEGIES {
             let (gain, at) = worst(&e, strategy, &points).expect("applies somewhere");
-            assert!(gain <= 0, "{name}: {gain} ugpu at {at:?}");
+            assert!(gain < 0, "{name}: {gain} ugpu at {at:?}");
         }
     }
 
     #[test]
-    fn cheating_loses_strictly_once_fees_stop_rounding_to_zero() {
-        let e = defaults();
-        let points: Vec<Point> = sweep(&e).into_iter().filter(|p| p.price >= 1_000).collect();
-        for (name, strategy) in STRATEGIES {
-            let (gain, at) = worst(&e, strategy, &points).expect("applies somewhere");
-            assert!(gain < 0, "{name}: {gain} ugpu at {at:?}");
-        }
+    fn without_transaction_fees_milking_a_tiny_job_breaks_even() {
+        // Fees round to zero on a 10 ugpu job: only the transactions make it a loss.
+        let free = Economy {
+            tx_fee: 0,
+            ..defaults()
+        };
+        let pt = Point {
+            price: 10,
+            bond: 1_000_000 * GPU,
+            score: 0,
+            k: 1,
+            open_leases: 64,
+        };
+        assert_eq!(self_audit_fee(&free, &pt), Some(0));
+        assert!(self_audit_fee(&defaults(), &pt).unwrap() < 0);
     }
 
     #[test]
