@@ -49,6 +49,10 @@ async fn proven_queries_check_header_signatures() -> anyhow::Result<()> {
 
     // A header with a different app hash is not what the validators signed.
     let chain = ChainClient::new(&net.net.nodes[0].rpc_url)?;
+    // The second query was proven on node 1; node 0 may still be a block behind it.
+    chain
+        .wait_for_height(second.height + 2, std::time::Duration::from_secs(60))
+        .await?;
     let trusted = fetch_light_block(&chain, trusted_at).await?;
     let mut forged = fetch_light_block(&chain, second.height + 1).await?;
     forged.signed_header.header.app_hash =
