@@ -237,6 +237,8 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
             verdict_window_blocks: 6,
             audit_min_ppm: 100_000,
             audit_max_ppm: 500_000,
+            // Short, so that runs of a few hundred blocks retire closed orders too.
+            retention_blocks: 40,
             ..AuctionParams::default()
         },
     };

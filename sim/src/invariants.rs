@@ -8,7 +8,7 @@ use gpuchain_bank::BankRead;
 use gpuchain_reputation::ReputationRead;
 use gpuchain_slashing::SlashingRead;
 use gpuchain_staking::{module_account, StakingRead};
-use gpuchain_types::{Address, StateRead, PPM_ONE};
+use gpuchain_types::{Address, StateRead, StateReadExt, PPM_ONE};
 use gpuchain_verify::{CaseStage, VerifyRead};
 
 /// Sums without overflow, or says what overflowed.
@@ -117,6 +117,10 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
         ensure(l.state != LeaseState::Paid || l.fetched, || {
             format!("lease {} was paid before anyone fetched its output", l.id)
         })?;
+        // Retirement takes a lease only with its order.
+        ensure(s.order(l.order_id).is_some(), || {
+            format!("lease {} outlived its order {}", l.id, l.order_id)
+        })?;
         let judged = l.result_hash.is_some();
         ensure(l.verification_charge <= l.price, || {
             format!(
@@ -130,6 +134,22 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
                 l.id, l.verification_charge
             )
         })?;
+    }
+    // Only closed orders wait for retirement, and nothing retired while funds or cases
+    // depend on it: a queued order still present is closed with every lease final.
+    for (key, ()) in s.prefix::<()>(gpuchain_auction::state_key::retire_queue_prefix()) {
+        let Some((_, id)) = gpuchain_auction::state_key::parse_queue_key(&key) else {
+            return Err(format!("unreadable retirement entry {key}"));
+        };
+        if let Some(o) = s.order(id) {
+            let closed = matches!(
+                o.state,
+                OrderState::Settled | OrderState::Cancelled | OrderState::Expired
+            );
+            ensure(closed && o.escrowed == 0, || {
+                format!("order {id} is queued for retirement while {:?}", o.state)
+            })?;
+        }
     }
     let live_orders: std::collections::BTreeSet<u64> = all
         .iter()

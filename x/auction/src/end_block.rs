@@ -7,6 +7,7 @@ use gpuchain_staking::StakingWrite;
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
+use crate::retire;
 use crate::escrow::{dispute_reserve, move_funds, refund};
 use crate::judge::{
     audit_fallback, close_comparison, dispute_fallback, finish, judge_order, pay_or_check,
@@ -36,6 +37,10 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Auct
         if let Some(lease) = state.lease(lease_id) {
             fire_timer(state, ctx, lease)?;
         }
+    }
+    for (key, order_id) in state.queue_due(state_key::retire_queue_prefix(), ctx.height) {
+        state.delete(key);
+        retire::retire(state, order_id);
     }
     distribution::distribute_fee_pool(state)?;
     Ok(())
@@ -156,6 +161,7 @@ fn too_few_bids(
         refund(state, &mut order, all, "too_few_bids")?;
         order.dispute_reserve = 0;
         order.state = OrderState::Expired;
+        retire::schedule(state, ctx, order.id)?;
         state.emit(
             OrderClosedEvent {
                 order_id: order.id,

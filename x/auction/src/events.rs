@@ -212,6 +212,18 @@ typed_event!(
 );
 
 typed_event!(
+    /// A closed order and its bids and leases were deleted from state.
+    OrderRetiredEvent = "auction.order_retired" {
+        /// Order.
+        order_id: u64,
+        /// Client.
+        client: Address,
+        /// Leases deleted with it.
+        leases: u32,
+    }
+);
+
+typed_event!(
     /// The client of a lease confirmed it fetched the revealed output.
     ReceiptConfirmedEvent = "auction.receipt_confirmed" {
         /// Lease.

@@ -26,6 +26,7 @@ pub mod handler;
 pub mod judge;
 mod msgs;
 mod params;
+pub mod retire;
 #[cfg(test)]
 mod simulation;
 pub mod state_key;

@@ -54,6 +54,10 @@ pub struct AuctionParams {
     /// an unfetched lease's output can be fetched before it is paid; the lease pays it back
     /// to the verification pool out of its price.
     pub availability_fee_ppm: Ppm,
+    /// Blocks a closed order (settled, cancelled or expired) and its bids and leases stay in
+    /// state before they are deleted; 0 keeps them forever. Their history stays provable at
+    /// earlier heights on nodes that keep old versions.
+    pub retention_blocks: u64,
     /// Share of the fee pool paid to validators each block (pro rata to power).
     pub validators_share_ppm: Ppm,
     /// Share of the fee pool paid to the community pool; the verification pool gets the rest.
@@ -85,6 +89,7 @@ impl Default for AuctionParams {
             audit_deterrence_ppm: 1_500_000,
             audit_fee_ppm: 1_000_000,
             availability_fee_ppm: 10_000,
+            retention_blocks: 100_000,
             validators_share_ppm: 500_000,
             community_share_ppm: 200_000,
             loyalty_bonus_ppm: 50_000,

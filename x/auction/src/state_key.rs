@@ -107,6 +107,18 @@ pub fn reveal_queue_prefix() -> &'static str {
     "auction/reveal_queue/"
 }
 
+/// Retirement queue: the closed order and everything stored for it (bids, leases, their
+/// indexes) are deleted in the end-block of `height`, `retention_blocks` after it closed.
+/// Borsh `()`.
+pub fn retire_queue(height: u64, order_id: u64) -> String {
+    format!("auction/retire_queue/{height:020}/{order_id:020}")
+}
+
+/// Prefix of the retirement queue.
+pub fn retire_queue_prefix() -> &'static str {
+    "auction/retire_queue/"
+}
+
 /// Timer queue of a lease (payout or verdict deadline) at `height`. Borsh `()`.
 pub fn lease_timer(height: u64, lease_id: u64) -> String {
     format!("auction/lease_timers/{height:020}/{lease_id:020}")

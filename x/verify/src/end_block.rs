@@ -59,6 +59,7 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             _ => {}
         }
     }
+    crate::retire::run(state, ctx)?;
     let wait = state.verify_params().max_verdict_wait_blocks;
     for lease in state.verdict_pending_leases() {
         let wait_end = lease.reveal_end_height.saturating_add(wait);

@@ -101,6 +101,7 @@ mod genesis;
 pub mod handler;
 mod msgs;
 mod params;
+mod retire;
 mod settle;
 pub mod state_key;
 #[cfg(test)]

@@ -161,6 +161,7 @@ pub(crate) fn settle(
         pay_fee(state, ctx.height, case.lease_id, &standing_side, fee)?;
     }
     case.stage = CaseStage::Closed;
+    crate::retire::schedule_case(state, ctx, case.lease_id);
     case.assignee = None;
     case.outcome = match standing {
         Some(s) => CaseOutcome::Settled(s),

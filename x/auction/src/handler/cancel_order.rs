@@ -1,4 +1,4 @@
-use gpuchain_types::{Address, StateWrite};
+use gpuchain_types::{Address, BlockCtx, StateWrite};
 
 use crate::escrow::refund;
 use crate::{
@@ -8,6 +8,7 @@ use crate::{
 
 pub(super) fn execute(
     state: &mut impl StateWrite,
+    ctx: &BlockCtx,
     signer: &Address,
     msg: &MsgCancelOrder,
 ) -> Result<(), AuctionError> {
@@ -27,6 +28,7 @@ pub(super) fn execute(
     refund(state, &mut order, all, "cancelled")?;
     order.dispute_reserve = 0;
     order.state = OrderState::Cancelled;
+    crate::retire::schedule(state, ctx, order.id)?;
     state.delete(state_key::clearing_queue(order.bid_end_height, order.id));
     state.put_order(&order);
     state.emit(

@@ -34,7 +34,7 @@ pub fn execute(
 ) -> Result<(), AuctionError> {
     match msg {
         AuctionMsg::PostOrder(m) => post_order::execute(state, ctx, signer, m),
-        AuctionMsg::CancelOrder(m) => cancel_order::execute(state, signer, m),
+        AuctionMsg::CancelOrder(m) => cancel_order::execute(state, ctx, signer, m),
         AuctionMsg::Bid(m) => bid::execute(state, ctx, signer, m),
         AuctionMsg::CommitResult(m) => commit_result::execute(state, ctx, signer, m),
         AuctionMsg::RevealResult(m) => reveal_result::execute(state, ctx, signer, m),

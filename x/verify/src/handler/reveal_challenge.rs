@@ -159,6 +159,7 @@ pub(super) fn execute(
     state.put_verifier(&verifier);
     state.delete_challenge(&challenge);
     state.mark_challenged(order.id, challenge.id);
+    crate::retire::schedule_challenged(state, ctx, order.id);
     state.emit(
         ChallengeRevealedEvent {
             challenge_id: challenge.id,

@@ -546,6 +546,54 @@ fn faulty_and_appealed_verdicts_are_not_spot_checked() {
 }
 
 #[test]
+fn a_closed_order_leaves_nothing_in_state_a_retention_after_it_closed() {
+    // Retention 5: an audited, paid order, its bid, lease, case and indexes all go.
+    let auction = gpuchain_auction::AuctionParams {
+        retention_blocks: 5,
+        ..auction_params()
+    };
+    let mut chain = Chain::with(auction, verify_params(), &VERIFIERS);
+    let keys = |chain: &Chain| -> std::collections::BTreeSet<String> {
+        chain.state.entries().keys().cloned().collect()
+    };
+    let before = keys(&chain);
+    let (lease, v) = audited(&mut chain);
+    chain
+        .exec(6, v, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    chain.auction(
+        6,
+        1,
+        gpuchain_auction::AuctionMsg::ConfirmReceipt(gpuchain_auction::MsgConfirmReceipt {
+            lease_id: lease,
+        }),
+    );
+    chain.run_to(6, 13);
+    let order = chain.state.lease(lease).unwrap().order_id;
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+    assert!(chain.state.case(lease).is_some(), "kept through the retention");
+    chain.run_to(14, 20);
+    assert!(chain.state.order(order).is_none());
+    assert!(chain.state.lease(lease).is_none());
+    assert!(chain.state.case(lease).is_none());
+    assert_eq!(chain.events_of("auction.order_retired").len(), 1);
+    // What is left beyond the state before the order: id counters, the validator's reward,
+    // reputation (its own bounded history), the first funder of an account the order paid
+    // for the first time (one per account) and the pool's per-block outflow record.
+    let left: Vec<String> = keys(&chain).difference(&before).cloned().collect();
+    for key in &left {
+        assert!(
+            key.starts_with("auction/next_")
+                || key.starts_with("auction/rewards/")
+                || key.starts_with("reputation/")
+                || key.starts_with("bank/funders/")
+                || key == "verify/pool_outflow",
+            "{key} outlived its order: {left:?}"
+        );
+    }
+}
+
+#[test]
 fn an_appeal_the_second_verifier_confirms_forfeits_the_deposit() {
     let mut chain = Chain::new();
     let (lease, a) = audited(&mut chain);
