@@ -16,6 +16,8 @@ use gpuchain_tests::{event_attr, tx_fee, NodeCli, TestNet};
 use serde_json::Value;
 
 const GPU: u128 = 1_000_000;
+/// Blocks a closed order stays in state here (the default is 100,000).
+const RETENTION: u64 = 8;
 const BOND: u128 = 1_000 * GPU;
 const MISSED_SLASH_PPM: u32 = 50_000;
 const WRONG_RESULT_SLASH_PPM: u32 = 300_000;
@@ -99,6 +101,7 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
         p.audit_deterrence_ppm = 0;
+        p.retention_blocks = RETENTION;
         let s = &mut spec.genesis.slashing.params;
         s.missed_deadline_slash_ppm = MISSED_SLASH_PPM;
         s.client_share_ppm = CLIENT_SHARE_PPM;
@@ -327,5 +330,24 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
             + to_client(exit_slash),
         "the client paid one replica and the fee, and got its share of both slashes"
     );
+
+    // A retention after the order settled it is gone from live state, and the CLI says why.
+    let settled_at = chain.latest_height().await?;
+    chain
+        .wait_for_height(
+            settled_at + RETENTION + 2,
+            std::time::Duration::from_secs(120),
+        )
+        .await?;
+    let out = gpuchain_tests::cli(&["query", "auction", "lease", &honest, "--node", cli.node()])?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("was retired"),
+        "a retired lease is named as such: {said}"
+    );
+    assert!(cli
+        .query(&["auction", "orders"])?
+        .as_array()
+        .is_some_and(|o| o.is_empty()));
     Ok(())
 }

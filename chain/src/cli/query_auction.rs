@@ -68,6 +68,23 @@ async fn snapshot(client: &ChainClient, prefixes: &[&str]) -> Result<MemState> {
     Ok(state)
 }
 
+/// Why an order or lease id is not in state: ids are never reused, so one below the next id
+/// was retired (closed orders are deleted `retention_blocks` after they close).
+async fn absent(client: &ChainClient, kind: &str, id: u64) -> anyhow::Error {
+    let counter = match kind {
+        "order" => gpuchain_auction::state_key::next_order_id(),
+        _ => gpuchain_auction::state_key::next_lease_id(),
+    };
+    match client.get::<u64>(counter).await {
+        Ok(Some(next)) if id < next => anyhow::anyhow!(
+            "{kind} {id} was retired: a closed order and its leases are deleted \
+             auction.retention_blocks after it closes; query a node that keeps old versions \
+             (proof_heights = 0) at an earlier height to see or prove it"
+        ),
+        _ => anyhow::anyhow!("{kind} {id} does not exist"),
+    }
+}
+
 fn print_lines<T: serde::Serialize>(out: &Output, items: &[T]) {
     out.print(&items, || {
         items
@@ -83,7 +100,10 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
         AuctionQuery::Orders { id } => {
             let state = snapshot(client, &["auction/orders/"]).await?;
             let orders = match id {
-                Some(id) => state.order(*id).into_iter().collect(),
+                Some(id) => match state.order(*id) {
+                    Some(order) => vec![order],
+                    None => return Err(absent(client, "order", *id).await),
+                },
                 None => state.orders(),
             };
             print_lines(out, &orders);
@@ -103,7 +123,7 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
         AuctionQuery::Lease { id } => {
             let state = snapshot(client, &["auction/", "staking/providers/"]).await?;
             let Some(lease) = state.lease(*id) else {
-                anyhow::bail!("lease {id} does not exist");
+                return Err(absent(client, "lease", *id).await);
             };
             let order = state.order(lease.order_id);
             let result_url = lease.result_hash.and_then(|hash| {

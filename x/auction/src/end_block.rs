@@ -7,11 +7,11 @@ use gpuchain_staking::StakingWrite;
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
-use crate::retire;
 use crate::escrow::{dispute_reserve, move_funds, refund};
 use crate::judge::{
     audit_fallback, close_comparison, dispute_fallback, finish, judge_order, pay_or_check,
 };
+use crate::retire;
 use crate::{
     distribution, module_account, state_key, AuctionError, AuctionRead, AuctionWrite, Lease,
     LeaseCreatedEvent, LeaseState, Order, OrderClearedEvent, OrderClosedEvent, OrderReopenedEvent,

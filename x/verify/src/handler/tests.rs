@@ -571,7 +571,10 @@ fn a_closed_order_leaves_nothing_in_state_a_retention_after_it_closed() {
     chain.run_to(6, 13);
     let order = chain.state.lease(lease).unwrap().order_id;
     assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
-    assert!(chain.state.case(lease).is_some(), "kept through the retention");
+    assert!(
+        chain.state.case(lease).is_some(),
+        "kept through the retention"
+    );
     chain.run_to(14, 20);
     assert!(chain.state.order(order).is_none());
     assert!(chain.state.lease(lease).is_none());
