@@ -18,6 +18,10 @@ pub struct AppConfig {
     /// archive node).
     #[serde(default = "default_proof_heights")]
     pub proof_heights: u64,
+    /// Where `gpuchaind start` serves Prometheus metrics (`GET /metrics`), e.g.
+    /// `127.0.0.1:26603`; absent: not served.
+    #[serde(default)]
+    pub metrics_listen: Option<String>,
 }
 
 fn default_proof_heights() -> u64 {

@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod config;
+pub mod node_metrics;
 pub mod state_key;
 pub mod store;
 

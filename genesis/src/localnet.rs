@@ -80,6 +80,9 @@ pub struct LocalnetNode {
     pub abci_addr: String,
     /// P2P port.
     pub p2p_port: u16,
+    /// Where the app serves Prometheus metrics, `127.0.0.1:<port>`.
+    #[serde(default)]
+    pub metrics_addr: String,
 }
 
 /// A built localnet, as recorded in `<dir>/localnet.json`.
@@ -190,13 +193,16 @@ impl Localnet {
                 serde_json::to_vec_pretty(&genesis_doc)?,
             )?;
             let abci_addr = format!("127.0.0.1:{}", ports(i, 2));
+            let metrics_addr = format!("127.0.0.1:{}", ports(i, 3));
             fs::create_dir_all(&app_home)?;
             fs::write(
                 app_home.join("app.toml"),
                 format!(
                     "abci_addr = \"{abci_addr}\"\ndb_path = \"data\"\n\
                      # Heights whose state stays queryable and provable; older state is pruned. 0 = archive.\n\
-                     proof_heights = {}\n",
+                     proof_heights = {}\n\
+                     # Prometheus metrics of the app (GET /metrics).\n\
+                     metrics_listen = \"{metrics_addr}\"\n",
                     spec.proof_heights
                 ),
             )?;
@@ -207,6 +213,7 @@ impl Localnet {
                 rpc_url: format!("http://127.0.0.1:{}", ports(i, 1)),
                 abci_addr,
                 p2p_port: ports(i, 0),
+                metrics_addr,
             });
         }
         let net = Localnet {

@@ -190,6 +190,25 @@ impl TestNet {
         ChainClient::new(&self.net.nodes[i].rpc_url)
     }
 
+    /// One scrape of node `i`'s Prometheus metrics: the exposition text.
+    pub fn scrape_metrics(&self, i: usize) -> Result<String> {
+        use std::io::{Read, Write};
+        let mut sock = std::net::TcpStream::connect(&self.net.nodes[i].metrics_addr)?;
+        sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        let mut text = String::new();
+        sock.read_to_string(&mut text)?;
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+        body.ok_or_else(|| anyhow::anyhow!("no HTTP body in {text:?}"))
+    }
+
+    /// The value of the metric line starting with `name` (labels included) in `text`.
+    pub fn metric_value(text: &str, name: &str) -> Option<u64> {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
     /// gpuchaind home holding the localnet's keystore (`<home>/keys`).
     pub fn keys_home(&self) -> PathBuf {
         self.net

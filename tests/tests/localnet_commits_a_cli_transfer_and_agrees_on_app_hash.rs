@@ -114,5 +114,57 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
         .wait_for_height(height + 2, Duration::from_secs(30))
         .await?;
     net.assert_same_app_hash(&[0, 1, 2, 3], height).await?;
+
+    // Each node's Prometheus metrics: its height, the transfer among the finalized
+    // transactions on every node, the mempool's verdicts on the node that took it (an
+    // overdraft rejected by the bank), the market's gauges and the database's size.
+    let overdraft = cli(&[
+        "tx",
+        "bank",
+        "send",
+        "alice",
+        &bob_addr,
+        "999999999999",
+        "--home",
+        home.to_str().unwrap(),
+        "--node",
+        node,
+        "--output",
+        "json",
+    ])?;
+    assert!(!overdraft.status.success(), "an overdraft is refused");
+    let value = TestNet::metric_value;
+    for i in 0..4 {
+        let text = net.scrape_metrics(i)?;
+        assert!(
+            value(&text, "gpuchain_node_height").unwrap_or(0) >= height,
+            "{text}"
+        );
+        assert!(
+            value(&text, "gpuchain_node_txs_total{outcome=\"ok\"}") >= Some(1),
+            "{text}"
+        );
+        assert!(
+            value(&text, "gpuchain_node_state_disk_bytes") > Some(0),
+            "{text}"
+        );
+        assert_eq!(value(&text, "gpuchain_node_open_orders"), Some(0), "{text}");
+        assert!(
+            text.contains("gpuchain_node_finalize_block_seconds_total "),
+            "{text}"
+        );
+        assert!(text.contains("process_resident_memory_bytes "), "{text}");
+    }
+    let text = net.scrape_metrics(1)?;
+    assert!(
+        value(&text, "gpuchain_node_checktx_total{result=\"accepted\"}") >= Some(1),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l
+                .starts_with("gpuchain_node_checktx_total{result=\"rejected\",codespace=\"bank\"")),
+        "the overdraft's rejection is counted by code: {text}"
+    );
     Ok(())
 }

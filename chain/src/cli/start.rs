@@ -2,6 +2,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use gpuchain_chain::config::AppConfig;
+use gpuchain_chain::node_metrics::MeteredApp;
 use gpuchain_chain::App;
 
 use super::Cli;
@@ -23,11 +24,34 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
         .init();
     let config = AppConfig::load(&cli.home)?;
     let addr = args.abci_addr.clone().unwrap_or(config.abci_addr.clone());
-    let app = App::open_with_proof_window(&config.db_dir(&cli.home), config.proof_window())?;
+    let db_dir = config.db_dir(&cli.home);
+    let app = MeteredApp::new(
+        App::open_with_proof_window(&db_dir, config.proof_window())?,
+        &db_dir,
+    );
+    if let Some(listen) = &config.metrics_listen {
+        serve_metrics(listen, app.render())?;
+    }
     let server = tendermint_abci::ServerBuilder::new(1 << 20)
         .bind(&addr, app)
         .with_context(|| format!("binding ABCI server to {addr}"))?;
     tracing::info!(%addr, "ABCI server listening; start CometBFT with proxy_app=tcp://{addr}");
     server.listen().context("ABCI server stopped")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves `render` at `GET /metrics` on `listen` from a thread of its own.
+fn serve_metrics(listen: &str, render: gpuchain_agent_kit::metrics::Render) -> Result<()> {
+    let addr: std::net::SocketAddr = listen
+        .parse()
+        .with_context(|| format!("metrics_listen {listen:?} is not an address"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let bound = runtime
+        .block_on(gpuchain_agent_kit::metrics::serve(addr, render))
+        .with_context(|| format!("binding the metrics server to {addr}"))?;
+    tracing::info!(%bound, "Prometheus metrics at /metrics");
+    std::thread::spawn(move || runtime.block_on(std::future::pending::<()>()));
+    Ok(())
 }
