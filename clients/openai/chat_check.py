@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Talks to an OpenAI-compatible gpuchain endpoint with the official `openai` package,
 unchanged, and checks what a user of it would: the model list, a greedy chat answer, the
-same answer streamed, an unknown model refused with NotFoundError, and embeddings (which the
-client asks for as base64 by default) that rank a paraphrase above an unrelated sentence.
+same answer streamed, a text completion, an unknown model refused with NotFoundError, and
+embeddings (which the client asks for as base64 by default) that rank a paraphrase above an
+unrelated sentence.
 
     python chat_check.py BASE_URL CHAT_MODEL EMBEDDING_MODEL
 """
@@ -27,6 +28,9 @@ def main() -> None:
                                             max_tokens=48, stream=True)
     chunks = [c.choices[0].delta.content or "" for c in stream]
     assert "".join(chunks) == text, (chunks, text)
+    completion = client.completions.create(model=model, prompt="The capital of France is",
+                                           temperature=0, max_tokens=8)
+    assert "Paris" in completion.choices[0].text, completion
     try:
         client.chat.completions.create(model="no-such-model", messages=question)
         raise AssertionError("an unknown model was served")

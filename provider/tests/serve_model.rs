@@ -150,6 +150,43 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
         );
     }
 
+    // Text completions: the prompt read as plain text and continued, whole or streamed.
+    let complete = |body: Value| {
+        http.post(format!("{base}/v1/completions"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let prompt = json!({"model": "smollm2", "prompt": "The capital of France is",
+                        "temperature": 0, "max_tokens": 8});
+    let r = complete(prompt.clone()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let c: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(c["object"], "text_completion");
+    let completed = c["choices"][0]["text"].as_str().unwrap().to_string();
+    assert!(completed.contains("Paris"), "{c}");
+    assert!(c["usage"]["completion_tokens"].as_u64().unwrap() <= 8);
+    let mut streamed_prompt = prompt.clone();
+    streamed_prompt["stream"] = json!(true);
+    let body = complete(streamed_prompt)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let pieces: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter_map(|c| c["choices"][0]["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(pieces, completed, "{body}");
+    let r = complete(json!({"model": "smollm2", "prompt": ""}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+
     // Embeddings: the same vectors as an embedding job's, as floats or base64.
     let sentences = [
         "The cat sat on the mat.",
@@ -255,7 +292,7 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
     assert!(value("gpuchain_serve_chat_requests_total") >= 4.0);
     assert_eq!(value("gpuchain_serve_embedding_requests_total"), 2.0);
     assert!(value("gpuchain_serve_rejected_busy_total") >= 1.0);
-    assert_eq!(value("gpuchain_serve_rejected_bad_total"), 9.0);
+    assert_eq!(value("gpuchain_serve_rejected_bad_total"), 10.0);
     assert!(value("gpuchain_serve_generated_tokens_total") > 16.0);
     assert!(value("gpuchain_serve_first_token_seconds_total") > 0.0);
     assert_eq!(value("gpuchain_serve_slots"), 1.0);

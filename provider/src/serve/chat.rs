@@ -1,5 +1,6 @@
-//! One chat completion: the request's messages as ChatML token ids
-//! (`gguf::chat_ids`: message content read as plain text), and its generation settings.
+//! One chat or text completion: the request's messages as ChatML token ids
+//! (`gguf::chat_ids`: message content read as plain text) or its prompt as plain text, and
+//! the generation settings both share.
 
 use gpuchain_jobspec::Sampling;
 use serde::Deserialize;
@@ -27,8 +28,47 @@ pub(crate) struct Message {
     pub(crate) content: String,
 }
 
-/// Tokens generated when a request names no limit.
+/// Tokens a chat answer may run to when the request names no limit.
 const DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// Tokens a text completion generates when the request names no limit (OpenAI's default).
+const DEFAULT_COMPLETION_TOKENS: u32 = 16;
+
+/// The fields of an OpenAI text completion request (`POST /v1/completions`) that this
+/// endpoint reads; the prompt is one string, read as plain text.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionRequest {
+    pub(crate) model: String,
+    pub(crate) prompt: String,
+    #[serde(default)]
+    pub(crate) stream: bool,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) top_p: Option<f64>,
+    pub(crate) seed: Option<u64>,
+}
+
+impl CompletionRequest {
+    /// The request checked against `model`; an error is the message of a 400 answer.
+    pub(crate) fn prepare(&self, model: &Model) -> Result<Prepared, String> {
+        if self.prompt.is_empty() {
+            return Err("`prompt` is empty".into());
+        }
+        let prompt = model
+            .plain
+            .encode(self.prompt.as_str(), false)
+            .map_err(|e| format!("tokenizing the prompt: {e}"))?
+            .get_ids()
+            .to_vec();
+        let settings = Settings {
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+        };
+        settings.prepare(prompt, model, DEFAULT_COMPLETION_TOKENS)
+    }
+}
 
 /// What a request asks for, checked: the prompt's ids, the token budget and the sampling.
 pub(crate) struct Prepared {
@@ -60,18 +100,39 @@ impl ChatRequest {
             .collect();
         let prompt = gpuchain_compute::gguf::chat_ids(&model.template, &model.plain, &messages)
             .map_err(|e| e.to_string())?;
-        let asked = self
-            .max_completion_tokens
-            .or(self.max_tokens)
-            .unwrap_or(DEFAULT_MAX_TOKENS);
+        let settings = Settings {
+            max_tokens: self.max_completion_tokens.or(self.max_tokens),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+        };
+        settings.prepare(prompt, model, DEFAULT_MAX_TOKENS)
+    }
+}
+
+/// The generation settings OpenAI's chat and text completion requests share.
+pub(crate) struct Settings {
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) top_p: Option<f64>,
+    pub(crate) seed: Option<u64>,
+}
+
+impl Settings {
+    /// `prompt` with these settings checked against `model` (`default_max` tokens when the
+    /// request names no limit); an error is the message of a 400 answer.
+    pub(crate) fn prepare(
+        &self,
+        prompt: Vec<u32>,
+        model: &Model,
+        default_max: u32,
+    ) -> Result<Prepared, String> {
+        let asked = self.max_tokens.unwrap_or(default_max);
         if asked == 0 {
             return Err("`max_tokens` must be at least 1".into());
         }
         let room = model.context.saturating_sub(prompt.len());
-        if room == 0
-            || (self.max_tokens.is_some() || self.max_completion_tokens.is_some())
-                && asked as usize > room
-        {
+        if room == 0 || self.max_tokens.is_some() && asked as usize > room {
             return Err(format!(
                 "the prompt ({} tokens) and max_tokens ({asked}) exceed the model's context of {} tokens",
                 prompt.len(),

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use super::chat::{ChatRequest, Prepared};
+use super::chat::{ChatRequest, CompletionRequest, Prepared};
 use super::stats::Stats;
 use super::{EmbedModel, Model};
 
@@ -37,6 +37,7 @@ pub(super) fn router(
     Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(super::embeddings::embeddings))
         .route("/metrics", get(metrics))
         .with_state(Served {
@@ -177,46 +178,128 @@ async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
     s.count(chat_answer(&s, body, arrived).await, &s.stats.chat_requests)
 }
 
+async fn completions(State(s): State<Served>, body: Bytes) -> Response {
+    let arrived = Instant::now();
+    s.count(text_answer(&s, body, arrived).await, &s.stats.chat_requests)
+}
+
+fn malformed(e: serde_json::Error) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        format!("malformed request: {e}"),
+    )
+}
+
+fn unknown_model(s: &Served, asked: &str) -> Option<Response> {
+    (asked != s.model.name).then(|| {
+        error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("model `{asked}` is not served here (`{}` is)", s.model.name),
+        )
+    })
+}
+
 async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
     let req: ChatRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                format!("malformed request: {e}"),
-            )
-        }
+        Err(e) => return malformed(e),
     };
-    if req.model != s.model.name {
-        return error(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            format!(
-                "model `{}` is not served here (`{}` is)",
-                req.model, s.model.name
-            ),
-        );
+    if let Some(refused) = unknown_model(s, &req.model) {
+        return refused;
     }
-    let prepared = match req.prepare(&s.model) {
-        Ok(p) => p,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
+    match req.prepare(&s.model) {
+        Ok(p) => answer(s, p, req.stream, Shape::Chat, arrived).await,
+        Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
+    }
+}
+
+async fn text_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
+    let req: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return malformed(e),
     };
+    if let Some(refused) = unknown_model(s, &req.model) {
+        return refused;
+    }
+    match req.prepare(&s.model) {
+        Ok(p) => answer(s, p, req.stream, Shape::Text, arrived).await,
+        Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
+    }
+}
+
+/// Which OpenAI response shapes an answer takes.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// `chat.completion` / `chat.completion.chunk`: text in `message` / `delta`.
+    Chat,
+    /// `text_completion`: text in `text`.
+    Text,
+}
+
+impl Shape {
+    fn id_prefix(self) -> &'static str {
+        match self {
+            Shape::Chat => "chatcmpl",
+            Shape::Text => "cmpl",
+        }
+    }
+
+    /// One streamed choice: `text` (the first piece of a chat answer names the role).
+    fn streamed(self, text: Option<&str>, first: bool, finish: Value) -> Value {
+        match self {
+            Shape::Chat => {
+                let delta = match text {
+                    Some(t) if first => json!({"role": "assistant", "content": t}),
+                    Some(t) => json!({"content": t}),
+                    None => json!({}),
+                };
+                json!({"index": 0, "delta": delta, "finish_reason": finish})
+            }
+            Shape::Text => json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null,
+                                  "finish_reason": finish}),
+        }
+    }
+
+    fn whole(self, text: &str, finish: &str) -> Value {
+        match self {
+            Shape::Chat => json!({"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": finish}),
+            Shape::Text => {
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
+            }
+        }
+    }
+
+    fn object(self, streamed: bool) -> &'static str {
+        match (self, streamed) {
+            (Shape::Chat, true) => "chat.completion.chunk",
+            (Shape::Chat, false) => "chat.completion",
+            (Shape::Text, _) => "text_completion",
+        }
+    }
+}
+
+/// Generates `p` on a slot and answers in `shape`, streamed as server-sent events or whole.
+async fn answer(s: &Served, p: Prepared, stream: bool, shape: Shape, arrived: Instant) -> Response {
     let Some(slot) = s.take_slot() else {
         return busy();
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (model, stats) = (s.model.clone(), s.stats.clone());
-    tokio::task::spawn_blocking(move || generate(model, prepared, tx, &stats, arrived, slot));
+    tokio::task::spawn_blocking(move || generate(model, p, tx, &stats, arrived, slot));
     let id = format!(
-        "chatcmpl-{:016x}",
+        "{}-{:016x}",
+        shape.id_prefix(),
         rand_core::RngCore::next_u64(&mut rand_core::OsRng)
     );
     let (created, name) = (now(), s.model.name.clone());
-    if req.stream {
-        let chunk = move |delta: Value, finish: Value| {
-            json!({"id": id, "object": "chat.completion.chunk", "created": created,
-                   "model": name, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    if stream {
+        let object = shape.object(true);
+        let chunk = move |choice: Value| {
+            json!({"id": id, "object": object, "created": created, "model": name,
+                   "choices": [choice]})
         };
         let mut first = true;
         let mut done = false;
@@ -227,17 +310,13 @@ async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
             rx.poll_recv(cx).map(|piece| {
                 let data = match piece {
                     Some(Piece::Text(text)) => {
-                        let delta = if first {
-                            json!({"role": "assistant", "content": text})
-                        } else {
-                            json!({"content": text})
-                        };
+                        let choice = shape.streamed(Some(&text), first, Value::Null);
                         first = false;
-                        chunk(delta, Value::Null).to_string()
+                        chunk(choice).to_string()
                     }
                     Some(Piece::Done { stopped, .. }) => {
                         let finish = if stopped { "stop" } else { "length" };
-                        chunk(json!({}), json!(finish)).to_string()
+                        chunk(shape.streamed(None, first, json!(finish))).to_string()
                     }
                     None => {
                         done = true;
@@ -258,11 +337,10 @@ async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
                 completion_tokens,
                 stopped,
             } => {
+                let finish = if stopped { "stop" } else { "length" };
                 let body = json!({
-                    "id": id, "object": "chat.completion", "created": created, "model": name,
-                    "choices": [{"index": 0,
-                                 "message": {"role": "assistant", "content": text},
-                                 "finish_reason": if stopped { "stop" } else { "length" }}],
+                    "id": id, "object": shape.object(false), "created": created, "model": name,
+                    "choices": [shape.whole(&text, finish)],
                     "usage": {"prompt_tokens": prompt_tokens,
                               "completion_tokens": completion_tokens,
                               "total_tokens": prompt_tokens + completion_tokens}
