@@ -231,6 +231,14 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let revealed = reveal("honest", &honest, &right, &salt_h)?;
     assert_eq!(code(&revealed).1, 0, "the honest reveal lands: {revealed}");
     paid("honest", &revealed)?;
+    let copied = reveal("copier", &copier, &right, &salt_c)?;
+    assert_eq!(
+        code(&copied),
+        ("auction".into(), 26),
+        "a copied reveal fails: {copied}"
+    );
+    // The client fetched the honest output (after the copy attempt, which must land inside
+    // the reveal window).
     let receipt = cli.tx_outcome(&["auction", "confirm-receipt", "client", &honest])?;
     assert_eq!(
         code(&receipt).1,
@@ -238,12 +246,6 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         "the client confirms its result: {receipt}"
     );
     paid("client", &receipt)?;
-    let copied = reveal("copier", &copier, &right, &salt_c)?;
-    assert_eq!(
-        code(&copied),
-        ("auction".into(), 26),
-        "a copied reveal fails: {copied}"
-    );
 
     let watched = watch.await??;
     assert!(
