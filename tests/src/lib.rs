@@ -13,7 +13,7 @@ mod verifier;
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
 pub use market::{
     amount, blob, digits_input, digits_job, order_leases, receive, routed_order, slash_records,
-    supply, wait_for,
+    supply, unfetched_digits_order, wait_for,
 };
 pub use market_builder::{disputes_only, Market};
 pub use net::{cli, gpuchaind_path, TestNet};

@@ -37,6 +37,38 @@ pub fn digits_job(weights: BlobRef, input: BlobRef) -> JobSpec {
     })
 }
 
+/// A CPU digits order whose blobs are never fetched, for tests whose providers act through
+/// the CLI and commit and reveal hashes of the test's choosing; `region` routes it.
+pub fn unfetched_digits_order(
+    replicas: u32,
+    region: Option<&str>,
+    bid_window_blocks: u64,
+    exec_deadline_blocks: u64,
+) -> MsgPostOrder {
+    let blob = BlobRef {
+        blake3: [7; 32],
+        size: 1_000,
+        urls: vec!["http://127.0.0.1:9/blob/x".into()],
+    };
+    let weights = BlobRef {
+        size: 40_000,
+        ..blob.clone()
+    };
+    MsgPostOrder {
+        requirements: Requirements {
+            class: ClassRequirement::Cpu,
+            gpu_model: None,
+            min_vram_mib: 0,
+            min_gpu_count: 0,
+            min_cuda_version: 0,
+            region: region.map(str::to_string),
+        },
+        bid_window_blocks,
+        exec_deadline_blocks,
+        ..routed_order(digits_job(weights, blob), "", replicas, 1_000_000)
+    }
+}
+
 /// An order for `job` that only providers registered in `region` can bid on.
 pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) -> MsgPostOrder {
     MsgPostOrder {

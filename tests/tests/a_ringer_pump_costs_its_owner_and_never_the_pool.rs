@@ -6,45 +6,10 @@
 //! ringer (+88 GPU to the owner, −94 GPU to the pool per cycle). Now nothing is reimbursed:
 //! the owner ends poorer and the pool richer, by the order's verification fee.
 
-use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{event_attr, NodeCli, TestNet};
+use gpuchain_tests::{event_attr, unfetched_digits_order, NodeCli, TestNet};
 
 const GPU: u128 = 1_000_000;
 const OWNED: [&str; 3] = ["v", "poster", "p"];
-
-fn ringer_order() -> MsgPostOrder {
-    let blob = BlobRef {
-        blake3: [7; 32],
-        size: 1_000,
-        urls: vec!["http://127.0.0.1:9/blob/x".into()],
-    };
-    MsgPostOrder {
-        job: JobSpec::Inference(InferenceSpec {
-            arch: ModelArch::DigitsMlp,
-            weights: blob.clone(),
-            tokenizer: None,
-            input: blob,
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        }),
-        requirements: Requirements {
-            class: ClassRequirement::Cpu,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: Some("r-pump".into()),
-        },
-        replicas: 1,
-        max_price_per_replica: GPU,
-        bid_window_blocks: 4,
-        exec_deadline_blocks: 12,
-        on_too_few_bids: TooFewBids::Refund,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()> {
@@ -108,7 +73,10 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
     let challenge_id =
         event_attr(&committed, "verify.challenge_committed", "challenge_id").unwrap_or_default();
     let order_file = dir.path().join("order.json");
-    std::fs::write(&order_file, serde_json::to_vec(&ringer_order())?)?;
+    std::fs::write(
+        &order_file,
+        serde_json::to_vec(&unfetched_digits_order(1, Some("r-pump"), 4, 12))?,
+    )?;
     let order_path = order_file.to_str().unwrap_or_default();
     let posted = cli.tx(&["auction", "post-order", "poster", "--order", order_path])?;
     let order_id = event_attr(&posted, "auction.order_posted", "order_id").unwrap_or_default();

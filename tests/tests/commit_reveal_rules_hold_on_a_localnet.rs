@@ -10,9 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{event_attr, tx_fee, NodeCli, TestNet};
+use gpuchain_tests::{event_attr, tx_fee, unfetched_digits_order, NodeCli, TestNet};
 use serde_json::Value;
 
 const GPU: u128 = 1_000_000;
@@ -24,42 +22,6 @@ const WRONG_RESULT_SLASH_PPM: u32 = 300_000;
 const CLIENT_SHARE_PPM: u32 = 500_000;
 const TAKE_RATE_PPM: u128 = 100_000;
 const FEE_PPM: u128 = 20_000;
-
-fn order() -> MsgPostOrder {
-    let blob = BlobRef {
-        blake3: [7; 32],
-        size: 1_000,
-        urls: vec!["http://127.0.0.1:9/blob/x".into()],
-    };
-    MsgPostOrder {
-        job: JobSpec::Inference(InferenceSpec {
-            arch: ModelArch::DigitsMlp,
-            weights: BlobRef {
-                size: 40_000,
-                ..blob.clone()
-            },
-            tokenizer: None,
-            input: blob,
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        }),
-        requirements: Requirements {
-            class: ClassRequirement::Cpu,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: None,
-        },
-        replicas: 3,
-        max_price_per_replica: GPU,
-        bid_window_blocks: 15,
-        exec_deadline_blocks: 12,
-        on_too_few_bids: TooFewBids::Refund,
-    }
-}
 
 fn code(outcome: &Value) -> (String, u64) {
     (
@@ -132,7 +94,10 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         )?;
     }
     let order_file = dir.path().join("order.json");
-    std::fs::write(&order_file, serde_json::to_vec(&order())?)?;
+    std::fs::write(
+        &order_file,
+        serde_json::to_vec(&unfetched_digits_order(3, None, 15, 12))?,
+    )?;
     let order_path = order_file.to_str().unwrap_or_default();
     let posted = cli.tx(&["auction", "post-order", "client", "--order", order_path])?;
     paid("client", &posted)?;
