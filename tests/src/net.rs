@@ -190,6 +190,17 @@ impl TestNet {
         ChainClient::new(&self.net.nodes[i].rpc_url)
     }
 
+    /// What the named accounts hold together, on node 0: one party's stake in a scenario
+    /// where it owns several accounts.
+    pub async fn total_balance(&self, names: &[&str]) -> Result<u128> {
+        let chain = self.client(0)?;
+        let mut total = 0u128;
+        for name in names {
+            total += chain.balance(&self.net.account(name)?).await?;
+        }
+        Ok(total)
+    }
+
     /// One scrape of node `i`'s Prometheus metrics: the exposition text.
     pub fn scrape_metrics(&self, i: usize) -> Result<String> {
         use std::io::{Read, Write};

@@ -50,15 +50,10 @@ async fn a_client_cannot_get_an_honest_provider_slashed() -> anyhow::Result<()> 
     let why = format!("{:#}", refused.expect_err("a zero tolerance is refused"));
     assert!(why.contains("tolerance"), "{why}");
 
-    let attacker = || async {
-        let mut total = 0u128;
-        for name in ["client", "sybil"] {
-            total += chain.balance(&address(name)?).await?;
-        }
-        anyhow::Ok(total)
-    };
-    let (attacker_before, honest_before) =
-        (attacker().await?, chain.balance(&address("honest")?).await?);
+    let (attacker_before, honest_before) = (
+        net.total_balance(&["client", "sybil"]).await?,
+        chain.balance(&address("honest")?).await?,
+    );
     let order_id = market.post_digits_order("client", "r-trap", 2, 32).await?;
     let leases = market
         .settled(order_id, 2, 300, || {
@@ -94,7 +89,7 @@ async fn a_client_cannot_get_an_honest_provider_slashed() -> anyhow::Result<()> 
         honest_after > honest_before,
         "the honest provider is paid: {honest_before} -> {honest_after}"
     );
-    let attacker_after = attacker().await?;
+    let attacker_after = net.total_balance(&["client", "sybil"]).await?;
     assert!(
         attacker_after < attacker_before,
         "the attack costs its owner: {attacker_before} -> {attacker_after}"

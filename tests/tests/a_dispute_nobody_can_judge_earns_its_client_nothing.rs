@@ -44,15 +44,10 @@ async fn a_dispute_nobody_can_judge_earns_its_client_nothing() -> anyhow::Result
         }
         text
     };
-    let attacker = || async {
-        let mut total = 0u128;
-        for name in ["client", "sybil"] {
-            total += chain.balance(&address(name)?).await?;
-        }
-        anyhow::Ok(total)
-    };
-    let (attacker_before, honest_before) =
-        (attacker().await?, chain.balance(&address("honest")?).await?);
+    let (attacker_before, honest_before) = (
+        net.total_balance(&["client", "sybil"]).await?,
+        chain.balance(&address("honest")?).await?,
+    );
     let order_id = market.post_digits_order("client", "r-empty", 2, 51).await?;
 
     // Disputed, with no verifier to draw: the stake behind it stays put.
@@ -95,7 +90,7 @@ async fn a_dispute_nobody_can_judge_earns_its_client_nothing() -> anyhow::Result
         chain.balance(&address("honest")?).await? > honest_before,
         "the honest provider is paid"
     );
-    let attacker_after = attacker().await?;
+    let attacker_after = net.total_balance(&["client", "sybil"]).await?;
     assert!(
         attacker_before >= attacker_after + price,
         "the client paid at least the honest replica: {attacker_before} -> {attacker_after}"

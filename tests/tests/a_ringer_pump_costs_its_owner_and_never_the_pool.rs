@@ -46,14 +46,10 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
     cli.tx(&["verify", "register", "v", &bond])?;
 
     let pool = gpuchain_auction::module_account::verification_pool();
-    let owner = || async {
-        let mut total = 0u128;
-        for name in OWNED {
-            total += chain.balance(&net.net.account(name)?).await?;
-        }
-        anyhow::Ok(total)
-    };
-    let (owner_before, pool_before) = (owner().await?, chain.balance(&pool).await?);
+    let (owner_before, pool_before) = (
+        net.total_balance(&OWNED).await?,
+        chain.balance(&pool).await?,
+    );
 
     // The committed answer is whatever the owner's provider will reveal: no work at all.
     let made_up = hex::encode(blake3::hash(b"nothing was computed").as_bytes());
@@ -128,7 +124,10 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
     assert_eq!(state, "paid");
-    let (owner_after, pool_after) = (owner().await?, chain.balance(&pool).await?);
+    let (owner_after, pool_after) = (
+        net.total_balance(&OWNED).await?,
+        chain.balance(&pool).await?,
+    );
     assert!(
         owner_after < owner_before,
         "the pump costs its owner: {owner_before} -> {owner_after}"

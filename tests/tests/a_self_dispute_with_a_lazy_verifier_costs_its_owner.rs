@@ -7,7 +7,6 @@
 //! reserve: the pool loses nothing, and the owner ends with less than it started with.
 
 use gpuchain_auction::LeaseState;
-use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{disputes_only, Market, TestNet, VerifierAgent};
 
 const GPU: u128 = 1_000_000;
@@ -22,7 +21,6 @@ async fn a_self_dispute_with_a_lazy_verifier_costs_its_owner() -> anyhow::Result
         ("lazy", 3_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, disputes_only).await?;
-    let keys = Keystore::open(&net.net.keys_dir)?;
     let chain = net.client(0)?;
     let market = Market::new(&net)?;
     let lazy = VerifierAgent::spawn_with(
@@ -34,14 +32,10 @@ async fn a_self_dispute_with_a_lazy_verifier_costs_its_owner() -> anyhow::Result
         market.provider_on("denier", "r-self", "canonical", &["--dishonest", "deny"])?,
     ];
     let pool = gpuchain_auction::module_account::verification_pool();
-    let owner = || async {
-        let mut total = 0u128;
-        for name in OWNED {
-            total += chain.balance(&keys.show(name)?.address).await?;
-        }
-        anyhow::Ok(total)
-    };
-    let (owner_before, pool_before) = (owner().await?, chain.balance(&pool).await?);
+    let (owner_before, pool_before) = (
+        net.total_balance(&OWNED).await?,
+        chain.balance(&pool).await?,
+    );
     let order_id = market.post_digits_order("client", "r-self", 2, 41).await?;
     let leases = market
         .settled(order_id, 2, 300, || {
@@ -64,7 +58,10 @@ async fn a_self_dispute_with_a_lazy_verifier_costs_its_owner() -> anyhow::Result
             .contains("test mode: honest without checking"),
         "the verdicts were rubber-stamped"
     );
-    let (owner_after, pool_after) = (owner().await?, chain.balance(&pool).await?);
+    let (owner_after, pool_after) = (
+        net.total_balance(&OWNED).await?,
+        chain.balance(&pool).await?,
+    );
     assert!(
         pool_after >= pool_before,
         "the verification pool is not drained: {pool_before} -> {pool_after}"
