@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gpuchain_agent_kit::metrics::{metric, process_metrics, Render};
-use gpuchain_auction::{module_account, AuctionRead, OrderState};
+use gpuchain_auction::{module_account, AuctionRead};
 use gpuchain_bank::BankRead;
 use tendermint_proto::v0_38::abci::{
     RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
@@ -82,7 +82,7 @@ impl MeteredApp {
             let open = store
                 .orders()
                 .iter()
-                .filter(|o| matches!(o.state, OrderState::Open | OrderState::Cleared))
+                .filter(|o| !o.state.is_closed())
                 .count();
             let active = store
                 .leases()

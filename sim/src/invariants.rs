@@ -142,11 +142,7 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
             return Err(format!("unreadable retirement entry {key}"));
         };
         if let Some(o) = s.order(id) {
-            let closed = matches!(
-                o.state,
-                OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-            );
-            ensure(closed && o.escrowed == 0, || {
+            ensure(o.state.is_closed() && o.escrowed == 0, || {
                 format!("order {id} is queued for retirement while {:?}", o.state)
             })?;
         }
@@ -157,11 +153,7 @@ fn leases<S: StateRead>(s: &S) -> Result<(), String> {
         .map(|l| l.order_id)
         .collect();
     for o in s.orders() {
-        let closed = matches!(
-            o.state,
-            OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-        );
-        if closed {
+        if o.state.is_closed() {
             ensure(o.escrowed == 0, || {
                 format!("closed order {} still escrows {}", o.id, o.escrowed)
             })?;

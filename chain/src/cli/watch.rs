@@ -139,10 +139,7 @@ fn lease_transition(lease: &Lease, height: u64) -> Transition {
 
 /// Whether nothing more will happen to the order.
 pub(crate) fn is_over(order: &Order) -> bool {
-    matches!(
-        order.state,
-        OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-    )
+    order.state.is_closed()
 }
 
 async fn order_state(client: &ChainClient, order_id: u64) -> Result<(MemState, Option<Order>)> {

@@ -82,12 +82,7 @@ impl Watcher {
         self.orders
             .get(&order_id)
             .and_then(|t| t.order_state)
-            .is_some_and(|s| {
-                matches!(
-                    s,
-                    OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-                )
-            })
+            .is_some_and(|s| s.is_closed())
     }
 
     /// Reads the chain once and prints what changed.

@@ -165,6 +165,17 @@ pub enum OrderState {
     Expired,
 }
 
+impl OrderState {
+    /// Whether nothing more will happen to the order (settled, cancelled or expired): it
+    /// holds no funds and waits for nothing.
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            OrderState::Settled | OrderState::Cancelled | OrderState::Expired
+        )
+    }
+}
+
 /// A client's order.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct Order {

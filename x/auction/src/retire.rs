@@ -7,7 +7,7 @@
 
 use gpuchain_types::{BlockCtx, StateWrite};
 
-use crate::{state_key, AuctionError, AuctionRead, AuctionWrite, OrderRetiredEvent, OrderState};
+use crate::{state_key, AuctionError, AuctionRead, AuctionWrite, OrderRetiredEvent};
 
 /// Queues `order_id`, closed at `ctx.height`, for retirement (nothing with retention 0).
 pub(crate) fn schedule(
@@ -33,12 +33,8 @@ pub(crate) fn retire(state: &mut impl StateWrite, order_id: u64) {
     let Some(order) = state.order(order_id) else {
         return;
     };
-    let closed = matches!(
-        order.state,
-        OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-    );
     let leases = state.leases_of_order(order_id);
-    if !closed || leases.iter().any(|l| !l.state.is_final()) {
+    if !order.state.is_closed() || leases.iter().any(|l| !l.state.is_final()) {
         return;
     }
     for bid in state.bids(order_id) {

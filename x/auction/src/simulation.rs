@@ -252,10 +252,7 @@ fn run(seed: u64) -> (u64, u64, usize, usize) {
     let s = &sim.chain.state;
     for order in s.orders() {
         assert!(
-            matches!(
-                order.state,
-                OrderState::Settled | OrderState::Cancelled | OrderState::Expired
-            ),
+            order.state.is_closed(),
             "order {} is still {:?}",
             order.id,
             order.state
