@@ -89,10 +89,7 @@ pub fn verification_charge(price: Amount, q: Ppm, params: &AuctionParams) -> Amo
 pub fn audit_drawn(ctx: &BlockCtx, lease: &Lease, probability: Ppm) -> bool {
     let mut subject = lease.id.to_be_bytes().to_vec();
     subject.extend_from_slice(&lease.commitment.unwrap_or_default());
-    let draw = ctx.draw("verify/audit", &subject);
-    let mut first = [0u8; 8];
-    first.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
-    u64::from_be_bytes(first) % u64::from(PPM_ONE) < u64::from(probability)
+    ctx.draw_ppm("verify/audit", &subject) < u64::from(probability)
 }
 
 #[cfg(test)]

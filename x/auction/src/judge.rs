@@ -602,11 +602,12 @@ pub fn apply_verdict(
     if !lease.state.takes_verdict() {
         return Err(AuctionError::VerdictNotPending(lease_id));
     }
+    let availability = lease.state == LeaseState::AvailabilityPending;
     match verdict {
         Verdict::Honest if lease.state == LeaseState::Accepted => return Ok(()),
         // The output could be fetched: paid now (its challenge window is over), the
         // availability fee added to what it pays the verification pool.
-        Verdict::Honest if lease.state == LeaseState::AvailabilityPending => {
+        Verdict::Honest if availability => {
             let fee = availability_fee(lease.price, &state.auction_params());
             lease.fetched = true;
             lease.verification_charge = lease
@@ -614,17 +615,6 @@ pub fn apply_verdict(
                 .checked_add(fee)
                 .ok_or(AuctionError::Overflow)?;
             return finish(state, ctx, &mut lease, LeaseState::Paid, None);
-        }
-        // It could not: a result nobody can get is a wrong result. The replicas that share
-        // its hash served their own copies and are not touched.
-        Verdict::Faulty { prover, costs } if lease.state == LeaseState::AvailabilityPending => {
-            return finish(
-                state,
-                ctx,
-                &mut lease,
-                LeaseState::Faulted,
-                Some((prover.as_ref(), costs)),
-            );
         }
         Verdict::Honest => {
             lease.fetched = true;
@@ -643,6 +633,11 @@ pub fn apply_verdict(
             LeaseState::Faulted,
             Some((prover.as_ref(), costs)),
         )?,
+    }
+    // An output nobody could fetch is a wrong result of this provider's copy only: the
+    // replicas that share its hash served their own.
+    if availability {
+        return Ok(());
     }
     settle_followers(state, ctx, &lease, Some(verdict))
 }

@@ -23,4 +23,14 @@ impl BlockCtx {
         hasher.update(subject);
         *hasher.finalize().as_bytes()
     }
+
+    /// [`BlockCtx::draw`] as a roll in `0..10^6` (its first 8 bytes, big-endian, mod 10^6),
+    /// to compare with a chance in ppm.
+    pub fn draw_ppm(&self, purpose: &str, subject: &[u8]) -> u64 {
+        let draw = self.draw(purpose, subject);
+        let first = draw
+            .first_chunk::<8>()
+            .map_or(0, |b| u64::from_be_bytes(*b));
+        first % u64::from(crate::PPM_ONE)
+    }
 }

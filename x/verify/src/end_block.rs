@@ -59,7 +59,7 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             _ => {}
         }
     }
-    crate::retire::run(state, ctx)?;
+    crate::retire::run(state, ctx);
     let wait = state.verify_params().max_verdict_wait_blocks;
     for lease in state.verdict_pending_leases() {
         let wait_end = lease.reveal_end_height.saturating_add(wait);
@@ -120,10 +120,7 @@ fn spot_check(
     if first.verdict != VerdictKind::Honest || case.appellant.is_some() || case.round != 0 {
         return Ok(false);
     }
-    let draw = ctx.draw("verify/spot_check", &case.lease_id.to_be_bytes());
-    let mut head = [0u8; 8];
-    head.copy_from_slice(draw.get(..8).unwrap_or(&[0; 8]));
-    let roll = u64::from_be_bytes(head) % u64::from(PPM_ONE);
+    let roll = ctx.draw_ppm("verify/spot_check", &case.lease_id.to_be_bytes());
     if roll >= u64::from(spot_check_chance(state, case, &first.verifier)) {
         return Ok(false);
     }

@@ -7,7 +7,7 @@
 use gpuchain_auction::AuctionRead;
 use gpuchain_types::{BlockCtx, StateWrite, StateWriteExt};
 
-use crate::{state_key, CaseStage, VerifyError, VerifyRead};
+use crate::{state_key, CaseStage, VerifyRead};
 
 fn after_retention(state: &impl VerifyRead, height: u64) -> Option<u64> {
     match state.auction_params().retention_blocks {
@@ -31,7 +31,7 @@ pub(crate) fn schedule_challenged(state: &mut impl StateWrite, ctx: &BlockCtx, o
 }
 
 /// Runs the retirements due at `ctx.height`.
-pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), VerifyError> {
+pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) {
     for (key, lease_id) in state.verify_queue_due(state_key::retire_case_prefix(), ctx.height) {
         state.delete(key);
         let Some(case) = state.case(lease_id) else {
@@ -55,5 +55,4 @@ pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Ver
             state.delete(state_key::challenged_order(order_id));
         }
     }
-    Ok(())
 }
