@@ -54,19 +54,12 @@ pub fn unfetched_digits_order(
         size: 40_000,
         ..blob.clone()
     };
-    MsgPostOrder {
-        requirements: Requirements {
-            class: ClassRequirement::Cpu,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: region.map(str::to_string),
-        },
-        bid_window_blocks,
-        exec_deadline_blocks,
-        ..routed_order(digits_job(weights, blob), "", replicas, 1_000_000)
-    }
+    let mut order = routed_order(digits_job(weights, blob), "", replicas, 1_000_000);
+    order.requirements.class = ClassRequirement::Cpu;
+    order.requirements.region = region.map(str::to_string);
+    order.bid_window_blocks = bid_window_blocks;
+    order.exec_deadline_blocks = exec_deadline_blocks;
+    order
 }
 
 /// An order for `job` that only providers registered in `region` can bid on.

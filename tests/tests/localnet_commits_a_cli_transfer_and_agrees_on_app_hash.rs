@@ -27,20 +27,23 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     let bob_addr = bob["address"].as_str().unwrap().to_string();
 
     let node = &net.net.nodes[1].rpc_url;
-    let out = cli(&[
-        "tx",
-        "bank",
-        "send",
-        "alice",
-        &bob_addr,
-        "1234",
-        "--home",
-        home.to_str().unwrap(),
-        "--node",
-        node,
-        "--output",
-        "json",
-    ])?;
+    let send = |amount: &str| {
+        cli(&[
+            "tx",
+            "bank",
+            "send",
+            "alice",
+            &bob_addr,
+            amount,
+            "--home",
+            home.to_str().unwrap(),
+            "--node",
+            node,
+            "--output",
+            "json",
+        ])
+    };
+    let out = send("1234")?;
     assert!(
         out.status.success(),
         "send failed: {}{}",
@@ -118,20 +121,7 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     // Each node's Prometheus metrics: its height, the transfer among the finalized
     // transactions on every node, the mempool's verdicts on the node that took it (an
     // overdraft rejected by the bank), the market's gauges and the database's size.
-    let overdraft = cli(&[
-        "tx",
-        "bank",
-        "send",
-        "alice",
-        &bob_addr,
-        "999999999999",
-        "--home",
-        home.to_str().unwrap(),
-        "--node",
-        node,
-        "--output",
-        "json",
-    ])?;
+    let overdraft = send("999999999999")?;
     assert!(!overdraft.status.success(), "an overdraft is refused");
     let value = TestNet::metric_value;
     for i in 0..4 {

@@ -70,6 +70,40 @@ impl CompletionRequest {
     }
 }
 
+/// What the HTTP side needs of a chat or text completion request.
+pub(crate) trait Completion: serde::de::DeserializeOwned {
+    /// The model it names.
+    fn model(&self) -> &str;
+    /// Whether it asks for server-sent events.
+    fn stream(&self) -> bool;
+    /// The request checked against `model`; an error is the message of a 400 answer.
+    fn prepare(&self, model: &Model) -> Result<Prepared, String>;
+}
+
+impl Completion for ChatRequest {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn stream(&self) -> bool {
+        self.stream
+    }
+    fn prepare(&self, model: &Model) -> Result<Prepared, String> {
+        ChatRequest::prepare(self, model)
+    }
+}
+
+impl Completion for CompletionRequest {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn stream(&self) -> bool {
+        self.stream
+    }
+    fn prepare(&self, model: &Model) -> Result<Prepared, String> {
+        CompletionRequest::prepare(self, model)
+    }
+}
+
 /// What a request asks for, checked: the prompt's ids, the token budget and the sampling.
 pub(crate) struct Prepared {
     pub(crate) prompt: Vec<u32>,

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use super::chat::{ChatRequest, CompletionRequest, Prepared};
+use super::chat::{ChatRequest, Completion, CompletionRequest, Prepared};
 use super::stats::Stats;
 use super::{EmbedModel, Model};
 
@@ -175,56 +175,47 @@ fn generate(
 
 async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
     let arrived = Instant::now();
-    s.count(chat_answer(&s, body, arrived).await, &s.stats.chat_requests)
+    let answer = completion::<ChatRequest>(&s, body, Shape::Chat, arrived).await;
+    s.count(answer, &s.stats.chat_requests)
 }
 
 async fn completions(State(s): State<Served>, body: Bytes) -> Response {
     let arrived = Instant::now();
-    s.count(text_answer(&s, body, arrived).await, &s.stats.chat_requests)
+    let answer = completion::<CompletionRequest>(&s, body, Shape::Text, arrived).await;
+    s.count(answer, &s.stats.chat_requests)
 }
 
-fn malformed(e: serde_json::Error) -> Response {
-    error(
-        StatusCode::BAD_REQUEST,
-        "invalid_request_error",
-        format!("malformed request: {e}"),
-    )
-}
-
-fn unknown_model(s: &Served, asked: &str) -> Option<Response> {
-    (asked != s.model.name).then(|| {
-        error(
+/// A chat or text completion request: parsed, its model checked, prepared and answered in
+/// `shape`; a refusal is OpenAI's error answer.
+async fn completion<R: Completion>(
+    s: &Served,
+    body: Bytes,
+    shape: Shape,
+    arrived: Instant,
+) -> Response {
+    let req: R = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("malformed request: {e}"),
+            )
+        }
+    };
+    if req.model() != s.model.name {
+        return error(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
-            format!("model `{asked}` is not served here (`{}` is)", s.model.name),
-        )
-    })
-}
-
-async fn chat_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
-    let req: ChatRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return malformed(e),
-    };
-    if let Some(refused) = unknown_model(s, &req.model) {
-        return refused;
+            format!(
+                "model `{}` is not served here (`{}` is)",
+                req.model(),
+                s.model.name
+            ),
+        );
     }
     match req.prepare(&s.model) {
-        Ok(p) => answer(s, p, req.stream, Shape::Chat, arrived).await,
-        Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
-    }
-}
-
-async fn text_answer(s: &Served, body: Bytes, arrived: Instant) -> Response {
-    let req: CompletionRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return malformed(e),
-    };
-    if let Some(refused) = unknown_model(s, &req.model) {
-        return refused;
-    }
-    match req.prepare(&s.model) {
-        Ok(p) => answer(s, p, req.stream, Shape::Text, arrived).await,
+        Ok(p) => answer(s, p, req.stream(), shape, arrived).await,
         Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
     }
 }
