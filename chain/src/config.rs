@@ -22,6 +22,27 @@ pub struct AppConfig {
     /// `127.0.0.1:26603`; absent: not served.
     #[serde(default)]
     pub metrics_listen: Option<String>,
+    /// Take a state-sync snapshot every this many heights (0: none), in `<home>/snapshots`.
+    #[serde(default = "default_snapshot_interval")]
+    pub snapshot_interval: u64,
+    /// How many snapshots to keep.
+    #[serde(default = "default_snapshot_keep_recent")]
+    pub snapshot_keep_recent: usize,
+    /// Size a snapshot chunk is cut at, in bytes.
+    #[serde(default = "default_snapshot_chunk_bytes")]
+    pub snapshot_chunk_bytes: usize,
+}
+
+fn default_snapshot_interval() -> u64 {
+    1_000
+}
+
+fn default_snapshot_keep_recent() -> usize {
+    2
+}
+
+fn default_snapshot_chunk_bytes() -> usize {
+    4 << 20
 }
 
 fn default_proof_heights() -> u64 {
@@ -44,6 +65,16 @@ impl AppConfig {
     /// The store's pruning window: `None` for an archive node.
     pub fn proof_window(&self) -> Option<u64> {
         (self.proof_heights > 0).then_some(self.proof_heights)
+    }
+
+    /// Where and how often snapshots are taken.
+    pub fn snapshot_policy(&self, home: &Path) -> crate::store::snapshot::SnapshotPolicy {
+        crate::store::snapshot::SnapshotPolicy {
+            dir: home.join("snapshots"),
+            interval: self.snapshot_interval,
+            keep_recent: self.snapshot_keep_recent,
+            chunk_bytes: self.snapshot_chunk_bytes.max(1),
+        }
     }
 
     /// Absolute database path.

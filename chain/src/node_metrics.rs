@@ -15,10 +15,12 @@ use gpuchain_agent_kit::metrics::{metric, process_metrics, Render};
 use gpuchain_auction::{module_account, AuctionRead};
 use gpuchain_bank::BankRead;
 use tendermint_proto::v0_38::abci::{
-    RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
-    RequestProcessProposal, RequestQuery, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock,
-    ResponseInfo, ResponseInitChain, ResponsePrepareProposal, ResponseProcessProposal,
-    ResponseQuery,
+    RequestApplySnapshotChunk, RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain,
+    RequestLoadSnapshotChunk, RequestOfferSnapshot, RequestPrepareProposal, RequestProcessProposal,
+    RequestQuery, ResponseApplySnapshotChunk, ResponseCheckTx, ResponseCommit,
+    ResponseFinalizeBlock, ResponseInfo, ResponseInitChain, ResponseListSnapshots,
+    ResponseLoadSnapshotChunk, ResponseOfferSnapshot, ResponsePrepareProposal,
+    ResponseProcessProposal, ResponseQuery,
 };
 
 use crate::App;
@@ -289,5 +291,21 @@ impl tendermint_abci::Application for MeteredApp {
             c.last_commit = took;
         });
         res
+    }
+
+    fn list_snapshots(&self) -> ResponseListSnapshots {
+        self.app.list_snapshots()
+    }
+
+    fn load_snapshot_chunk(&self, req: RequestLoadSnapshotChunk) -> ResponseLoadSnapshotChunk {
+        self.app.load_snapshot_chunk(req)
+    }
+
+    fn offer_snapshot(&self, req: RequestOfferSnapshot) -> ResponseOfferSnapshot {
+        self.app.offer_snapshot(req)
+    }
+
+    fn apply_snapshot_chunk(&self, req: RequestApplySnapshotChunk) -> ResponseApplySnapshotChunk {
+        self.app.apply_snapshot_chunk(req)
     }
 }

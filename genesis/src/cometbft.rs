@@ -73,12 +73,45 @@ impl CometKeys {
 
 /// One validator entry of genesis.json.
 pub(crate) fn genesis_validator(key: &SigningKey, power: u64, name: &str) -> serde_json::Value {
+    genesis_validator_entry(key.verifying_key().as_bytes(), power, name)
+}
+
+/// One entry of genesis.json's `validators`.
+pub fn genesis_validator_entry(pubkey: &[u8; 32], power: u64, name: &str) -> serde_json::Value {
     json!({
-        "address": validator_address(key),
-        "pub_key": {"type": "tendermint/PubKeyEd25519", "value": B64.encode(key.verifying_key().as_bytes())},
+        "address": hex::encode_upper(sha256_20(pubkey)),
+        "pub_key": {"type": "tendermint/PubKeyEd25519", "value": B64.encode(pubkey)},
         "power": power.to_string(),
         "name": name,
     })
+}
+
+/// The genesis.json of a chain that starts from an exported state: `source`'s genesis
+/// time and consensus parameters, `initial_height` one past the exported height, and
+/// `validators` (entries of [`genesis_validator_entry`]) as the starting set.
+pub fn exported_genesis_json(
+    source: &serde_json::Value,
+    chain_id: &str,
+    validators: Vec<serde_json::Value>,
+    app_state: &crate::AppGenesis,
+) -> Result<serde_json::Value> {
+    let exported = app_state
+        .exported
+        .as_ref()
+        .context("the app state carries no exported state")?;
+    let initial_height = exported
+        .height
+        .checked_add(1)
+        .context("exported height overflows")?;
+    Ok(json!({
+        "genesis_time": source.get("genesis_time").cloned().unwrap_or(json!("2026-01-01T00:00:00Z")),
+        "chain_id": chain_id,
+        "initial_height": initial_height.to_string(),
+        "consensus_params": source.get("consensus_params").cloned().unwrap_or(json!(null)),
+        "validators": validators,
+        "app_hash": "",
+        "app_state": serde_json::to_value(app_state)?,
+    }))
 }
 
 /// Ports and peers of one node's config.toml.

@@ -6,8 +6,10 @@ mod app_genesis;
 mod cometbft;
 mod localnet;
 
-pub use app_genesis::AppGenesis;
-pub use cometbft::{node_id, validator_address, CometKeys};
+pub use app_genesis::{AppGenesis, ExportedState};
+pub use cometbft::{
+    exported_genesis_json, genesis_validator_entry, node_id, validator_address, CometKeys,
+};
 pub use localnet::{
     Localnet, LocalnetNode, LocalnetSpec, PORTS_PER_NODE, VALIDATOR_ACCOUNT_FUNDS,
     VALIDATOR_SELF_BOND,

@@ -5,10 +5,12 @@
 mod ante;
 mod convert;
 mod execute;
+mod genesis;
 mod keycache;
 mod layered;
 mod query;
 mod router;
+mod statesync;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -16,17 +18,20 @@ use anyhow::{Context, Result};
 use gpuchain_genesis::AppGenesis;
 use gpuchain_staking::ValidatorUpdate;
 use gpuchain_tx::Tx;
-use gpuchain_types::{BlockCtx, Overlay, StateWriteExt, Write};
+use gpuchain_types::{BlockCtx, Write};
 use tendermint_proto::v0_38::abci::{
-    CheckTxType as CheckTxKind, RequestCheckTx, RequestFinalizeBlock, RequestInfo,
-    RequestInitChain, RequestPrepareProposal, RequestProcessProposal, RequestQuery,
+    CheckTxType as CheckTxKind, RequestApplySnapshotChunk, RequestCheckTx, RequestFinalizeBlock,
+    RequestInfo, RequestInitChain, RequestLoadSnapshotChunk, RequestOfferSnapshot,
+    RequestPrepareProposal, RequestProcessProposal, RequestQuery, ResponseApplySnapshotChunk,
     ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock, ResponseInfo, ResponseInitChain,
+    ResponseListSnapshots, ResponseLoadSnapshotChunk, ResponseOfferSnapshot,
     ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
 };
 
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
+pub use genesis::export;
 
-use crate::state_key;
+use crate::store::snapshot::{Restore, SnapshotPolicy, Snapshotter};
 use crate::store::{PreparedBlock, Store};
 
 /// Everything the connections share.
@@ -40,6 +45,10 @@ struct Node {
     check_writes: Write,
     /// Test hook: abort at Commit of this height, after FinalizeBlock, before writing.
     crash_before_commit_at: Option<u64>,
+    /// State-sync snapshots this node takes and serves, if configured.
+    snapshots: Option<Snapshotter>,
+    /// A snapshot being restored from peers (state sync into an empty node).
+    restore: Option<Restore>,
 }
 
 /// The gpuchain ABCI application.
@@ -83,8 +92,16 @@ impl App {
                 pending: None,
                 check_writes: Write::new(),
                 crash_before_commit_at,
+                snapshots: None,
+                restore: None,
             })),
         })
+    }
+
+    /// Takes state-sync snapshots as `policy` says, and serves them to joining nodes.
+    pub fn with_snapshots(self, policy: SnapshotPolicy) -> App {
+        self.lock().snapshots = Some(Snapshotter::new(policy));
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Node> {
@@ -104,42 +121,37 @@ impl App {
         (node.store.height(), node.store.app_hash())
     }
 
-    /// Applies genesis (as InitChain does); returns the genesis app hash and validator set.
+    /// Applies genesis (as InitChain does) for a chain starting at height 1; returns the
+    /// genesis app hash and validator set.
     pub fn init_chain_with(
         &self,
         chain_id: &str,
         genesis: &AppGenesis,
     ) -> Result<([u8; 32], Vec<ValidatorUpdate>)> {
+        self.init_chain_at(chain_id, 1, genesis)
+    }
+
+    /// Applies genesis for a chain whose first block is `initial_height` (above 1 only
+    /// from an exported state).
+    pub fn init_chain_at(
+        &self,
+        chain_id: &str,
+        initial_height: u64,
+        genesis: &AppGenesis,
+    ) -> Result<([u8; 32], Vec<ValidatorUpdate>)> {
         let mut node = self.lock();
-        let mut fork = Overlay::new(&node.store);
-        fork.put(state_key::chain_id().to_string(), &chain_id.to_string());
-        fork.put(state_key::tx_params().to_string(), &genesis.tx);
-        genesis
-            .bank
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("bank genesis: {e}"))?;
-        let validators = genesis
-            .staking
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("staking genesis: {e}"))?;
-        genesis
-            .slashing
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("slashing genesis: {e}"))?;
-        genesis
-            .reputation
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("reputation genesis: {e}"))?;
-        genesis
-            .auction
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("auction genesis: {e}"))?;
-        genesis
-            .verify
-            .apply(&mut fork)
-            .map_err(|e| anyhow::anyhow!("verify genesis: {e}"))?;
-        let (writes, _) = fork.into_parts();
-        let root = node.store.genesis_root(&writes)?;
+        let (writes, validators) =
+            genesis::genesis_writes(&node.store, chain_id, initial_height, genesis)?;
+        let root = node.store.genesis_root(initial_height, &writes)?;
+        if let Some(exported) = &genesis.exported {
+            anyhow::ensure!(
+                exported.chain_id != chain_id || exported.app_hash == root,
+                "the exported state hashes to {} but was exported with app hash {}: the file \
+                 was altered (a changed state needs a new chain id)",
+                hex::encode(root),
+                hex::encode(exported.app_hash)
+            );
+        }
         node.genesis = Some(writes);
         Ok((root, validators))
     }
@@ -174,7 +186,14 @@ impl App {
         }
         node.store.commit(block)?;
         node.check_writes = Write::new();
-        Ok(node.store.height())
+        let height = node.store.height();
+        if let Some(snapshots) = node.snapshots.as_ref().filter(|s| s.due(height)) {
+            // A snapshot that fails to start costs this node its snapshot, never the block.
+            if let Err(e) = snapshots.start(&node.store) {
+                tracing::error!(height, error = %format!("{e:#}"), "state-sync snapshot not taken");
+            }
+        }
+        Ok(height)
     }
 
     /// CheckTx against the committed state plus the writes of transactions already accepted
@@ -234,16 +253,12 @@ impl tendermint_abci::Application for App {
     }
 
     fn init_chain(&self, req: RequestInitChain) -> ResponseInitChain {
-        if req.initial_height > 1 {
-            halt(
-                "unsupported genesis",
-                format!("initial_height must be 1, got {}", req.initial_height),
-            );
-        }
+        let initial_height = u64::try_from(req.initial_height.max(1))
+            .unwrap_or_else(|e| halt("invalid initial_height", e));
         let genesis = AppGenesis::from_json(&req.app_state_bytes)
             .unwrap_or_else(|e| halt("invalid app_state in genesis.json", e));
         let (root, validators) = self
-            .init_chain_with(&req.chain_id, &genesis)
+            .init_chain_at(&req.chain_id, initial_height, &genesis)
             .unwrap_or_else(|e| halt("applying genesis", e));
         tracing::info!(chain_id = %req.chain_id, app_hash = %hex::encode(root), validators = validators.len(), "genesis applied");
         ResponseInitChain {
@@ -299,5 +314,21 @@ impl tendermint_abci::Application for App {
         let height = App::commit(self).unwrap_or_else(|e| halt("committing block", e));
         tracing::debug!(height, "committed");
         ResponseCommit { retain_height: 0 }
+    }
+
+    fn list_snapshots(&self) -> ResponseListSnapshots {
+        statesync::list(&self.lock())
+    }
+
+    fn load_snapshot_chunk(&self, req: RequestLoadSnapshotChunk) -> ResponseLoadSnapshotChunk {
+        statesync::load_chunk(&self.lock(), &req)
+    }
+
+    fn offer_snapshot(&self, req: RequestOfferSnapshot) -> ResponseOfferSnapshot {
+        statesync::offer(&mut self.lock(), &req)
+    }
+
+    fn apply_snapshot_chunk(&self, req: RequestApplySnapshotChunk) -> ResponseApplySnapshotChunk {
+        statesync::apply_chunk(&mut self.lock(), req)
     }
 }

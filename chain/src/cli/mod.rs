@@ -1,6 +1,7 @@
 //! Command-line interface, Cosmos-style: `gpuchaind [--home] [--node] [--chain-id]
 //! [--output json] <command>`.
 
+mod export;
 mod keys;
 mod light;
 mod output;
@@ -75,6 +76,8 @@ enum Command {
     /// The light client that checks the headers behind proven queries.
     #[command(subcommand)]
     Light(light::LightCmd),
+    /// Write a committed height's whole state as the genesis.json of a chain continuing it.
+    Export(export::ExportArgs),
 }
 
 /// Parses the command line, runs the command, and maps errors to exit code 1.
@@ -88,6 +91,7 @@ pub(crate) fn run() -> ExitCode {
         Command::Tx(cmd) => runtime().and_then(|rt| rt.block_on(tx::run(&cli, cmd, &out))),
         Command::Query(cmd) => runtime().and_then(|rt| rt.block_on(query::run(&cli, cmd, &out))),
         Command::Status => runtime().and_then(|rt| rt.block_on(status::run(&cli, &out))),
+        Command::Export(args) => export::run(&cli, args, &out),
         Command::Light(cmd) => runtime()
             .and_then(|rt| rt.block_on(light::run(&cli, cmd, &out)))
             .map(|()| ExitCode::SUCCESS),

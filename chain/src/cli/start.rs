@@ -26,7 +26,8 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
     let addr = args.abci_addr.clone().unwrap_or(config.abci_addr.clone());
     let db_dir = config.db_dir(&cli.home);
     let app = MeteredApp::new(
-        App::open_with_proof_window(&db_dir, config.proof_window())?,
+        App::open_with_proof_window(&db_dir, config.proof_window())?
+            .with_snapshots(config.snapshot_policy(&cli.home)),
         &db_dir,
     );
     if let Some(listen) = &config.metrics_listen {

@@ -4,12 +4,15 @@
 //!   `h` is version `h`, see [`tree`]), with its values by version for old-height queries;
 //! - `jmt_stale`, `jmt_written`: which tree nodes each version replaced and which keys it
 //!   wrote, so that what only heights older than the window can read is deleted;
+//! - `deleted_keys`: the names of the keys each version deleted, so that the whole state of a
+//!   readable older height can be listed (export);
 //! - `meta`: last committed height and app hash.
 //!
 //! A block's writes, tree nodes and meta go to disk in one atomic `WriteBatch` at Commit, so
 //! a kill -9 at any instant leaves either the previous block or this one, never a mix.
 
 mod cache;
+pub mod snapshot;
 mod tree;
 
 use std::path::Path;
@@ -29,6 +32,7 @@ const CF_NODES: &str = "jmt_nodes";
 const CF_VALUES: &str = "jmt_values";
 const CF_STALE: &str = "jmt_stale";
 const CF_WRITTEN: &str = "jmt_written";
+const CF_DELETED: &str = "deleted_keys";
 const CF_META: &str = "meta";
 const META_HEIGHT: &[u8] = b"height";
 const META_APP_HASH: &[u8] = b"app_hash";
@@ -65,23 +69,34 @@ pub struct Store {
     last_batch_bytes: usize,
 }
 
+/// A whole state: every key with its value, in key order.
+pub type StateEntries = Vec<(String, Vec<u8>)>;
+
 impl Store {
     /// Opens (or creates) the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        // Six column families share one write-ahead log, and a log file is kept until every
+        // Seven column families share one write-ahead log, and a log file is kept until every
         // family's memtable holding its writes is flushed; the small ones (meta) fill slowly,
         // so without a cap the log alone grows by hundreds of MiB.
         opts.set_max_total_wal_size(64 << 20);
-        let cfs = [
-            CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_WRITTEN, CF_META,
-        ]
-        .into_iter()
-        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
-        let db = DB::open_cf_descriptors(&opts, path, cfs)
+        let db = DB::open_cf_descriptors(&opts, path, column_families())
             .with_context(|| format!("opening state database at {}", path.display()))?;
+        Store::from_db(db)
+    }
+
+    /// Opens the database at `path` for reading only, as it was when opened: a running
+    /// node may hold it open for writing meanwhile.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let names = column_families().map(|cf| cf.name().to_string());
+        let db = DB::open_cf_for_read_only(&Options::default(), path, names, false)
+            .with_context(|| format!("opening state database at {} to read", path.display()))?;
+        Store::from_db(db)
+    }
+
+    fn from_db(db: DB) -> Result<Store> {
         let db = Arc::new(db);
         let meta = cf(&db, CF_META)?;
         let height = match db.get_cf(meta, META_HEIGHT)? {
@@ -141,16 +156,19 @@ impl Store {
         self.app_hash
     }
 
-    /// The app hash of the genesis state alone (tree version 0), without touching the disk.
-    pub fn genesis_root(&self, genesis: &Write) -> Result<[u8; 32]> {
+    /// The app hash of the genesis state alone (tree version `initial_height - 1`), without
+    /// touching the disk.
+    pub fn genesis_root(&self, initial_height: u64, genesis: &Write) -> Result<[u8; 32]> {
+        let version = genesis_version(initial_height)?;
         Ok(BlockTree::new(self.tree_db())
-            .genesis(genesis)?
+            .genesis(version, genesis)?
             .finish()
             .root)
     }
 
     /// Hashes a block's writes into the tree as version `height` without touching the disk.
-    /// The first block carries the genesis writes too, which become version 0.
+    /// The chain's first block carries the genesis writes too, which become the version
+    /// before it.
     pub fn prepare(
         &self,
         height: u64,
@@ -161,10 +179,13 @@ impl Store {
         let (tree, writes) = match genesis {
             Some(genesis) => {
                 anyhow::ensure!(
-                    height == 1,
-                    "genesis must be followed by block 1, got {height}"
+                    self.height == 0,
+                    "genesis applied to a store already at height {}",
+                    self.height
                 );
-                let tree = tree.genesis(&genesis)?.block(height, &writes)?;
+                let tree = tree
+                    .genesis(genesis_version(height)?, &genesis)?
+                    .block(height, &writes)?;
                 (tree, vec![genesis, writes])
             }
             None => (tree.block(height, &writes)?, vec![writes]),
@@ -223,6 +244,94 @@ impl Store {
         Ok(())
     }
 
+    /// Every key and value at `height` (the latest or any readable older one), checked
+    /// against that height's app hash before it is returned.
+    pub fn state_at(&self, height: u64) -> Result<StateEntries> {
+        anyhow::ensure!(
+            height >= 1 && height <= self.height,
+            "height {height} is not committed here: this node is at height {}",
+            self.height
+        );
+        let version = self.readable_version(height)?;
+        let latest = self.prefix_raw("");
+        let entries = if height == self.height {
+            latest
+        } else {
+            let mut keys: std::collections::BTreeSet<String> =
+                latest.into_iter().map(|(k, _)| k).collect();
+            keys.extend(tree::deleted_after(&self.db, height)?);
+            let mut entries = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(value) = tree::get_value_at(&self.db, key_hash(&key), version)? {
+                    entries.push((key, value));
+                }
+            }
+            entries
+        };
+        let expected = self.root_at(version)?;
+        let root = entries_root(&self.tree_db(), version, &entries)?;
+        anyhow::ensure!(
+            root == expected,
+            "the state listed at height {height} hashes to {} but the tree's root there is {}",
+            hex::encode(root),
+            hex::encode(expected)
+        );
+        Ok(entries)
+    }
+
+    /// Writes a whole state (a snapshot) as `height` into an empty store, if it hashes to
+    /// `app_hash`; heights before it are reported as pruned.
+    pub fn restore(
+        &mut self,
+        height: u64,
+        entries: &StateEntries,
+        app_hash: [u8; 32],
+    ) -> Result<()> {
+        anyhow::ensure!(
+            self.height == 0 && self.prefix_raw("").is_empty(),
+            "a snapshot is restored only into an empty state; this one is at height {}",
+            self.height
+        );
+        let writes: Write = entries
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
+        anyhow::ensure!(writes.len() == entries.len(), "the snapshot repeats a key");
+        let tree = BlockTree::new(self.tree_db())
+            .genesis(height, &writes)?
+            .finish();
+        anyhow::ensure!(
+            tree.root == app_hash,
+            "the snapshot's state hashes to {}, not to the trusted app hash {}",
+            hex::encode(tree.root),
+            hex::encode(app_hash)
+        );
+        let mut batch = WriteBatch::default();
+        let latest = cf(&self.db, CF_LATEST)?;
+        for (key, value) in entries {
+            batch.put_cf(latest, key.as_bytes(), value);
+        }
+        let writes = vec![writes];
+        tree::write_tree_batch(&self.db, &mut batch, &tree, &writes)?;
+        let meta = cf(&self.db, CF_META)?;
+        batch.put_cf(meta, META_HEIGHT, height.to_be_bytes());
+        batch.put_cf(meta, META_APP_HASH, app_hash);
+        batch.put_cf(meta, META_PRUNED_THROUGH, height.to_be_bytes());
+        self.db.write(batch).context("writing the restored state")?;
+        self.height = height;
+        self.app_hash = app_hash;
+        self.pruned_through = Some(height);
+        Ok(())
+    }
+
+    /// The app hash of committed height `version` (its tree root), if it is still readable.
+    pub fn root_at(&self, version: u64) -> Result<[u8; 32]> {
+        let version = self.readable_version(version)?;
+        let db = self.tree_db();
+        let tree = JellyfishMerkleTree::<_, Blake3Hasher>::new(&db);
+        Ok(tree.get_root_hash(version)?.0)
+    }
+
     /// The value of `key` at `height` with a Merkle proof against that height's app hash.
     pub fn get_with_proof(
         &self,
@@ -258,6 +367,34 @@ impl Store {
             _ => Ok(height),
         }
     }
+}
+
+/// The tree version genesis is: the one before the chain's initial height.
+fn genesis_version(initial_height: u64) -> Result<u64> {
+    initial_height
+        .checked_sub(1)
+        .ok_or_else(|| anyhow!("a chain's initial height is at least 1"))
+}
+
+/// The root a whole state hashes to, computed in memory.
+fn entries_root(db: &TreeDb<'_>, version: u64, entries: &StateEntries) -> Result<[u8; 32]> {
+    let writes: Write = entries
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    let tree = BlockTree::new(TreeDb {
+        db: db.db,
+        caches: db.caches,
+    });
+    Ok(tree.genesis(version, &writes)?.finish().root)
+}
+
+fn column_families() -> impl Iterator<Item = ColumnFamilyDescriptor> {
+    [
+        CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_WRITTEN, CF_DELETED, CF_META,
+    ]
+    .into_iter()
+    .map(|name| ColumnFamilyDescriptor::new(name, Options::default()))
 }
 
 fn cf<'a>(db: &'a DB, name: &str) -> Result<&'a rocksdb::ColumnFamily> {

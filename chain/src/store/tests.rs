@@ -49,7 +49,7 @@ fn reference_roots(heights: u64) -> Vec<[u8; 32]> {
 }
 
 fn run(store: &mut Store, heights: u64) -> Vec<[u8; 32]> {
-    let mut roots = vec![store.genesis_root(&genesis()).unwrap()];
+    let mut roots = vec![store.genesis_root(1, &genesis()).unwrap()];
     for h in 1..=heights {
         let block = store.prepare(h, (h == 1).then(genesis), writes(h)).unwrap();
         roots.push(block.app_hash);
@@ -227,4 +227,113 @@ fn reads_through_small_caches_match_the_written_state_as_entries_leave() {
             )
             .unwrap();
     }
+}
+
+/// The model state after `height`: genesis and every block's writes up to it.
+fn model_at(height: u64) -> Vec<(String, Vec<u8>)> {
+    let mut model = gpuchain_types::MemState::new();
+    model.apply(genesis());
+    for h in 1..=height {
+        model.apply(writes(h));
+    }
+    model
+        .entries()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[test]
+fn every_kept_height_lists_its_whole_state_deleted_keys_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path())
+        .unwrap()
+        .with_proof_heights(Some(10));
+    let roots = run(&mut store, 60);
+    for height in 51..=60 {
+        let state = store.state_at(height).unwrap();
+        assert_eq!(state, model_at(height), "state at {height}");
+        assert_eq!(store.root_at(height).unwrap(), roots[height as usize]);
+    }
+    // Blocks 51..=60 deleted keys that height 51 still held: listing it needed their names.
+    let latest: std::collections::BTreeSet<String> =
+        model_at(60).into_iter().map(|(k, _)| k).collect();
+    assert!(model_at(51).iter().any(|(k, _)| !latest.contains(k)));
+    let err = format!("{:#}", store.state_at(50).unwrap_err());
+    assert!(
+        err.contains("keeps the state of heights 51 and later"),
+        "{err}"
+    );
+    let err = format!("{:#}", store.state_at(61).unwrap_err());
+    assert!(err.contains("not committed here"), "{err}");
+    // The deleted-key records leave with the heights that needed them.
+    let deleted = cf(&store.db, CF_DELETED).unwrap();
+    for item in store.db.iterator_cf(deleted, IteratorMode::Start) {
+        let (k, _) = item.unwrap();
+        let version = u64::from_be_bytes(k[..8].try_into().unwrap());
+        assert!(version > 51, "a deletion at {version} outlived its heights");
+    }
+}
+
+#[test]
+fn a_restored_state_goes_on_with_the_same_roots_and_a_wrong_one_is_refused() {
+    let (dir_a, dir_b, dir_c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mut source = Store::open(dir_a.path()).unwrap();
+    let roots = run(&mut source, 40);
+    let snapshot = source.state_at(30).unwrap();
+
+    let mut tampered = snapshot.clone();
+    tampered[3].1.push(0);
+    let mut refused = Store::open(dir_c.path()).unwrap();
+    let err = format!(
+        "{:#}",
+        refused.restore(30, &tampered, roots[30]).unwrap_err()
+    );
+    assert!(err.contains("not to the trusted app hash"), "{err}");
+    assert_eq!(refused.height(), 0);
+    assert!(
+        refused.prefix_raw("").is_empty(),
+        "a refused snapshot wrote state"
+    );
+
+    let mut restored = Store::open(dir_b.path()).unwrap();
+    restored.restore(30, &snapshot, roots[30]).unwrap();
+    assert_eq!((restored.height(), restored.app_hash()), (30, roots[30]));
+    let err = format!("{:#}", restored.get_at(&key(1), 29).unwrap_err());
+    assert!(err.contains("pruned"), "{err}");
+    for h in 31..=40 {
+        let block = restored.prepare(h, None, writes(h)).unwrap();
+        assert_eq!(block.app_hash, roots[h as usize], "root at {h}");
+        restored.commit(block).unwrap();
+    }
+    assert_eq!(restored.state_at(40).unwrap(), model_at(40));
+    let (value, proof) = restored.get_with_proof(&key(9), 35).unwrap();
+    proof
+        .verify(
+            jmt::RootHash(roots[35]),
+            key_hash(&key(9)),
+            value.as_deref(),
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_chain_may_start_above_height_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let root = store.genesis_root(501, &genesis()).unwrap();
+    assert_eq!(
+        root,
+        reference_roots(0)[0],
+        "the root does not depend on the version"
+    );
+    let block = store.prepare(501, Some(genesis()), writes(1)).unwrap();
+    assert_eq!(block.app_hash, reference_roots(1)[1]);
+    store.commit(block).unwrap();
+    assert_eq!(store.state_at(500).unwrap(), model_at(0));
+    assert_eq!(store.state_at(501).unwrap(), model_at(1));
 }

@@ -29,7 +29,7 @@ use jmt::{KeyHash, OwnedValue, Version};
 use rocksdb::{WriteBatch, DB};
 
 use super::cache::Caches;
-use super::{cf, CF_NODES, CF_STALE, CF_VALUES, CF_WRITTEN};
+use super::{cf, CF_DELETED, CF_NODES, CF_STALE, CF_VALUES, CF_WRITTEN};
 pub(super) use node::{NodeAddr, StoredNode};
 use update::{apply_version, Change, NodeSource, Written};
 
@@ -133,6 +133,7 @@ pub(super) fn write_tree_batch(
         batch.put_cf(node_cf, &key_buf, &node_buf);
     }
     let (value_cf, written_cf) = (cf(db, CF_VALUES)?, cf(db, CF_WRITTEN)?);
+    let deleted_cf = cf(db, CF_DELETED)?;
     anyhow::ensure!(
         writes.len() == update.values.len(),
         "{} write sets for {} tree versions",
@@ -160,6 +161,9 @@ pub(super) fn write_tree_batch(
             push_entry(&mut record, key_hash, Some(*from), false);
         }
         batch.put_cf(written_cf, version.to_be_bytes(), record);
+        for (key, _) in writes.iter().filter(|(_, value)| value.is_none()) {
+            batch.put_cf(deleted_cf, deleted_key(version, key), []);
+        }
     }
     let stale_cf = cf(db, CF_STALE)?;
     for (version, addrs) in &update.stale {
@@ -179,7 +183,44 @@ pub(super) fn prune(
     through: Version,
 ) -> Result<()> {
     prune_nodes(db, batch, from, through)?;
-    prune_values(db, batch, from, through)
+    prune_values(db, batch, from, through)?;
+    // A deletion at or before `through` is never needed again: the keys a readable height
+    // held that the latest state lacks were all deleted after it.
+    let start = from.and_then(|v| v.checked_add(1)).unwrap_or(0);
+    if let Some(end) = through.checked_add(1) {
+        batch.delete_range_cf(cf(db, CF_DELETED)?, start.to_be_bytes(), end.to_be_bytes());
+    }
+    Ok(())
+}
+
+/// The deleted-key record of `key` at `version`: the version first (big-endian), so one
+/// range holds every key a span of versions deleted. Only these names are kept: a key the
+/// latest state lacks can then still be listed at an older height it existed at.
+fn deleted_key(version: Version, key: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + key.len());
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out
+}
+
+/// The keys that versions after `after` deleted (with repeats).
+pub(super) fn deleted_after(db: &DB, after: Version) -> Result<Vec<String>> {
+    let deleted = cf(db, CF_DELETED)?;
+    let mut iter = db.raw_iterator_cf(deleted);
+    let Some(start) = after.checked_add(1) else {
+        return Ok(Vec::new());
+    };
+    iter.seek(start.to_be_bytes());
+    let mut keys = Vec::new();
+    while let Some(record) = iter.key() {
+        let key = record
+            .get(8..)
+            .ok_or_else(|| anyhow!("corrupt deleted-key record"))?;
+        keys.push(String::from_utf8(key.to_vec())?);
+        iter.next();
+    }
+    iter.status()?;
+    Ok(keys)
 }
 
 /// Calls `f` with each record of an index column family whose version is in
@@ -308,10 +349,9 @@ impl TreeReader for TreeDb<'_> {
     }
 
     fn get_rightmost_leaf(&self) -> Result<Option<(NodeKey, JmtLeaf)>> {
-        // Only JMT's snapshot restore calls this; gpuchain nodes sync by block replay.
-        Err(anyhow!(
-            "state-sync restore is not supported: sync by replaying blocks"
-        ))
+        // Only the `jmt` crate's own restore calls this; gpuchain restores a snapshot as one
+        // whole version (`Store::restore`).
+        Err(anyhow!("the jmt crate's restore is not used"))
     }
 }
 
@@ -320,9 +360,10 @@ pub(super) struct BlockTree<'a> {
     db: TreeDb<'a>,
     written: Written,
     values: Vec<VersionValues>,
-    /// The genesis values, kept while block 1 is built on them in the same batch (a leaf
-    /// it moves copies its value from here).
+    /// The genesis values and their version, kept while the first block is built on them
+    /// in the same batch (a leaf it moves copies its value from here).
     genesis_values: BTreeMap<[u8; 32], Vec<u8>>,
+    genesis_version: Option<Version>,
     root: [u8; 32],
 }
 
@@ -333,13 +374,16 @@ impl<'a> BlockTree<'a> {
             written: Written::default(),
             values: Vec::new(),
             genesis_values: BTreeMap::new(),
+            genesis_version: None,
             root: [0; 32],
         }
     }
 
-    /// Applies the genesis writes as version 0 (an empty tree before it).
-    pub(super) fn genesis(mut self, writes: &Write) -> Result<Self> {
-        self.apply(None, 0, writes)?;
+    /// Applies a whole state as `version` on an empty tree: genesis (the version before
+    /// the chain's initial height) or a restored snapshot.
+    pub(super) fn genesis(mut self, version: Version, writes: &Write) -> Result<Self> {
+        self.apply(None, version, writes)?;
+        self.genesis_version = Some(version);
         let hashes = self
             .values
             .last()
@@ -417,7 +461,8 @@ impl<'a> BlockTree<'a> {
     /// The value a leaf written at `version` holds: its key's record at exactly that
     /// version.
     fn value_record(&self, key_hash: [u8; 32], version: Version) -> Result<Vec<u8>> {
-        if let Some(value) = self.genesis_values.get(&key_hash).filter(|_| version == 0) {
+        let from_genesis = self.genesis_version == Some(version);
+        if let Some(value) = self.genesis_values.get(&key_hash).filter(|_| from_genesis) {
             return Ok(value.clone());
         }
         let values = cf(self.db.db, CF_VALUES)?;
