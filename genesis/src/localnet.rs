@@ -45,6 +45,13 @@ pub struct LocalnetSpec {
     pub genesis: AppGenesis,
     /// `proof_heights` written to every node's app.toml (0 = archive).
     pub proof_heights: u64,
+    /// Every node's state-sync snapshots: interval in heights (0 = none), how many are
+    /// kept, and the size chunks are cut at.
+    pub snapshot_interval: u64,
+    /// See `snapshot_interval`.
+    pub snapshot_keep_recent: usize,
+    /// See `snapshot_interval`.
+    pub snapshot_chunk_bytes: usize,
 }
 
 impl LocalnetSpec {
@@ -61,6 +68,9 @@ impl LocalnetSpec {
             extra_nodes: 0,
             genesis: AppGenesis::default(),
             proof_heights: 1_000,
+            snapshot_interval: 1_000,
+            snapshot_keep_recent: 2,
+            snapshot_chunk_bytes: 4 << 20,
         }
     }
 }
@@ -202,8 +212,16 @@ impl Localnet {
                      # Heights whose state stays queryable and provable; older state is pruned. 0 = archive.\n\
                      proof_heights = {}\n\
                      # Prometheus metrics of the app (GET /metrics).\n\
-                     metrics_listen = \"{metrics_addr}\"\n",
-                    spec.proof_heights
+                     metrics_listen = \"{metrics_addr}\"\n\
+                     # State-sync snapshots (in snapshots/) for nodes that join later: every\n\
+                     # this many heights (0 = none), how many are kept, chunk size in bytes.\n\
+                     snapshot_interval = {}\n\
+                     snapshot_keep_recent = {}\n\
+                     snapshot_chunk_bytes = {}\n",
+                    spec.proof_heights,
+                    spec.snapshot_interval,
+                    spec.snapshot_keep_recent,
+                    spec.snapshot_chunk_bytes
                 ),
             )?;
             nodes.push(LocalnetNode {

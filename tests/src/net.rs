@@ -82,6 +82,19 @@ impl TestNet {
         accounts: &[(&str, u128)],
         tweak: impl FnOnce(&mut LocalnetSpec),
     ) -> Result<TestNet> {
+        let mut t = Self::build_with(validators, accounts, tweak)?;
+        let nodes = t.net.nodes.len();
+        t.start_nodes(0..nodes).await?;
+        Ok(t)
+    }
+
+    /// Writes the localnet without starting anything, so a test may change a node's files
+    /// first; [`TestNet::start_nodes`] starts them.
+    pub fn build_with(
+        validators: usize,
+        accounts: &[(&str, u128)],
+        tweak: impl FnOnce(&mut LocalnetSpec),
+    ) -> Result<TestNet> {
         let dir = tempfile::Builder::new().prefix("gpuchain-e2e-").tempdir()?;
         let mut spec = LocalnetSpec::new(dir.path().join("net"));
         spec.validators = validators;
@@ -94,30 +107,37 @@ impl TestNet {
         spec.base_port = free_port_block(nodes as u16 * PORTS_PER_NODE);
         let net = Localnet::build(&spec)?;
         std::fs::create_dir_all(dir.path().join("logs"))?;
-        let mut t = TestNet {
+        let procs = (0..nodes)
+            .map(|_| NodeProcs {
+                app: None,
+                comet: None,
+            })
+            .collect();
+        Ok(TestNet {
             dir,
             keep: false,
             net,
-            procs: Vec::new(),
-        };
-        for i in 0..nodes {
-            t.procs.push(NodeProcs {
-                app: None,
-                comet: None,
-            });
-            t.start_app(i, &[])?;
+            procs,
+        })
+    }
+
+    /// Starts the apps and then the CometBFTs of `nodes`, and waits until each has committed
+    /// a block.
+    pub async fn start_nodes(&mut self, nodes: std::ops::Range<usize>) -> Result<()> {
+        for i in nodes.clone() {
+            self.start_app(i, &[])?;
         }
-        for i in 0..nodes {
-            t.start_comet(i)?;
+        for i in nodes.clone() {
+            self.start_comet(i)?;
         }
         // Every node, not just the first, must have committed a block: a node still in its
         // handshake answers CheckTx from an empty state.
-        for i in 0..nodes {
-            t.client(i)?
+        for i in nodes {
+            self.client(i)?
                 .wait_for_height(2, Duration::from_secs(60))
                 .await?;
         }
-        Ok(t)
+        Ok(())
     }
 
     fn log(&self, name: &str) -> Result<Stdio> {
