@@ -28,6 +28,11 @@ pub struct AppConfig {
     /// How many snapshots to keep.
     #[serde(default = "default_snapshot_keep_recent")]
     pub snapshot_keep_recent: usize,
+    /// Blocks CometBFT keeps behind the head; older ones are deleted (0: keep all). Keep
+    /// at least the evidence age (`max_age_num_blocks` in genesis.json) on validators; blocks
+    /// since the oldest kept snapshot are always kept, so joining nodes can follow on.
+    #[serde(default)]
+    pub min_retain_blocks: u64,
     /// Size a snapshot chunk is cut at, in bytes.
     #[serde(default = "default_snapshot_chunk_bytes")]
     pub snapshot_chunk_bytes: usize,

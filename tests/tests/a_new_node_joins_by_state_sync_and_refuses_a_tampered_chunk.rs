@@ -1,9 +1,11 @@
-//! State sync on a 4-validator localnet: validators take a snapshot every 10 heights; a
+//! State sync on a 4-validator localnet: validators take a snapshot every 40 heights; a
 //! fifth node started with CometBFT's `statesync` on (trust height and hash from our light
 //! client, verified against a second node) restores the newest snapshot instead of
 //! replaying the chain, then follows blocks with the same app hash. Two validators serve
 //! tampered chunks (their snapshot files are altered on disk as they appear): the new node
-//! refuses each with a log line naming the sender and fetches it from another peer.
+//! refuses each with a log line naming the sender and fetches it from another peer. Those
+//! two also let CometBFT delete old blocks (`min_retain_blocks`), which a node that joins
+//! from a snapshot does not need.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -48,11 +50,19 @@ fn tamper_new_chunks(snapshots: &Path, done: &mut BTreeSet<std::path::PathBuf>) 
 async fn a_new_node_joins_by_state_sync_and_refuses_a_tampered_chunk() -> anyhow::Result<()> {
     let mut net = TestNet::build_with(4, &[("alice", 1_000_000_000)], |spec| {
         spec.extra_nodes = 1;
-        spec.snapshot_interval = 10;
-        spec.snapshot_keep_recent = 4;
-        // Small chunks, so that a snapshot has many and the tampering peers serve some.
-        spec.snapshot_chunk_bytes = 512;
+        // One snapshot (height 40) while the new node discovers them, so every peer offers
+        // the same newest one.
+        spec.snapshot_interval = 40;
+        // Tiny chunks, so that a snapshot has dozens and the tampering peers serve some.
+        spec.snapshot_chunk_bytes = 128;
     })?;
+    // Nodes 0 and 1 keep only the blocks they must: the new node needs none before its
+    // snapshot. (Nodes 2 and 3 keep theirs: the light client starts from an old header.)
+    for i in [0, 1] {
+        let path = net.net.nodes[i].app_home.join("app.toml");
+        let text = std::fs::read_to_string(&path)? + "min_retain_blocks = 10\n";
+        std::fs::write(&path, text)?;
+    }
     net.start_nodes(0..4).await?;
     let joiner = 4;
     let c0 = net.client(0)?;
@@ -83,8 +93,10 @@ async fn a_new_node_joins_by_state_sync_and_refuses_a_tampered_chunk() -> anyhow
             })
         })
         .collect();
-    // Two snapshots exist before the new node asks.
-    c0.wait_for_height(32, Duration::from_secs(90)).await?;
+    // The snapshot of height 40 exists (and is tampered on nodes 0 and 1) before the new
+    // node asks.
+    c0.wait_for_height(43, Duration::from_secs(90)).await?;
+    std::thread::sleep(Duration::from_millis(200));
 
     let config = net.net.nodes[joiner]
         .comet_home
@@ -113,8 +125,13 @@ async fn a_new_node_joins_by_state_sync_and_refuses_a_tampered_chunk() -> anyhow
     let status = cj.status().await?;
     let earliest = status.sync_info.earliest_block_height.value();
     assert!(
-        earliest >= 20,
+        earliest >= 40,
         "the new node's first block is {earliest}: it replayed instead of restoring a snapshot"
+    );
+    let pruned = c0.status().await?.sync_info.earliest_block_height.value();
+    assert!(
+        pruned > 1,
+        "node 0 kept every block despite min_retain_blocks"
     );
     let at = cj.latest_height().await? - 1;
     net.assert_same_app_hash(&[0, 2, joiner], at).await?;

@@ -49,6 +49,8 @@ struct Node {
     snapshots: Option<Snapshotter>,
     /// A snapshot being restored from peers (state sync into an empty node).
     restore: Option<Restore>,
+    /// Blocks CometBFT keeps behind the head (0: all of them).
+    min_retain_blocks: u64,
 }
 
 /// The gpuchain ABCI application.
@@ -94,6 +96,7 @@ impl App {
                 crash_before_commit_at,
                 snapshots: None,
                 restore: None,
+                min_retain_blocks: 0,
             })),
         })
     }
@@ -102,6 +105,31 @@ impl App {
     pub fn with_snapshots(self, policy: SnapshotPolicy) -> App {
         self.lock().snapshots = Some(Snapshotter::new(policy));
         self
+    }
+
+    /// Lets CometBFT delete blocks older than the last `blocks` (0 keeps all), never one
+    /// a snapshot this node serves still needs to be followed from.
+    pub fn with_block_retention(self, blocks: u64) -> App {
+        self.lock().min_retain_blocks = blocks;
+        self
+    }
+
+    /// The height CometBFT may delete blocks below after a commit (0: none).
+    fn retain_height(node: &Node) -> u64 {
+        if node.min_retain_blocks == 0 {
+            return 0;
+        }
+        let mut retain = node.store.height().saturating_sub(node.min_retain_blocks);
+        if let Some(snapshots) = &node.snapshots {
+            if let Some(oldest) = snapshots
+                .list()
+                .ok()
+                .and_then(|l| l.last().map(|s| s.height))
+            {
+                retain = retain.min(oldest);
+            }
+        }
+        retain
     }
 
     fn lock(&self) -> MutexGuard<'_, Node> {
@@ -313,7 +341,10 @@ impl tendermint_abci::Application for App {
     fn commit(&self) -> ResponseCommit {
         let height = App::commit(self).unwrap_or_else(|e| halt("committing block", e));
         tracing::debug!(height, "committed");
-        ResponseCommit { retain_height: 0 }
+        let retain = App::retain_height(&self.lock());
+        ResponseCommit {
+            retain_height: i64::try_from(retain).unwrap_or(0),
+        }
     }
 
     fn list_snapshots(&self) -> ResponseListSnapshots {

@@ -27,7 +27,8 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
     let db_dir = config.db_dir(&cli.home);
     let app = MeteredApp::new(
         App::open_with_proof_window(&db_dir, config.proof_window())?
-            .with_snapshots(config.snapshot_policy(&cli.home)),
+            .with_snapshots(config.snapshot_policy(&cli.home))
+            .with_block_retention(config.min_retain_blocks),
         &db_dir,
     );
     if let Some(listen) = &config.metrics_listen {
