@@ -109,9 +109,12 @@ fn imported(
     Ok(validators)
 }
 
+/// A validator of an exported state: consensus key, power and moniker.
+pub type ExportedValidator = ([u8; 32], u64, String);
+
 /// The whole state of committed height `height` as a genesis document's `app_state`, and
-/// the validators it makes active (consensus key, power, moniker).
-pub fn export(store: &Store, height: u64) -> Result<(AppGenesis, Vec<([u8; 32], u64, String)>)> {
+/// the validators it makes active.
+pub fn export(store: &Store, height: u64) -> Result<(AppGenesis, Vec<ExportedValidator>)> {
     let entries = store.state_at(height)?;
     let mut state = gpuchain_types::MemState::new();
     state.apply(

@@ -29,7 +29,7 @@ use tendermint_proto::v0_38::abci::{
 };
 
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
-pub use genesis::export;
+pub use genesis::{export, ExportedValidator};
 
 use crate::store::snapshot::{Restore, SnapshotPolicy, Snapshotter};
 use crate::store::{PreparedBlock, Store};

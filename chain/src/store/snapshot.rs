@@ -72,7 +72,7 @@ impl Snapshotter {
 
     /// Whether `height` is due for a snapshot.
     pub fn due(&self, height: u64) -> bool {
-        self.policy.interval > 0 && height > 0 && height % self.policy.interval == 0
+        self.policy.interval > 0 && height > 0 && height.is_multiple_of(self.policy.interval)
     }
 
     /// Starts a snapshot of `store`'s committed height and returns once its RocksDB
@@ -202,7 +202,7 @@ fn list(dir: &Path) -> Result<Vec<SnapshotInfo>> {
         };
         out.push(info(&entry.path(), height)?);
     }
-    out.sort_by(|a, b| b.height.cmp(&a.height));
+    out.sort_by_key(|s| std::cmp::Reverse(s.height));
     Ok(out)
 }
 
