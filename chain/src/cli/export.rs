@@ -29,7 +29,8 @@ pub(crate) struct ExportArgs {
 
 pub(crate) fn run(cli: &Cli, args: &ExportArgs, out: &Output) -> Result<ExitCode> {
     let config = AppConfig::load(&cli.home)?;
-    let store = Store::open_read_only(&config.db_dir(&cli.home))?;
+    let scratch = tempfile::tempdir()?;
+    let store = Store::open_reader(&config.db_dir(&cli.home), scratch.path())?;
     let height = args.height.unwrap_or(store.height());
     let (app_state, validators) = gpuchain_chain::app::export(&store, height)?;
     let exported = app_state

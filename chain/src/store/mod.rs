@@ -87,12 +87,18 @@ impl Store {
         Store::from_db(db)
     }
 
-    /// Opens the database at `path` for reading only, as it was when opened: a running
-    /// node may hold it open for writing meanwhile.
-    pub fn open_read_only(path: &Path) -> Result<Store> {
+    /// Opens the database at `path` to read it while a node may be running on it: as a
+    /// RocksDB secondary instance (which keeps its own small log in `scratch`), caught up to
+    /// the node's last write. Unlike a read-only open it tolerates the node compacting files
+    /// away meanwhile.
+    pub fn open_reader(path: &Path, scratch: &Path) -> Result<Store> {
+        let mut opts = Options::default();
+        opts.set_max_open_files(-1);
         let names = column_families().map(|cf| cf.name().to_string());
-        let db = DB::open_cf_for_read_only(&Options::default(), path, names, false)
+        let db = DB::open_cf_as_secondary(&opts, path, scratch, names)
             .with_context(|| format!("opening state database at {} to read", path.display()))?;
+        db.try_catch_up_with_primary()
+            .context("catching up with the node's last write")?;
         Store::from_db(db)
     }
 

@@ -1,0 +1,188 @@
+//! State-sync snapshots in process: how long a snapshot of a state with many accounts takes
+//! to write and how big it is, what taking it costs the blocks committed meanwhile, how long
+//! a new node's restore of it takes, and the app time of replaying blocks instead.
+//!
+//! `~/.cache/gpuchain/target/debug/examples/bench_snapshot [accounts] [blocks] [txs_per_block]`
+//!
+//! Blocks of signed transfers run through FinalizeBlock + Commit with a snapshot due at the
+//! middle block; the block times while the snapshot is being written are compared with the
+//! blocks before it. Then the snapshot is restored into an empty store, chunk by chunk as
+//! the snapshot connection does (hash checks, tree rebuild, root check, write).
+
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a benchmark, not consensus code
+
+use std::time::Instant;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use ed25519_dalek::SigningKey;
+use gpuchain_bank::{BankMsg, MsgSend};
+use gpuchain_chain::store::snapshot::{ChunkCheck, Restore, SnapshotPolicy, Snapshotter};
+use gpuchain_chain::{App, BlockInput, Store};
+use gpuchain_client::build_signed_tx;
+use gpuchain_genesis::AppGenesis;
+use gpuchain_tx::{Msg, TxParams};
+use gpuchain_types::Address;
+
+fn key(i: u64) -> SigningKey {
+    SigningKey::from_bytes(blake3::hash(&i.to_le_bytes()).as_bytes())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let accounts = args.first().copied().unwrap_or(200_000);
+    let blocks = args.get(1).copied().unwrap_or(40);
+    let per_block = args.get(2).copied().unwrap_or(1_000);
+    let snapshot_at = blocks / 2;
+
+    let keys: Vec<SigningKey> = (0..per_block).map(key).collect();
+    let senders: Vec<Address> = keys
+        .iter()
+        .map(|k| Address::from_public_key(&k.verifying_key().to_bytes()))
+        .collect();
+    let mut genesis = AppGenesis::default();
+    genesis.bank.balances = senders.iter().map(|a| (*a, 1_000_000_000)).collect();
+    genesis.bank.balances.extend((0..accounts).map(|i| {
+        let pk = *blake3::hash(&(u64::MAX - i).to_le_bytes()).as_bytes();
+        (Address::from_public_key(&pk), 1_000_000)
+    }));
+    let params = TxParams::default();
+    eprintln!("signing {} transfers...", blocks * per_block);
+    let block_txs: Vec<Vec<Vec<u8>>> = (0..blocks)
+        .map(|b| {
+            (0..per_block as usize)
+                .map(|i| {
+                    let to = senders[(i + 1) % senders.len()];
+                    let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend {
+                        to,
+                        amount: 1 + b as u128,
+                    }))];
+                    build_signed_tx(&keys[i], "bench", b, &params, msgs, "").encode()
+                })
+                .collect()
+        })
+        .collect();
+
+    let dir = tempfile::tempdir()?;
+    let snapshots = dir.path().join("snapshots");
+    let app = App::open_with_proof_window(&dir.path().join("data"), Some(100))?.with_snapshots(
+        SnapshotPolicy {
+            dir: snapshots.clone(),
+            interval: snapshot_at,
+            keep_recent: 2,
+            chunk_bytes: 4 << 20,
+        },
+    );
+    app.init_chain_with("bench", &genesis)?;
+    let (mut before, mut during, mut after) = (Vec::new(), Vec::new(), Vec::new());
+    let mut snapshot_started = None;
+    let mut snapshot_secs = None;
+    let mut replay_secs = 0.0;
+    for (b, txs) in block_txs.iter().enumerate() {
+        let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
+        let height = b as u64 + 1;
+        let hash = blake3::hash(&height.to_le_bytes());
+        let writing = snapshot_started.is_some() && snapshot_secs.is_none();
+        let start = Instant::now();
+        let (outcome, _) = app.finalize(&BlockInput {
+            height,
+            hash: hash.as_bytes(),
+            txs: &refs,
+            misbehavior: &[],
+            votes: &[],
+        })?;
+        app.commit()?;
+        let elapsed = start.elapsed().as_secs_f64();
+        anyhow::ensure!(outcome.tx_results.iter().all(|r| r.code == 0));
+        if height == snapshot_at {
+            snapshot_started = Some(Instant::now());
+        }
+        if let (Some(started), None) = (snapshot_started, snapshot_secs) {
+            if snapshots.join(snapshot_at.to_string()).exists() {
+                snapshot_secs = Some(started.elapsed().as_secs_f64());
+            }
+        }
+        if height > 1 {
+            replay_secs += elapsed;
+            match (height < snapshot_at, writing) {
+                (true, _) => before.push(elapsed),
+                (false, true) => during.push(elapsed),
+                (false, false) if height > snapshot_at => after.push(elapsed),
+                _ => {}
+            }
+        }
+    }
+    while snapshot_secs.is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        if snapshots.join(snapshot_at.to_string()).exists() {
+            snapshot_secs = snapshot_started.map(|s| s.elapsed().as_secs_f64());
+        }
+    }
+    let serving = Snapshotter::new(SnapshotPolicy {
+        dir: snapshots.clone(),
+        interval: 0,
+        keep_recent: 2,
+        chunk_bytes: 4 << 20,
+    });
+    let info = serving
+        .list()?
+        .into_iter()
+        .find(|s| s.height == snapshot_at)
+        .ok_or_else(|| anyhow::anyhow!("no snapshot at {snapshot_at}"))?;
+    let bytes: u64 = (0..info.chunks)
+        .map(|i| serving.chunk(snapshot_at, i).map(|c| c.len() as u64))
+        .sum::<anyhow::Result<u64>>()?;
+    let app_hash = app.read_committed(|store| store.root_at(snapshot_at))?;
+
+    let target = tempfile::tempdir()?;
+    let restore_start = Instant::now();
+    let mut restore = Restore::offer(
+        info.height,
+        info.chunks,
+        &info.hash,
+        &info.metadata,
+        &app_hash,
+    )?;
+    for i in 0..info.chunks {
+        let check = restore.add(i, serving.chunk(snapshot_at, i)?)?;
+        anyhow::ensure!(check != ChunkCheck::Mismatch, "chunk {i} mismatched");
+    }
+    let entries = restore.entries()?;
+    let mut store = Store::open(target.path())?;
+    store.restore(info.height, &entries, app_hash)?;
+    let restore_secs = restore_start.elapsed().as_secs_f64();
+
+    let base = median(before.clone());
+    let worst_during = during.iter().copied().fold(0.0, f64::max);
+    let per_block_replay = replay_secs / (blocks.saturating_sub(1).max(1)) as f64;
+    println!(
+        "{}",
+        serde_json::json!({
+            "accounts": accounts + per_block,
+            "state_keys": entries.len(),
+            "snapshot_height": snapshot_at,
+            "snapshot_chunks": info.chunks,
+            "snapshot_bytes": bytes,
+            "snapshot_write_secs": (snapshot_secs.unwrap_or(0.0) * 1000.0).round() / 1000.0,
+            "txs_per_block": per_block,
+            "block_ms_median_before": (base * 1e4).round() / 10.0,
+            "block_ms_median_while_writing": (median(during.clone()) * 1e4).round() / 10.0,
+            "block_ms_worst_while_writing": (worst_during * 1e4).round() / 10.0,
+            "blocks_while_writing": during.len(),
+            "block_ms_median_after": (median(after) * 1e4).round() / 10.0,
+            "restore_secs": (restore_secs * 1000.0).round() / 1000.0,
+            "app_replay_ms_per_block": (per_block_replay * 1e4).round() / 10.0,
+            "app_replay_secs_for_10000_blocks": (per_block_replay * 10_000.0).round(),
+        })
+    );
+    Ok(())
+}
