@@ -4,9 +4,9 @@
 //!
 //! `~/.cache/gpuchain/target/debug/examples/bench_snapshot [accounts] [blocks] [txs_per_block]`
 //!
-//! Blocks of signed transfers run through FinalizeBlock + Commit with a snapshot due at the
-//! middle block; the block times while the snapshot is being written are compared with the
-//! blocks before it. Then the snapshot is restored into an empty store, chunk by chunk as
+//! Blocks of signed transfers run through FinalizeBlock + Commit; rounds alternate a few
+//! blocks with nothing beside them and a snapshot written in the background while blocks
+//! go on, and the block times of both sides are compared. Then the snapshot is restored into an empty store, chunk by chunk as
 //! the snapshot connection does (hash checks, tree rebuild, root check, write).
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a benchmark, not consensus code
@@ -42,7 +42,6 @@ fn main() -> anyhow::Result<()> {
     let accounts = args.first().copied().unwrap_or(200_000);
     let blocks = args.get(1).copied().unwrap_or(40);
     let per_block = args.get(2).copied().unwrap_or(1_000);
-    let snapshot_at = blocks / 2;
 
     let keys: Vec<SigningKey> = (0..per_block).map(key).collect();
     let senders: Vec<Address> = keys
@@ -74,24 +73,28 @@ fn main() -> anyhow::Result<()> {
 
     let dir = tempfile::tempdir()?;
     let snapshots = dir.path().join("snapshots");
-    let app = App::open_with_proof_window(&dir.path().join("data"), Some(100))?.with_snapshots(
-        SnapshotPolicy {
-            dir: snapshots.clone(),
-            interval: snapshot_at,
-            keep_recent: 2,
-            chunk_bytes: 4 << 20,
-        },
-    );
+    let policy = SnapshotPolicy {
+        dir: snapshots.clone(),
+        interval: 0,
+        keep_recent: 100,
+        chunk_bytes: 4 << 20,
+    };
+    let writer = Snapshotter::new(policy.clone());
+    let app = App::open_with_proof_window(&dir.path().join("data"), Some(100))?;
     app.init_chain_with("bench", &genesis)?;
-    let (mut before, mut during, mut after) = (Vec::new(), Vec::new(), Vec::new());
-    let mut snapshot_started = None;
-    let mut snapshot_secs = None;
-    let mut replay_secs = 0.0;
+    // Rounds alternate: `QUIET` blocks with nothing beside them, then a snapshot started
+    // after a commit and blocks run until it is complete, so that both sides see the same
+    // drift of this shared machine.
+    const QUIET: u64 = 3;
+    let (mut quiet, mut writing) = (Vec::new(), Vec::new());
+    let (mut write_secs, mut replay_secs, mut timed) = (Vec::new(), 0.0, 0u64);
+    let mut pending: Option<(u64, Instant)> = None;
+    let mut last_snapshot = 0;
+    let mut since_quiet = 0;
     for (b, txs) in block_txs.iter().enumerate() {
         let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
         let height = b as u64 + 1;
         let hash = blake3::hash(&height.to_le_bytes());
-        let writing = snapshot_started.is_some() && snapshot_secs.is_none();
         let start = Instant::now();
         let (outcome, _) = app.finalize(&BlockInput {
             height,
@@ -103,36 +106,39 @@ fn main() -> anyhow::Result<()> {
         app.commit()?;
         let elapsed = start.elapsed().as_secs_f64();
         anyhow::ensure!(outcome.tx_results.iter().all(|r| r.code == 0));
-        if height == snapshot_at {
-            snapshot_started = Some(Instant::now());
+        if height == 1 {
+            continue;
         }
-        if let (Some(started), None) = (snapshot_started, snapshot_secs) {
-            if snapshots.join(snapshot_at.to_string()).exists() {
-                snapshot_secs = Some(started.elapsed().as_secs_f64());
+        replay_secs += elapsed;
+        timed += 1;
+        match pending {
+            Some((at, started)) => {
+                writing.push(elapsed);
+                if snapshots.join(at.to_string()).exists() {
+                    write_secs.push(started.elapsed().as_secs_f64());
+                    pending = None;
+                    since_quiet = 0;
+                }
             }
-        }
-        if height > 1 {
-            replay_secs += elapsed;
-            match (height < snapshot_at, writing) {
-                (true, _) => before.push(elapsed),
-                (false, true) => during.push(elapsed),
-                (false, false) if height > snapshot_at => after.push(elapsed),
-                _ => {}
+            None => {
+                quiet.push(elapsed);
+                since_quiet += 1;
+                if since_quiet == QUIET {
+                    anyhow::ensure!(app.read_committed(|store| writer.start(store))?);
+                    pending = Some((height, Instant::now()));
+                    last_snapshot = height;
+                }
             }
         }
     }
-    while snapshot_secs.is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        if snapshots.join(snapshot_at.to_string()).exists() {
-            snapshot_secs = snapshot_started.map(|s| s.elapsed().as_secs_f64());
+    if let Some((at, started)) = pending {
+        while !snapshots.join(at.to_string()).exists() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        write_secs.push(started.elapsed().as_secs_f64());
     }
-    let serving = Snapshotter::new(SnapshotPolicy {
-        dir: snapshots.clone(),
-        interval: 0,
-        keep_recent: 2,
-        chunk_bytes: 4 << 20,
-    });
+    let snapshot_at = last_snapshot;
+    let serving = Snapshotter::new(policy);
     let info = serving
         .list()?
         .into_iter()
@@ -161,26 +167,35 @@ fn main() -> anyhow::Result<()> {
     store.restore(info.height, &entries, app_hash)?;
     let restore_secs = restore_start.elapsed().as_secs_f64();
 
-    let base = median(before.clone());
-    let worst_during = during.iter().copied().fold(0.0, f64::max);
-    let per_block_replay = replay_secs / (blocks.saturating_sub(1).max(1)) as f64;
+    let per_block_replay = replay_secs / timed.max(1) as f64;
+    let ms = |v: f64| (v * 1e4).round() / 10.0;
+    let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let spread = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        let q = |p: usize| v.get(v.len() * p / 100).copied().unwrap_or(0.0);
+        [ms(q(10)), ms(q(90))]
+    };
     println!(
         "{}",
         serde_json::json!({
             "accounts": accounts + per_block,
             "state_keys": entries.len(),
-            "snapshot_height": snapshot_at,
             "snapshot_chunks": info.chunks,
             "snapshot_bytes": bytes,
-            "snapshot_write_secs": (snapshot_secs.unwrap_or(0.0) * 1000.0).round() / 1000.0,
+            "snapshots_written": write_secs.len(),
+            "snapshot_write_secs_median": (median(write_secs) * 1000.0).round() / 1000.0,
             "txs_per_block": per_block,
-            "block_ms_median_before": (base * 1e4).round() / 10.0,
-            "block_ms_median_while_writing": (median(during.clone()) * 1e4).round() / 10.0,
-            "block_ms_worst_while_writing": (worst_during * 1e4).round() / 10.0,
-            "blocks_while_writing": during.len(),
-            "block_ms_median_after": (median(after) * 1e4).round() / 10.0,
+            "quiet_blocks": quiet.len(),
+            "quiet_block_ms_median": ms(median(quiet.clone())),
+            "quiet_block_ms_p10_p90": spread(&quiet),
+            "quiet_block_ms_worst": ms(worst(&quiet)),
+            "writing_blocks": writing.len(),
+            "writing_block_ms_median": ms(median(writing.clone())),
+            "writing_block_ms_p10_p90": spread(&writing),
+            "writing_block_ms_worst": ms(worst(&writing)),
             "restore_secs": (restore_secs * 1000.0).round() / 1000.0,
-            "app_replay_ms_per_block": (per_block_replay * 1e4).round() / 10.0,
+            "app_replay_ms_per_block": ms(per_block_replay),
             "app_replay_secs_for_10000_blocks": (per_block_replay * 10_000.0).round(),
         })
     );
