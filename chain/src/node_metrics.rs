@@ -99,6 +99,24 @@ impl MeteredApp {
             )
         });
         let (open, active, escrow, pool) = market;
+        let (live_keys, live_bytes) = self
+            .app
+            .read_committed(|store| store.live_state_size())
+            .unwrap_or_default();
+        metric(
+            &mut out,
+            "gpuchain_node_state_keys",
+            "gauge",
+            "Keys in the latest state (live state, without history).",
+            live_keys,
+        );
+        metric(
+            &mut out,
+            "gpuchain_node_state_bytes",
+            "gauge",
+            "Bytes of keys and values in the latest state.",
+            live_bytes,
+        );
         metric(
             &mut out,
             "gpuchain_node_open_orders",

@@ -52,6 +52,8 @@ pub struct LocalnetSpec {
     pub snapshot_keep_recent: usize,
     /// See `snapshot_interval`.
     pub snapshot_chunk_bytes: usize,
+    /// Blocks CometBFT keeps behind the head (0 = all).
+    pub min_retain_blocks: u64,
 }
 
 impl LocalnetSpec {
@@ -71,6 +73,7 @@ impl LocalnetSpec {
             snapshot_interval: 1_000,
             snapshot_keep_recent: 2,
             snapshot_chunk_bytes: 4 << 20,
+            min_retain_blocks: 0,
         }
     }
 }
@@ -217,11 +220,14 @@ impl Localnet {
                      # this many heights (0 = none), how many are kept, chunk size in bytes.\n\
                      snapshot_interval = {}\n\
                      snapshot_keep_recent = {}\n\
-                     snapshot_chunk_bytes = {}\n",
+                     snapshot_chunk_bytes = {}\n\
+                     # Blocks CometBFT keeps behind the head (0 = all).\n\
+                     min_retain_blocks = {}\n",
                     spec.proof_heights,
                     spec.snapshot_interval,
                     spec.snapshot_keep_recent,
-                    spec.snapshot_chunk_bytes
+                    spec.snapshot_chunk_bytes,
+                    spec.min_retain_blocks
                 ),
             )?;
             nodes.push(LocalnetNode {

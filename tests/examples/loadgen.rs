@@ -5,9 +5,13 @@
 //! `gpuchaind` and `cometbft` process) and disk (the localnet directory) at the start, every
 //! 30 s, and at the end.
 //!
-//! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights]` — the
-//! nodes keep Merkle proofs for the last `proof heights` heights (default 1,000; 0 keeps
-//! all), so a short run can show the pruned disk footprint. With a market share,
+//! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights] [retention]
+//! [retain blocks]` — the nodes keep Merkle proofs for the last `proof heights` heights
+//! (default 1,000; 0 keeps all), closed orders are retired `retention` blocks after they
+//! close (default: the chain's 100,000) and CometBFT keeps `retain blocks` blocks (default
+//! all), so a run longer than those windows shows whether resources level off. Every 60 s
+//! a sample (RSS, disk, app state on disk, node 0's live state keys and bytes and open
+//! orders from its metrics) is printed to stderr as it is taken. With a market share,
 //! that percentage of the senders post 1-replica orders (escrow locked, bid window 3
 //! blocks, no bids: expired and refunded by the chain) instead of transfers.
 
@@ -35,16 +39,22 @@ async fn main() -> anyhow::Result<()> {
         .filter_map(|a| a.parse().ok())
         .collect();
     let validators = args.first().copied().unwrap_or(1) as usize;
-    let seconds = args.get(1).copied().unwrap_or(30).min(600);
+    let seconds = args.get(1).copied().unwrap_or(30);
     let rate = args.get(2).copied().unwrap_or(2_000).max(1);
     let senders = args.get(3).copied().unwrap_or(100).max(1);
     let market_pct = args.get(4).copied().unwrap_or(0).min(100);
     let proof_heights = args.get(5).copied().unwrap_or(1_000);
+    let retention = args.get(6).copied();
+    let retain_blocks = args.get(7).copied().unwrap_or(0);
 
     let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
     let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
     let net = TestNet::start_with(validators, &accounts, |spec| {
         spec.proof_heights = proof_heights;
+        spec.min_retain_blocks = retain_blocks;
+        if let Some(blocks) = retention {
+            spec.genesis.auction.params.retention_blocks = blocks;
+        }
     })
     .await?;
     let keystore = Keystore::open(&net.net.keys_dir)?;
@@ -86,12 +96,26 @@ async fn main() -> anyhow::Result<()> {
         }));
     }
 
-    // Resource samples every 30 s while the load runs.
+    // Resource samples every 60 s while the load runs.
     let dir = net.dir().to_path_buf();
     let app_homes: Vec<_> = net.net.nodes.iter().map(|n| n.app_home.clone()).collect();
-    let sample = |at_secs| resources(&dir, &app_homes, at_secs);
+    let sample = |at_secs| {
+        let mut s = resources(&dir, &app_homes, at_secs);
+        if let Ok(text) = net.scrape_metrics(0) {
+            for (field, name) in [
+                ("live_state_keys", "gpuchain_node_state_keys"),
+                ("live_state_bytes", "gpuchain_node_state_bytes"),
+                ("open_orders", "gpuchain_node_open_orders"),
+                ("height", "gpuchain_node_height"),
+            ] {
+                s[field] = TestNet::metric_value(&text, name).into();
+            }
+        }
+        eprintln!("sample {s}");
+        s
+    };
     let mut samples = vec![sample(0)];
-    let mut next_sample = Instant::now() + Duration::from_secs(30);
+    let mut next_sample = Instant::now() + Duration::from_secs(60);
     // Watch blocks: the time a block is first seen is the commit time of its transactions.
     let mut latencies = Vec::new();
     let mut committed_at = Vec::new();
@@ -120,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
                     .duration_since(stop_at - Duration::from_secs(seconds))
                     .as_secs(),
             ));
-            next_sample += Duration::from_secs(30);
+            next_sample += Duration::from_secs(60);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -60,7 +60,8 @@ async fn a_new_node_joins_by_state_sync_and_refuses_a_tampered_chunk() -> anyhow
     // snapshot. (Nodes 2 and 3 keep theirs: the light client starts from an old header.)
     for i in [0, 1] {
         let path = net.net.nodes[i].app_home.join("app.toml");
-        let text = std::fs::read_to_string(&path)? + "min_retain_blocks = 10\n";
+        let text = std::fs::read_to_string(&path)?
+            .replace("min_retain_blocks = 0", "min_retain_blocks = 10");
         std::fs::write(&path, text)?;
     }
     net.start_nodes(0..4).await?;

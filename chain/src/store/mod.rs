@@ -330,6 +330,19 @@ impl Store {
         Ok(())
     }
 
+    /// How many keys the latest state holds and their keys' and values' bytes: the live
+    /// state, without history or the tree (one pass over the `latest` column family).
+    pub fn live_state_size(&self) -> Result<(u64, u64)> {
+        let latest = cf(&self.db, CF_LATEST)?;
+        let (mut keys, mut bytes) = (0u64, 0u64);
+        for item in self.db.iterator_cf(latest, IteratorMode::Start) {
+            let (k, v) = item?;
+            keys += 1;
+            bytes += (k.len() + v.len()) as u64;
+        }
+        Ok((keys, bytes))
+    }
+
     /// The app hash of committed height `version` (its tree root), if it is still readable.
     pub fn root_at(&self, version: u64) -> Result<[u8; 32]> {
         let version = self.readable_version(version)?;
