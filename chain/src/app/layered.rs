@@ -1,4 +1,7 @@
-use gpuchain_types::{layered_get, layered_prefix, Event, EventSink, StateRead, StateWrite, Write};
+use gpuchain_types::{
+    layered_get, layered_prefix, layered_prefix_until, Event, EventSink, StateRead, StateWrite,
+    Write,
+};
 
 /// Uncommitted writes (a block's, or the mempool check state's) seen on top of a base
 /// state, without copying either.
@@ -14,6 +17,10 @@ impl StateRead for Layered<'_> {
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
         layered_prefix(self.top, self.base, prefix)
+    }
+
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        layered_prefix_until(self.top, self.base, prefix, end)
     }
 }
 
@@ -32,6 +39,10 @@ impl StateRead for LayeredMut<'_> {
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
         layered_prefix(self.top, self.base, prefix)
+    }
+
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        layered_prefix_until(self.top, self.base, prefix, end)
     }
 }
 

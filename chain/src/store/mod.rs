@@ -449,6 +449,17 @@ impl StateRead for Store {
     }
 
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        self.scan(prefix, None)
+    }
+
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        self.scan(prefix, Some(end))
+    }
+}
+
+impl Store {
+    /// The committed entries under `prefix` (before `end`, if given), in key order.
+    fn scan(&self, prefix: &str, end: Option<&str>) -> Vec<(String, Vec<u8>)> {
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
         let iter = self.db.iterator_cf(
             latest,
@@ -457,7 +468,7 @@ impl StateRead for Store {
         let mut out = Vec::new();
         for item in iter {
             let (k, v) = item.unwrap_or_else(|e| fatal(e));
-            if !k.starts_with(prefix.as_bytes()) {
+            if !k.starts_with(prefix.as_bytes()) || end.is_some_and(|end| *k >= *end.as_bytes()) {
                 break;
             }
             let key = String::from_utf8(k.to_vec()).unwrap_or_else(|e| fatal(e));

@@ -337,3 +337,29 @@ fn a_chain_may_start_above_height_one() {
     assert_eq!(store.state_at(500).unwrap(), model_at(0));
     assert_eq!(store.state_at(501).unwrap(), model_at(1));
 }
+
+#[test]
+fn a_bounded_prefix_read_is_the_front_of_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    run(&mut store, 12);
+    let all = store.prefix_raw("bank/balances/");
+    assert!(all.len() > 50);
+    for end in [
+        "bank/balances/",
+        "bank/balances/0100",
+        "bank/balances/0250",
+        "bank/balances/9",
+    ] {
+        let front: Vec<_> = all
+            .iter()
+            .filter(|(k, _)| k.as_str() < end)
+            .cloned()
+            .collect();
+        assert_eq!(
+            store.prefix_until_raw("bank/balances/", end),
+            front,
+            "until {end}"
+        );
+    }
+}

@@ -116,7 +116,7 @@ pub trait AuctionRead: StateRead {
 
     /// Entries of the height-keyed queue under `prefix` due at `height`: (key, id).
     fn queue_due(&self, prefix: &str, height: u64) -> Vec<(String, u64)> {
-        self.prefix::<()>(prefix)
+        self.due_by_height::<()>(prefix, height)
             .into_iter()
             .filter_map(|(key, ())| {
                 let (at, id) = state_key::parse_queue_key(&key)?;

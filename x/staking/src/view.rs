@@ -223,7 +223,7 @@ pub trait StakingWrite: StateWrite {
         height: u64,
     ) -> Result<Vec<UnbondingEntry>, StakingError> {
         let matured: Vec<(String, UnbondingEntry)> = self
-            .prefix::<UnbondingEntry>(state_key::unbonding_prefix())
+            .due_by_height::<UnbondingEntry>(state_key::unbonding_prefix(), height)
             .into_iter()
             .take_while(|(_, e)| e.completion_height <= height)
             .collect();

@@ -18,6 +18,14 @@ pub trait StateRead {
     fn get_raw(&self, key: &str) -> Option<Vec<u8>>;
     /// Every `(key, value)` whose key starts with `prefix`, in key order.
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)>;
+    /// The entries of [`StateRead::prefix_raw`] whose key sorts before `end`: the front of a
+    /// prefix, read without the rest (a queue's due entries). The default reads the whole
+    /// prefix; stores override it.
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        let mut entries = self.prefix_raw(prefix);
+        entries.retain(|(k, _)| k.as_str() < end);
+        entries
+    }
 }
 
 /// Write access: changes land in an overlay and are applied only if the transaction succeeds.
@@ -48,6 +56,23 @@ pub trait StateReadExt: StateRead {
     /// Every borsh-decoded value under `prefix`, in key order.
     fn prefix<T: BorshDeserialize>(&self, prefix: &str) -> Vec<(String, T)> {
         self.prefix_raw(prefix)
+            .into_iter()
+            .map(|(k, v)| match T::try_from_slice(&v) {
+                Ok(t) => (k, t),
+                Err(_) => halt("undecodable stored value", &k),
+            })
+            .collect()
+    }
+
+    /// The decoded entries of a height-keyed queue (keys `<prefix><height, 20 digits>/…`)
+    /// due by `height`, in key order, read without the entries due later: a queue holding a
+    /// retention window of entries costs each block only what is due.
+    fn due_by_height<T: BorshDeserialize>(&self, prefix: &str, height: u64) -> Vec<(String, T)> {
+        let entries = match height.checked_add(1) {
+            Some(next) => self.prefix_until_raw(prefix, &format!("{prefix}{next:020}")),
+            None => self.prefix_raw(prefix),
+        };
+        entries
             .into_iter()
             .map(|(k, v)| match T::try_from_slice(&v) {
                 Ok(t) => (k, t),
@@ -114,6 +139,10 @@ impl StateRead for Overlay<'_> {
     fn prefix_raw(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
         layered_prefix(&self.writes, self.parent, prefix)
     }
+
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        layered_prefix_until(&self.writes, self.parent, prefix, end)
+    }
 }
 
 /// `key` as seen through pending `top` writes over `base`.
@@ -126,9 +155,28 @@ pub fn layered_get(top: &Write, base: &dyn StateRead, key: &str) -> Option<Vec<u
 
 /// Every entry under `prefix` as seen through pending `top` writes over `base`, in key order.
 pub fn layered_prefix(top: &Write, base: &dyn StateRead, prefix: &str) -> Vec<(String, Vec<u8>)> {
-    let mut merged: BTreeMap<String, Vec<u8>> = base.prefix_raw(prefix).into_iter().collect();
+    merge_over(top, base.prefix_raw(prefix), prefix, None)
+}
+
+/// [`layered_prefix`] for the keys that sort before `end` only.
+pub fn layered_prefix_until(
+    top: &Write,
+    base: &dyn StateRead,
+    prefix: &str,
+    end: &str,
+) -> Vec<(String, Vec<u8>)> {
+    merge_over(top, base.prefix_until_raw(prefix, end), prefix, Some(end))
+}
+
+fn merge_over(
+    top: &Write,
+    base: Vec<(String, Vec<u8>)>,
+    prefix: &str,
+    end: Option<&str>,
+) -> Vec<(String, Vec<u8>)> {
+    let mut merged: BTreeMap<String, Vec<u8>> = base.into_iter().collect();
     for (k, v) in top.range(prefix.to_string()..) {
-        if !k.starts_with(prefix) {
+        if !k.starts_with(prefix) || end.is_some_and(|end| k.as_str() >= end) {
             break;
         }
         match v {
@@ -195,11 +243,58 @@ impl StateRead for MemState {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
+
+    fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
+        self.entries
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix) && k.as_str() < end)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn queue_key(height: u64, id: u64) -> String {
+        format!("q/{height:020}/{id:020}")
+    }
+
+    #[test]
+    fn a_queue_read_to_a_height_sees_exactly_the_due_entries_through_an_overlay() {
+        let mut base = MemState::new();
+        base.apply(
+            (1..=30)
+                .map(|h| (queue_key(h, h), Some(vec![h as u8])))
+                .chain([
+                    ("q0".to_string(), Some(vec![0])),
+                    ("r/1".into(), Some(vec![0])),
+                ])
+                .collect(),
+        );
+        let mut fork = Overlay::new(&base);
+        fork.delete(queue_key(10, 10));
+        fork.put_raw(queue_key(10, 99), vec![7]);
+        fork.put_raw(queue_key(11, 1), vec![8]);
+        fork.put_raw(queue_key(12, 1), vec![9]);
+        for height in [0, 9, 10, 11, 29, 30, 31, u64::MAX] {
+            let due: Vec<(String, Vec<u8>)> = fork.due_by_height("q/", height);
+            let expected: Vec<(String, Vec<u8>)> = fork
+                .prefix_raw("q/")
+                .into_iter()
+                .filter(|(k, _)| {
+                    let at: u64 = k[2..22].parse().unwrap();
+                    at <= height
+                })
+                .collect();
+            assert_eq!(due, expected, "due by {height}");
+            assert_eq!(
+                base.due_by_height::<Vec<u8>>("q/", height).len() as u64,
+                height.min(30)
+            );
+        }
+    }
 
     #[test]
     fn overlay_reads_its_own_writes_and_hides_deletes() {

@@ -92,7 +92,7 @@ pub trait VerifyRead: StateRead {
 
     /// Entries of the height-keyed queue under `prefix` due at `height`: (key, id).
     fn verify_queue_due(&self, prefix: &str, height: u64) -> Vec<(String, u64)> {
-        self.prefix::<()>(prefix)
+        self.due_by_height::<()>(prefix, height)
             .into_iter()
             .filter_map(|(key, ())| {
                 let (at, id) = state_key::parse_queue_key(&key)?;
@@ -211,7 +211,7 @@ pub trait VerifyWrite: StateWrite {
     /// Pays out every unbonding whose completion height is at most `height`.
     fn release_matured_verifier_unbondings(&mut self, height: u64) -> Result<(), VerifyError> {
         let matured: Vec<(String, VerifierUnbonding)> = self
-            .prefix::<VerifierUnbonding>(state_key::unbonding_prefix())
+            .due_by_height::<VerifierUnbonding>(state_key::unbonding_prefix(), height)
             .into_iter()
             .take_while(|(_, e)| e.completion_height <= height)
             .collect();
