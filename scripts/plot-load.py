@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Plot a long `loadgen` run: node 0's live state, the localnet's disk and app state, and the
-nodes' resident memory, one point a minute, from the JSON loadgen prints on stdout.
+"""Plot a long `loadgen` run: node 0's live state and height, the localnet's disk and app
+state, and the nodes' resident memory, one point a minute, from the JSON loadgen prints on
+stdout or, for a run cut short, the `sample {…}` lines it prints on stderr as it goes.
 
     python3 -m venv /tmp/plotvenv && /tmp/plotvenv/bin/pip install matplotlib
     ~/.cache/gpuchain/target/debug/examples/loadgen 4 3600 300 100 20 1000 1000 2000 > load.json
@@ -17,10 +18,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main() -> None:
     source, target = sys.argv[1], sys.argv[2]
-    run = json.loads(open(source).read().strip().splitlines()[-1])
-    samples = [s for s in run["resources"] if "live_state_bytes" in s]
+    lines = open(source).read().strip().splitlines()
+    if lines and lines[0].startswith("sample "):
+        samples = [json.loads(line[len("sample "):]) for line in lines if line.startswith("sample ")]
+        title = "load run (cut short), from its per-minute samples"
+    else:
+        run = json.loads(lines[-1])
+        samples = [s for s in run["resources"] if "live_state_bytes" in s]
+        title = (
+            f"{run['validators']} validators, {run['offered_rate_per_sec']} tx/s offered "
+            f"({run['market_percent']}% market orders), "
+            f"{run['committed_tx_per_sec']:.0f} tx/s committed"
+        )
     minutes = [s["at_secs"] / 60 for s in samples]
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(8, 11), sharex=True)
     axes[0].plot(minutes, [s["live_state_bytes"] / 2**20 for s in samples], marker=".")
     axes[0].set_ylabel("live state, node 0 (MiB)")
     twin = axes[0].twinx()
@@ -32,11 +43,11 @@ def main() -> None:
     axes[1].legend()
     axes[2].plot(minutes, [s["rss_mib"] for s in samples], marker=".")
     axes[2].set_ylabel("RSS, 8 processes (MiB)")
-    axes[2].set_xlabel("minutes of load")
-    fig.suptitle(
-        f"{run['validators']} validators, {run['offered_rate_per_sec']} tx/s offered "
-        f"({run['market_percent']}% market orders), {run['committed_tx_per_sec']:.0f} tx/s committed"
-    )
+    per_minute = [0] + [b["height"] - a["height"] for a, b in zip(samples, samples[1:])]
+    axes[3].plot(minutes, per_minute, marker=".")
+    axes[3].set_ylabel("blocks in the minute")
+    axes[3].set_xlabel("minutes of load")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(target, dpi=110)
 
