@@ -12,8 +12,8 @@ mod verifier;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};
 pub use market::{
-    amount, blob, digits_input, digits_job, order_leases, receive, routed_order, slash_records,
-    supply, unfetched_digits_order, wait_for,
+    amount, blob, cpu_provider_attrs, digits_input, digits_job, order_leases, receive,
+    routed_order, slash_records, supply, unfetched_digits_order, wait_for,
 };
 pub use market_builder::{disputes_only, Market};
 pub use net::{cli, gpuchaind_path, TestNet};

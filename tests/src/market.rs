@@ -11,6 +11,20 @@ use gpuchain_types::StateRead;
 
 use crate::cli;
 
+/// Writes `<dir>/attrs.json`, the hardware a CPU provider registered through the CLI
+/// declares (`provider register --attrs`): no GPU, in `region`, an endpoint nothing serves.
+pub fn cpu_provider_attrs(dir: &std::path::Path, region: &str) -> Result<std::path::PathBuf> {
+    let path = dir.join("attrs.json");
+    std::fs::write(
+        &path,
+        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
+            "compute_capability": 0, "driver_version": "none", "cuda_version": 0,
+            "region": region, "endpoint_url": "http://127.0.0.1:9"})
+        .to_string(),
+    )?;
+    Ok(path)
+}
+
 /// A GCT1 f32 tensor `[n, 64]` of pixel counts 0..=16, varied by `seed`.
 pub fn digits_input(n: u32, seed: u32) -> Vec<u8> {
     let mut out = b"GCT1".to_vec();

@@ -30,14 +30,7 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
     let cli = NodeCli::new(&net, 0)?;
     let chain = net.client(0)?;
     let dir = tempfile::tempdir()?;
-    let attrs = dir.path().join("attrs.json");
-    std::fs::write(
-        &attrs,
-        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
-            "compute_capability": 0, "driver_version": "none", "cuda_version": 0,
-            "region": "r-pump", "endpoint_url": "http://127.0.0.1:9"})
-        .to_string(),
-    )?;
+    let attrs = gpuchain_tests::cpu_provider_attrs(dir.path(), "r-pump")?;
     let bond = (1_000 * GPU).to_string();
     let attrs = attrs.to_str().unwrap_or_default();
     cli.tx(&[

@@ -85,14 +85,7 @@ async fn an_exported_chain_restarts_from_its_state_and_exports_the_same() -> any
 
     let bob = net.net.account("bob")?.to_string();
     cli.tx(&["bank", "send", "alice", &bob, "5000000"])?;
-    let attrs = dir.path().join("attrs.json");
-    std::fs::write(
-        &attrs,
-        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
-            "compute_capability": 0, "driver_version": "none", "cuda_version": 0, "region": "local",
-            "endpoint_url": "http://127.0.0.1:9"})
-        .to_string(),
-    )?;
+    let attrs = gpuchain_tests::cpu_provider_attrs(dir.path(), "local")?;
     let bond = (1_000 * GPU).to_string();
     let attrs_path = attrs.to_str().unwrap_or_default();
     cli.tx(&[

@@ -72,14 +72,7 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     let cli = NodeCli::new(&net, 0)?;
     let chain = net.client(0)?;
     let dir = tempfile::tempdir()?;
-    let attrs = dir.path().join("attrs.json");
-    std::fs::write(
-        &attrs,
-        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
-            "compute_capability": 0, "driver_version": "none", "cuda_version": 0, "region": "local",
-            "endpoint_url": "http://127.0.0.1:9"})
-        .to_string(),
-    )?;
+    let attrs = gpuchain_tests::cpu_provider_attrs(dir.path(), "local")?;
     let mut fees: BTreeMap<&str, u128> = BTreeMap::new();
     let mut paid = |who: &'static str, outcome: &Value| -> anyhow::Result<()> {
         *fees.entry(who).or_default() += tx_fee(outcome)?;

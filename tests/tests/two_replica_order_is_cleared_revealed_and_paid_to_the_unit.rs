@@ -52,14 +52,7 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
         run(&all)
     };
     let dir = tempfile::tempdir()?;
-    let attrs = dir.path().join("attrs.json");
-    std::fs::write(
-        &attrs,
-        serde_json::json!({"class": "cpu", "gpu_model": "cpu", "vram_mib": 0, "gpu_count": 0,
-            "compute_capability": 0, "driver_version": "none", "cuda_version": 0, "region": "local",
-            "endpoint_url": "http://127.0.0.1:9"})
-        .to_string(),
-    )?;
+    let attrs = gpuchain_tests::cpu_provider_attrs(dir.path(), "local")?;
     let mut fees = std::collections::BTreeMap::new();
     let mut add_fee = |who: &str, outcome: &serde_json::Value| {
         *fees.entry(who.to_string()).or_insert(0u128) += fee(outcome)

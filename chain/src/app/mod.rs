@@ -120,14 +120,8 @@ impl App {
             return 0;
         }
         let mut retain = node.store.height().saturating_sub(node.min_retain_blocks);
-        if let Some(snapshots) = &node.snapshots {
-            if let Some(oldest) = snapshots
-                .list()
-                .ok()
-                .and_then(|l| l.last().map(|s| s.height))
-            {
-                retain = retain.min(oldest);
-            }
+        if let Some(oldest) = node.snapshots.as_ref().and_then(Snapshotter::oldest_height) {
+            retain = retain.min(oldest);
         }
         retain
     }

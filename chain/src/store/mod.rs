@@ -275,7 +275,8 @@ impl Store {
             entries
         };
         let expected = self.root_at(version)?;
-        let root = entries_root(&self.tree_db(), version, &entries)?;
+        let (_, tree) = self.whole_state_tree(version, &entries)?;
+        let root = tree.root;
         anyhow::ensure!(
             root == expected,
             "the state listed at height {height} hashes to {} but the tree's root there is {}",
@@ -298,14 +299,8 @@ impl Store {
             "a snapshot is restored only into an empty state; this one is at height {}",
             self.height
         );
-        let writes: Write = entries
-            .iter()
-            .map(|(k, v)| (k.clone(), Some(v.clone())))
-            .collect();
+        let (writes, tree) = self.whole_state_tree(height, entries)?;
         anyhow::ensure!(writes.len() == entries.len(), "the snapshot repeats a key");
-        let tree = BlockTree::new(self.tree_db())
-            .genesis(height, &writes)?
-            .finish();
         anyhow::ensure!(
             tree.root == app_hash,
             "the snapshot's state hashes to {}, not to the trusted app hash {}",
@@ -328,6 +323,23 @@ impl Store {
         self.app_hash = app_hash;
         self.pruned_through = Some(height);
         Ok(())
+    }
+
+    /// A whole state as the writes and tree of one version built on an empty tree, in
+    /// memory.
+    fn whole_state_tree(
+        &self,
+        version: u64,
+        entries: &StateEntries,
+    ) -> Result<(Write, TreeUpdate)> {
+        let writes: Write = entries
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect();
+        let tree = BlockTree::new(self.tree_db())
+            .genesis(version, &writes)?
+            .finish();
+        Ok((writes, tree))
     }
 
     /// How many keys the latest state holds and their keys' and values' bytes: the live
@@ -393,19 +405,6 @@ fn genesis_version(initial_height: u64) -> Result<u64> {
     initial_height
         .checked_sub(1)
         .ok_or_else(|| anyhow!("a chain's initial height is at least 1"))
-}
-
-/// The root a whole state hashes to, computed in memory.
-fn entries_root(db: &TreeDb<'_>, version: u64, entries: &StateEntries) -> Result<[u8; 32]> {
-    let writes: Write = entries
-        .iter()
-        .map(|(k, v)| (k.clone(), Some(v.clone())))
-        .collect();
-    let tree = BlockTree::new(TreeDb {
-        db: db.db,
-        caches: db.caches,
-    });
-    Ok(tree.genesis(version, &writes)?.finish().root)
 }
 
 fn column_families() -> impl Iterator<Item = ColumnFamilyDescriptor> {

@@ -121,6 +121,11 @@ impl Snapshotter {
         list(&self.policy.dir)
     }
 
+    /// The height of the oldest complete snapshot, from the directory names alone.
+    pub fn oldest_height(&self) -> Option<u64> {
+        heights(&self.policy.dir).into_iter().min()
+    }
+
     /// Chunk `index` of the snapshot at `height`, as stored.
     pub fn chunk(&self, height: u64, index: u32) -> Result<Vec<u8>> {
         let path = self
@@ -190,20 +195,23 @@ fn write(
 }
 
 fn list(dir: &Path) -> Result<Vec<SnapshotInfo>> {
+    let mut heights = heights(dir);
+    heights.sort_unstable_by_key(|h| std::cmp::Reverse(*h));
+    heights
+        .into_iter()
+        .map(|height| info(&dir.join(height.to_string()), height))
+        .collect()
+}
+
+/// The heights of the complete snapshots in `dir` (a `<height>.partial` one is not listed).
+fn heights(dir: &Path) -> Vec<u64> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(height) = name.to_str().and_then(|n| n.parse::<u64>().ok()) else {
-            continue;
-        };
-        out.push(info(&entry.path(), height)?);
-    }
-    out.sort_by_key(|s| std::cmp::Reverse(s.height));
-    Ok(out)
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect()
 }
 
 fn info(dir: &Path, height: u64) -> Result<SnapshotInfo> {
