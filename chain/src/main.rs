@@ -11,5 +11,5 @@ mod cli;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    cli::run()
+    cli::run(gpuchain_chain::app::released())
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use gpuchain_bank::{module_account, BankRead};
+use gpuchain_chain::app::Upgrades;
 use gpuchain_chain::execute_block;
 use gpuchain_tx::{Tx, TxParams};
 use gpuchain_types::{MemState, StateRead};
@@ -48,7 +49,13 @@ fn failed_transactions_change_nothing_in_a_block() {
     ];
     for (raw, codespace, code) in &cases {
         let txs = [raw.as_slice()];
-        let out = execute_block(&state, Default::default(), &block_input(2, b"h", &txs)).unwrap();
+        let out = execute_block(
+            &state,
+            Default::default(),
+            &block_input(2, b"h", &txs),
+            &Upgrades::new(),
+        )
+        .unwrap();
         let r = &out.tx_results[0];
         assert_eq!(
             (r.codespace.as_str(), r.code),
@@ -67,7 +74,13 @@ fn failed_transactions_change_nothing_in_a_block() {
 
     let overdraft = transfer(0, 0, address(1), 2_000_000);
     let txs = [overdraft.as_slice()];
-    let out = execute_block(&state, Default::default(), &block_input(2, b"h", &txs)).unwrap();
+    let out = execute_block(
+        &state,
+        Default::default(),
+        &block_input(2, b"h", &txs),
+        &Upgrades::new(),
+    )
+    .unwrap();
     let r = &out.tx_results[0];
     assert_eq!((r.codespace.as_str(), r.code), ("bank", 1), "{}", r.log);
     let mut after = state.clone();

@@ -17,6 +17,7 @@ use gpuchain_staking::{
 };
 use gpuchain_tx::{Msg, Tx, TxParams};
 use gpuchain_types::Address;
+use gpuchain_upgrade::{MsgSignalUpgrade, MsgWithdrawSignal, UpgradeMsg};
 use gpuchain_verify::{
     MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge,
     MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
@@ -125,7 +126,7 @@ fn attrs(d: &mut impl Draw) -> gpuchain_staking::ProviderAttrs {
 
 /// A message of any module with fields drawn from edge values and the actors' accounts.
 pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
-    match d.below(27) {
+    match d.below(29) {
         0 => Msg::Bank(BankMsg::Send(MsgSend {
             to: address(d, actors),
             amount: amount(d),
@@ -212,6 +213,11 @@ pub fn random_msg(d: &mut impl Draw, actors: &[Actor]) -> Msg {
             expected_output_hash: bytes32(d),
             salt: bytes32(d),
         })),
+        25 => Msg::Upgrade(UpgradeMsg::Signal(MsgSignalUpgrade {
+            name: text(d),
+            height: small(d),
+        })),
+        26 => Msg::Upgrade(UpgradeMsg::Withdraw(MsgWithdrawSignal {})),
         _ => Msg::Auction(AuctionMsg::WithdrawRewards(MsgWithdrawRewards {})),
     }
 }

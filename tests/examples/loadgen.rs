@@ -110,6 +110,25 @@ async fn main() -> anyhow::Result<()> {
             ] {
                 s[field] = TestNet::metric_value(&text, name).into();
             }
+            // Where node 0's time goes, as running totals: per-minute differences show
+            // whether executing, committing or re-checking the mempool grows.
+            for (field, name) in [
+                (
+                    "finalize_seconds_total",
+                    "gpuchain_node_finalize_block_seconds_total",
+                ),
+                ("commit_seconds_total", "gpuchain_node_commit_seconds_total"),
+                (
+                    "checktx_accepted_total",
+                    "gpuchain_node_checktx_total{result=\"accepted\"}",
+                ),
+                ("txs_ok_total", "gpuchain_node_txs_total{outcome=\"ok\"}"),
+            ] {
+                s[field] = metric_f64(&text, name).into();
+            }
+        }
+        if let Some(n) = mempool_size(&net.net.nodes[0].rpc_url) {
+            s["mempool_txs"] = n.into();
         }
         eprintln!("sample {s}");
         s
@@ -257,4 +276,28 @@ fn disk_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
+}
+
+/// A metric line's value as a float (`TestNet::metric_value` reads integers).
+fn metric_f64(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Transactions waiting in a node's mempool (`num_unconfirmed_txs`), read with a plain
+/// HTTP request so that the sample never waits on the async client.
+fn mempool_size(rpc_url: &str) -> Option<u64> {
+    use std::io::{Read, Write};
+    let addr = rpc_url.strip_prefix("http://")?;
+    let mut sock = std::net::TcpStream::connect(addr).ok()?;
+    sock.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    sock.write_all(b"GET /num_unconfirmed_txs HTTP/1.0\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    sock.read_to_string(&mut text).ok()?;
+    let body = text.split_once("\r\n\r\n")?.1;
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    json["result"]["total"].as_str()?.parse().ok()
 }

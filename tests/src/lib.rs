@@ -16,7 +16,7 @@ pub use market::{
     routed_order, slash_records, supply, unfetched_digits_order, wait_for,
 };
 pub use market_builder::{disputes_only, Market};
-pub use net::{cli, gpuchaind_path, TestNet};
+pub use net::{cli, example_path, gpuchaind_path, TestNet};
 pub use ports::free_port_block;
 pub use provider::{provider_cli, provider_path, AgentSpec, BlobHost, ProviderAgent};
 pub use verifier::{

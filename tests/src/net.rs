@@ -29,6 +29,11 @@ pub fn gpuchaind_path() -> PathBuf {
     dir.join("gpuchaind")
 }
 
+/// An example binary of the workspace (`cargo build --examples`), beside `gpuchaind`.
+pub fn example_path(name: &str) -> PathBuf {
+    gpuchaind_path().with_file_name("examples").join(name)
+}
+
 fn cometbft_path() -> PathBuf {
     if let Ok(p) = std::env::var("COMETBFT_BIN") {
         return PathBuf::from(p);
@@ -150,8 +155,13 @@ impl TestNet {
 
     /// Starts node `i`'s app, with extra environment variables.
     pub fn start_app(&mut self, i: usize, env: &[(&str, &str)]) -> Result<()> {
+        self.start_app_from(i, &gpuchaind_path(), env)
+    }
+
+    /// Starts node `i`'s app from another build of `gpuchaind` (an upgrade's release).
+    pub fn start_app_from(&mut self, i: usize, binary: &Path, env: &[(&str, &str)]) -> Result<()> {
         let home = &self.net.nodes[i].app_home;
-        let mut cmd = Command::new(gpuchaind_path());
+        let mut cmd = Command::new(binary);
         cmd.arg("start").arg("--home").arg(home);
         for (k, v) in env {
             cmd.env(k, v);

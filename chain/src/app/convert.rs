@@ -1,5 +1,7 @@
 //! Conversions between the app's results and ABCI messages, and proposal checks.
 
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 use gpuchain_slashing::{Evidence, EvidenceKind};
 use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
@@ -16,18 +18,47 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-fn event(e: Event) -> abci::Event {
-    abci::Event {
-        r#type: e.kind.into_owned(),
-        attributes: e
-            .attributes
-            .into_iter()
-            .map(|(key, value)| abci::EventAttribute {
-                key: key.into_owned(),
-                value,
-                index: true,
+/// Which event attributes a node asks CometBFT to index (app.toml `index_events`). The
+/// flag is not part of any hash, so nodes may differ.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventIndex {
+    /// `"kind"` or `"kind.attribute"` entries.
+    names: BTreeSet<String>,
+}
+
+impl EventIndex {
+    /// Indexes the events (`"kind"`) and attributes (`"kind.attribute"`) named.
+    pub fn new(names: impl IntoIterator<Item = String>) -> Self {
+        EventIndex {
+            names: names.into_iter().collect(),
+        }
+    }
+
+    fn indexes(&self, kind: &str, key: &str) -> bool {
+        self.names.contains(kind)
+            || self.names.iter().any(|n| {
+                n.strip_prefix(kind)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .is_some_and(|attr| attr == key)
             })
-            .collect(),
+    }
+}
+
+/// `index`: `None` indexes every attribute.
+fn event(e: Event, index: Option<&EventIndex>) -> abci::Event {
+    let kind = e.kind.into_owned();
+    let attributes = e
+        .attributes
+        .into_iter()
+        .map(|(key, value)| abci::EventAttribute {
+            index: index.is_none_or(|i| i.indexes(&kind, &key)),
+            key: key.into_owned(),
+            value,
+        })
+        .collect();
+    abci::Event {
+        r#type: kind,
+        attributes,
     }
 }
 
@@ -45,9 +76,14 @@ pub(super) fn check_tx_response(r: TxResult) -> ResponseCheckTx {
 pub(super) fn finalize_response(
     outcome: BlockOutcome,
     app_hash: [u8; 32],
+    index: Option<&EventIndex>,
 ) -> ResponseFinalizeBlock {
     ResponseFinalizeBlock {
-        events: outcome.events.into_iter().map(event).collect(),
+        events: outcome
+            .events
+            .into_iter()
+            .map(|e| event(e, index))
+            .collect(),
         tx_results: outcome
             .tx_results
             .into_iter()
@@ -57,7 +93,7 @@ pub(super) fn finalize_response(
                 codespace: r.codespace,
                 gas_wanted: to_i64(r.gas_wanted),
                 gas_used: to_i64(r.gas_used),
-                events: r.events.into_iter().map(event).collect(),
+                events: r.events.into_iter().map(|e| event(e, index)).collect(),
                 ..Default::default()
             })
             .collect(),
@@ -172,5 +208,73 @@ pub(super) fn process_proposal(txs: &[Bytes], params: &TxParams) -> ResponseProc
     };
     ResponseProcessProposal {
         status: status as i32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn indexed(index: Option<&EventIndex>) -> Vec<(String, String, bool)> {
+        let outcome = BlockOutcome {
+            writes: Default::default(),
+            tx_results: vec![TxResult {
+                code: 0,
+                codespace: String::new(),
+                log: String::new(),
+                gas_wanted: 0,
+                gas_used: 0,
+                events: vec![
+                    Event::new("message")
+                        .attr("action", "bank.send")
+                        .attr("sender", "gpu1a"),
+                    Event::new("bank.transfer")
+                        .attr("from", "gpu1a")
+                        .attr("to", "gpu1b")
+                        .attr("amount", 5),
+                ],
+            }],
+            events: vec![Event::new("staking.validator_set_changed").attr("power", 0)],
+            validator_updates: vec![],
+        };
+        let response = finalize_response(outcome, [0; 32], index);
+        response
+            .tx_results
+            .iter()
+            .flat_map(|r| r.events.iter())
+            .chain(response.events.iter())
+            .flat_map(|e| {
+                e.attributes
+                    .iter()
+                    .map(|a| (e.r#type.clone(), a.key.clone(), a.index))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_configured_events_and_attributes_are_indexed() {
+        assert!(indexed(None).iter().all(|(_, _, i)| *i), "default: all");
+        let none = EventIndex::new([]);
+        assert!(indexed(Some(&none)).iter().all(|(_, _, i)| !*i));
+        let some = EventIndex::new(["bank.transfer".to_string(), "message.sender".into()]);
+        let flags: Vec<(String, bool)> = indexed(Some(&some))
+            .into_iter()
+            .map(|(kind, key, i)| (format!("{kind}.{key}"), i))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                ("message.action", false),
+                ("message.sender", true),
+                ("bank.transfer.from", true),
+                ("bank.transfer.to", true),
+                ("bank.transfer.amount", true),
+                ("staking.validator_set_changed.power", false),
+            ]
+            .map(|(k, i)| (k.to_string(), i))
+        );
+        // A prefix of an event's name is not the event.
+        let partial = EventIndex::new(["bank".to_string(), "message.send".into()]);
+        assert!(indexed(Some(&partial)).iter().all(|(_, _, i)| !*i));
     }
 }

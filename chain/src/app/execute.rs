@@ -11,6 +11,7 @@ use gpuchain_types::{
 };
 
 use super::layered::{Layered, LayeredMut};
+use super::upgrade::Upgrades;
 use super::{ante, router};
 use crate::state_key;
 
@@ -192,14 +193,18 @@ pub fn execute_block(
     base: &dyn StateRead,
     start: Write,
     input: &BlockInput<'_>,
+    upgrades: &Upgrades,
 ) -> Result<BlockOutcome, AppError> {
     let mut writes = start;
-    let (chain_id, params) = chain_settings(&Layered { top: &writes, base });
+    let (chain_id, _) = chain_settings(&Layered { top: &writes, base });
     let ctx = BlockCtx {
         height: input.height,
         chain_id,
         entropy: *blake3::hash(input.hash).as_bytes(),
     };
+    // A migration runs before the block's transactions, which see what it changed.
+    let mut events = super::upgrade::begin_block(base, &mut writes, &ctx, upgrades)?;
+    let (_, params) = chain_settings(&Layered { top: &writes, base });
     let decoded: Vec<Result<Tx, TxError>> = input
         .txs
         .iter()
@@ -223,7 +228,8 @@ pub fn execute_block(
             run_tx(base, &mut writes, &ctx, &params, raw, tx.as_ref(), sig_ok)
         })
         .collect();
-    let (events, validator_updates) = end_block(base, &mut writes, &ctx, input)?;
+    let (end_events, validator_updates) = end_block(base, &mut writes, &ctx, input)?;
+    events.extend(end_events);
     Ok(BlockOutcome {
         writes,
         tx_results,

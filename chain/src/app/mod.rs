@@ -11,6 +11,7 @@ mod layered;
 mod query;
 mod router;
 mod statesync;
+mod upgrade;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -28,8 +29,10 @@ use tendermint_proto::v0_38::abci::{
     ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
 };
 
+pub use convert::EventIndex;
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
 pub use genesis::{export, ExportedValidator};
+pub use upgrade::{released, Migration, MigrationFn, Upgrades};
 
 use crate::store::snapshot::{Restore, SnapshotPolicy, Snapshotter};
 use crate::store::{PreparedBlock, Store};
@@ -51,6 +54,10 @@ struct Node {
     restore: Option<Restore>,
     /// Blocks CometBFT keeps behind the head (0: all of them).
     min_retain_blocks: u64,
+    /// The migrations this binary registers.
+    upgrades: Upgrades,
+    /// Event attributes CometBFT indexes (`None`: all).
+    event_index: Option<EventIndex>,
 }
 
 /// The gpuchain ABCI application.
@@ -97,6 +104,8 @@ impl App {
                 snapshots: None,
                 restore: None,
                 min_retain_blocks: 0,
+                upgrades: Upgrades::new(),
+                event_index: None,
             })),
         })
     }
@@ -104,6 +113,26 @@ impl App {
     /// Takes state-sync snapshots as `policy` says, and serves them to joining nodes.
     pub fn with_snapshots(self, policy: SnapshotPolicy) -> App {
         self.lock().snapshots = Some(Snapshotter::new(policy));
+        self
+    }
+
+    /// Registers the migrations this binary can run at upgrade heights. Fails if the
+    /// committed state needs a different release: an upgrade this binary does not know
+    /// already ran, or this binary is the release for a plan whose height is still ahead.
+    pub fn with_upgrades(self, upgrades: Upgrades) -> Result<App> {
+        {
+            let mut node = self.lock();
+            let next = node.store.height().saturating_add(1);
+            upgrades.check_startup(&node.store, next)?;
+            tracing::info!(registered = ?upgrades.names(), "upgrade migrations");
+            node.upgrades = upgrades;
+        }
+        Ok(self)
+    }
+
+    /// Marks only the event attributes `index` names for CometBFT's indexer (`None`: all).
+    pub fn with_event_index(self, index: Option<EventIndex>) -> App {
+        self.lock().event_index = index;
         self
     }
 
@@ -183,8 +212,13 @@ impl App {
     pub fn finalize(&self, input: &BlockInput<'_>) -> Result<(BlockOutcome, [u8; 32])> {
         let mut node = self.lock();
         let genesis = node.genesis.take();
-        let mut outcome = execute_block(&node.store, genesis.clone().unwrap_or_default(), input)
-            .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
+        let mut outcome = execute_block(
+            &node.store,
+            genesis.clone().unwrap_or_default(),
+            input,
+            &node.upgrades,
+        )
+        .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
         let writes = std::mem::take(&mut outcome.writes);
         let prepared = node.store.prepare(input.height, genesis, writes)?;
@@ -329,7 +363,8 @@ impl tendermint_abci::Application for App {
         let (outcome, app_hash) = self
             .finalize(&input)
             .unwrap_or_else(|e| halt("executing block", e));
-        convert::finalize_response(outcome, app_hash)
+        let index = self.lock().event_index.clone();
+        convert::finalize_response(outcome, app_hash, index.as_ref())
     }
 
     fn commit(&self) -> ResponseCommit {

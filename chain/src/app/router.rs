@@ -35,6 +35,10 @@ pub(crate) fn execute(
             gpuchain_verify::handler::check_stateless(m, &state.verify_params())?;
             gpuchain_verify::handler::execute(state, ctx, signer, m)?;
         }
+        Msg::Upgrade(m) => {
+            gpuchain_upgrade::handler::check_stateless(m)?;
+            gpuchain_upgrade::handler::execute(state, ctx, signer, m)?;
+        }
     }
     Ok(())
 }

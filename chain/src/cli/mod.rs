@@ -14,6 +14,7 @@ mod testnet;
 mod tx;
 mod tx_auction;
 mod tx_staking;
+mod upgrade;
 mod verify;
 mod watch;
 
@@ -78,14 +79,22 @@ enum Command {
     Light(light::LightCmd),
     /// Write a committed height's whole state as the genesis.json of a chain continuing it.
     Export(export::ExportArgs),
+    /// List the upgrade migrations this binary registers (docs/operations.md).
+    Migrations,
 }
 
-/// Parses the command line, runs the command, and maps errors to exit code 1.
-pub(crate) fn run() -> ExitCode {
+/// Parses the command line, runs the command, and maps errors to exit code 1. `upgrades`
+/// are the migrations this release registers.
+pub(crate) fn run(upgrades: gpuchain_chain::app::Upgrades) -> ExitCode {
     let cli = Cli::parse();
     let out = Output::new(cli.output);
     let result = match &cli.command {
-        Command::Start(args) => start::run(&cli, args),
+        Command::Start(args) => start::run(&cli, args, upgrades),
+        Command::Migrations => {
+            let names = upgrades.names();
+            out.print(&names, || names.join("\n"));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Testnet(args) => testnet::run(args, &out),
         Command::Keys(cmd) => keys::run(&cli, cmd, &out),
         Command::Tx(cmd) => runtime().and_then(|rt| rt.block_on(tx::run(&cli, cmd, &out))),

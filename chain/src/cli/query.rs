@@ -25,6 +25,8 @@ pub(crate) enum QueryCmd {
     /// Verifiers, verification cases and challenges.
     #[command(subcommand)]
     Verify(super::verify::VerifyQuery),
+    /// The scheduled upgrade, validators' signals and the upgrades that ran.
+    Upgrade,
     /// An account's next nonce.
     Account {
         /// Address (gpu1…).
@@ -108,6 +110,7 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
         QueryCmd::Slashing(c) => super::query_staking::slashing(&client, c, out).await?,
         QueryCmd::Auction(c) => super::query_auction::run(&client, c, out).await?,
         QueryCmd::Verify(c) => super::verify::query(&client, c, out).await?,
+        QueryCmd::Upgrade => super::upgrade::query(&client, out).await?,
         QueryCmd::Account { address } => {
             let nonce = client.nonce(address).await?;
             let value = json!({"address": address, "nonce": nonce});

@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use gpuchain_chain::app::Upgrades;
 use gpuchain_chain::config::AppConfig;
 use gpuchain_chain::node_metrics::MeteredApp;
 use gpuchain_chain::App;
@@ -14,7 +15,7 @@ pub(crate) struct StartArgs {
     abci_addr: Option<String>,
 }
 
-pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
+pub(crate) fn run(cli: &Cli, args: &StartArgs, upgrades: Upgrades) -> Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -28,7 +29,9 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs) -> Result<ExitCode> {
     let app = MeteredApp::new(
         App::open_with_proof_window(&db_dir, config.proof_window())?
             .with_snapshots(config.snapshot_policy(&cli.home))
-            .with_block_retention(config.min_retain_blocks),
+            .with_block_retention(config.min_retain_blocks)
+            .with_event_index(config.event_index())
+            .with_upgrades(upgrades)?,
         &db_dir,
     );
     if let Some(listen) = &config.metrics_listen {

@@ -30,6 +30,9 @@ pub(crate) enum TxCmd {
     /// Verifiers: bonds, verdicts, appeals and challenges.
     #[command(subcommand)]
     Verify(super::verify::VerifyTx),
+    /// Validators' votes on a planned upgrade.
+    #[command(subcommand)]
+    Upgrade(super::upgrade::UpgradeTx),
 }
 
 #[derive(clap::Subcommand)]
@@ -158,6 +161,10 @@ pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode
         }
         TxCmd::Verify(c) => {
             let (from, msg) = super::verify::verify_msg(c)?;
+            (from, msg, "")
+        }
+        TxCmd::Upgrade(c) => {
+            let (from, msg) = super::upgrade::upgrade_msg(c);
             (from, msg, "")
         }
     };

@@ -98,8 +98,13 @@ VERIFY_MSG = enum(
                                 ("expected_output_hash", HASH), ("salt", HASH))),
 )
 
+UPGRADE_MSG = enum(
+    ("Signal", struct(("name", "string"), ("height", "u64"))),
+    ("Withdraw", struct()),
+)
+
 MSG = enum(("Bank", BANK_MSG), ("Staking", STAKING_MSG), ("Slashing", SLASHING_MSG),
-           ("Auction", AUCTION_MSG), ("Verify", VERIFY_MSG))
+           ("Auction", AUCTION_MSG), ("Verify", VERIFY_MSG), ("Upgrade", UPGRADE_MSG))
 
 # --- stored objects -------------------------------------------------------------------------
 
@@ -115,6 +120,8 @@ ORDER = struct(
     ("dispute_reserve", "u128"),
 )
 BID = struct(("order_id", "u64"), ("provider", ADDRESS), ("price", "u128"), ("height", "u64"))
+UPGRADE_PLAN = struct(("name", "string"), ("height", "u64"))
+APPLIED_UPGRADE = struct(("name", "string"), ("height", "u64"))
 VERIFIER = struct(
     ("operator", ADDRESS), ("bonded", "u128"), ("jailed_until", "u64"), ("registered_height", "u64"),
     ("open_cases", "u64"), ("open_challenges", "u32"), ("verdicts", "u64"), ("misses", "u64"),

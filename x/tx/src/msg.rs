@@ -3,6 +3,7 @@ use gpuchain_auction::AuctionMsg;
 use gpuchain_bank::BankMsg;
 use gpuchain_slashing::SlashingMsg;
 use gpuchain_staking::StakingMsg;
+use gpuchain_upgrade::UpgradeMsg;
 use gpuchain_verify::VerifyMsg;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,8 @@ pub enum Msg {
     Auction(AuctionMsg),
     /// Variant 4: x/verify (verifiers, verdicts, appeals, challenges).
     Verify(VerifyMsg),
+    /// Variant 5: x/upgrade (validator-signalled upgrade heights).
+    Upgrade(UpgradeMsg),
 }
 
 impl Msg {
@@ -36,6 +39,7 @@ impl Msg {
             Msg::Slashing(m) => m.name(),
             Msg::Auction(m) => m.name(),
             Msg::Verify(m) => m.name(),
+            Msg::Upgrade(m) => m.name(),
         }
     }
 }
