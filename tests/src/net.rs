@@ -200,6 +200,18 @@ impl TestNet {
         kill(&mut self.procs[i].comet);
     }
 
+    /// Whether node `i`'s app process has exited (it is then forgotten, as if killed).
+    pub fn app_exited(&mut self, i: usize) -> Result<bool> {
+        let running = match self.procs[i].app.as_mut() {
+            Some(child) => child.try_wait()?.is_none(),
+            None => false,
+        };
+        if !running {
+            self.procs[i].app = None;
+        }
+        Ok(!running)
+    }
+
     /// Waits until node `i`'s app process exits on its own; returns whether it did in time.
     pub fn wait_app_exit(&mut self, i: usize, timeout: Duration) -> Result<bool> {
         let deadline = std::time::Instant::now() + timeout;
