@@ -10,8 +10,10 @@
 //! (default 1,000; 0 keeps all), closed orders are retired `retention` blocks after they
 //! close (default: the chain's 100,000) and CometBFT keeps `retain blocks` blocks (default
 //! all), so a run longer than those windows shows whether resources level off. Every 60 s
-//! a sample (RSS, disk, app state on disk, node 0's live state keys and bytes and open
-//! orders from its metrics) is printed to stderr as it is taken. With a market share,
+//! a sample (RSS, disk, app state on disk, CPU seconds of the apps and of CometBFT, node
+//! 0's live state keys and bytes, open orders, mempool size and running totals of its
+//! FinalizeBlock, Commit and CheckTx work from its metrics) is printed to stderr as it is
+//! taken. With a market share,
 //! that percentage of the senders post 1-replica orders (escrow locked, bid window 3
 //! blocks, no bids: expired and refunded by the chain) instead of transfers.
 
@@ -239,6 +241,8 @@ fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serd
     let needle = dir.to_string_lossy().to_string();
     let mut rss_kib = 0u64;
     let mut processes = 0u32;
+    // CPU seconds used so far by the apps and by CometBFT: which side a slowdown is on.
+    let (mut app_ticks, mut comet_ticks) = (0u64, 0u64);
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let path = entry.path();
         let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
@@ -255,6 +259,12 @@ fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serd
             rss_kib += kib;
             processes += 1;
         }
+        let ticks = cpu_ticks(&path.join("stat"));
+        if String::from_utf8_lossy(&cmdline).contains("cometbft") {
+            comet_ticks += ticks;
+        } else {
+            app_ticks += ticks;
+        }
     }
     serde_json::json!({
         "at_secs": at_secs,
@@ -262,7 +272,31 @@ fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serd
         "rss_mib": rss_kib / 1024,
         "disk_mib": disk_bytes(dir) / (1 << 20),
         "app_state_mib": app_homes.iter().map(|h| disk_bytes(h)).sum::<u64>() / (1 << 20),
+        "app_cpu_secs": app_ticks / CLOCK_TICKS_PER_SEC,
+        "cometbft_cpu_secs": comet_ticks / CLOCK_TICKS_PER_SEC,
     })
+}
+
+/// Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ) on every platform
+/// this runs on.
+const CLOCK_TICKS_PER_SEC: u64 = 100;
+
+/// User plus system CPU ticks of a process, from `/proc/<pid>/stat` (fields 14 and 15,
+/// counted after the parenthesised command name, which may hold spaces).
+fn cpu_ticks(stat: &Path) -> u64 {
+    let text = std::fs::read_to_string(stat).unwrap_or_default();
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After ")": state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    field(11) + field(12)
 }
 
 fn disk_bytes(dir: &Path) -> u64 {

@@ -15,6 +15,7 @@ mod cache;
 pub mod snapshot;
 mod tree;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -67,6 +68,67 @@ pub struct Store {
     pruned_through: Option<u64>,
     /// Size of the last block's write batch.
     last_batch_bytes: usize,
+    /// Where each bounded (queue) read last found its first live key: see [`QueueStarts`].
+    queue_starts: Arc<QueueStarts>,
+}
+
+/// Height-keyed queues are read from their front every block, and every entry read is
+/// soon deleted, so the front of a queue is a run of deletion markers that RocksDB must
+/// step over one by one until compaction removes them: on a loaded chain that cost grew
+/// with every block. A bounded read therefore starts where the previous read of the same
+/// prefix found its first live key (or at its end bound if it found none), which no
+/// committed key lies before. Writing a key into that gap moves the start back to it, so
+/// reads return exactly what a read from the front would; only where RocksDB starts
+/// looking changes, never what state says.
+#[derive(Default)]
+struct QueueStarts {
+    starts: std::sync::Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+impl QueueStarts {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.starts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `read` from where a read of `prefix` may start and records where the next may:
+    /// `read` returns its first key, or `None` when it found nothing before `end`. The lock
+    /// is held throughout, so a commit cannot slip a key in between the read and the record.
+    fn read<T>(
+        &self,
+        prefix: &str,
+        end: &str,
+        read: impl FnOnce(&[u8]) -> (T, Option<Vec<u8>>),
+    ) -> T {
+        let mut starts = self.lock();
+        let start = starts
+            .get(prefix)
+            .filter(|start| start.as_slice() > prefix.as_bytes())
+            .cloned()
+            .unwrap_or_else(|| prefix.as_bytes().to_vec());
+        let (out, first) = read(&start);
+        let next = first.unwrap_or_else(|| end.as_bytes().to_vec().max(start));
+        starts.insert(prefix.to_string(), next);
+        out
+    }
+
+    /// `keys` were committed: a start past one moves back to it.
+    fn written<'a>(&self, keys: impl Iterator<Item = &'a str>) {
+        let mut starts = self.lock();
+        if starts.is_empty() {
+            return;
+        }
+        for key in keys {
+            for (prefix, start) in starts.iter_mut() {
+                if key.starts_with(prefix.as_str()) && key.as_bytes() < start.as_slice() {
+                    *start = key.as_bytes().to_vec();
+                }
+            }
+        }
+    }
+
+    fn clear(&self) {
+        self.lock().clear();
+    }
 }
 
 /// A whole state: every key with its value, in key order.
@@ -134,6 +196,7 @@ impl Store {
             proof_heights: Some(DEFAULT_PROOF_HEIGHTS),
             pruned_through,
             last_batch_bytes: 0,
+            queue_starts: Arc::default(),
         })
     }
 
@@ -218,6 +281,14 @@ impl Store {
                 None => batch.delete_cf(latest, key.as_bytes()),
             }
         }
+        self.queue_starts.written(
+            block
+                .writes
+                .iter()
+                .flatten()
+                .filter(|(_, value)| value.is_some())
+                .map(|(key, _)| key.as_str()),
+        );
         tree::write_tree_batch(&self.db, &mut batch, &block.tree, &block.writes)?;
         let mut pruned_through = self.pruned_through;
         if let Some(keep) = self.proof_heights {
@@ -319,6 +390,7 @@ impl Store {
         batch.put_cf(meta, META_APP_HASH, app_hash);
         batch.put_cf(meta, META_PRUNED_THROUGH, height.to_be_bytes());
         self.db.write(batch).context("writing the restored state")?;
+        self.queue_starts.clear();
         self.height = height;
         self.app_hash = app_hash;
         self.pruned_through = Some(height);
@@ -452,18 +524,26 @@ impl StateRead for Store {
     }
 
     fn prefix_until_raw(&self, prefix: &str, end: &str) -> Vec<(String, Vec<u8>)> {
-        self.scan(prefix, Some(end))
+        self.queue_starts.read(prefix, end, |start| {
+            let entries = self.scan_from(prefix, start, Some(end));
+            let first = entries.first().map(|(key, _)| key.as_bytes().to_vec());
+            (entries, first)
+        })
     }
 }
 
 impl Store {
     /// The committed entries under `prefix` (before `end`, if given), in key order.
     fn scan(&self, prefix: &str, end: Option<&str>) -> Vec<(String, Vec<u8>)> {
+        self.scan_from(prefix, prefix.as_bytes(), end)
+    }
+
+    /// [`Store::scan`], looking from `start` (a key under `prefix` no entry lies before).
+    fn scan_from(&self, prefix: &str, start: &[u8], end: Option<&str>) -> Vec<(String, Vec<u8>)> {
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
-        let iter = self.db.iterator_cf(
-            latest,
-            IteratorMode::From(prefix.as_bytes(), Direction::Forward),
-        );
+        let iter = self
+            .db
+            .iterator_cf(latest, IteratorMode::From(start, Direction::Forward));
         let mut out = Vec::new();
         for item in iter {
             let (k, v) = item.unwrap_or_else(|e| fatal(e));

@@ -363,3 +363,52 @@ fn a_bounded_prefix_read_is_the_front_of_the_prefix() {
         );
     }
 }
+
+/// A height-keyed queue as the modules use one: every block reads what is due, deletes it
+/// (or, now and then, leaves it for a later block), and enqueues entries a few heights
+/// ahead, now and then one at a height already passed or a key under a neighbouring prefix.
+/// The bounded read, which starts where the previous one found the queue's front, must
+/// return what a whole-prefix read cut at the bound returns, block after block.
+#[test]
+fn a_queue_read_from_where_its_front_was_misses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path()).unwrap();
+    let queue = "auction/clearing_queue/";
+    let entry = |at: u64, id: u64| format!("{queue}{at:020}/{id:020}");
+    let mut next_id = 0u64;
+    let mut reads = 0;
+    for height in 1..400u64 {
+        let r = *blake3::hash(&height.to_le_bytes()).as_bytes();
+        let end = format!("{queue}{:020}", height + 1);
+        let expected: Vec<_> = store
+            .prefix_raw(queue)
+            .into_iter()
+            .filter(|(k, _)| k.as_str() < end.as_str())
+            .collect();
+        let due = store.prefix_until_raw(queue, &end);
+        assert_eq!(due, expected, "at height {height}");
+        reads += due.len();
+        let mut writes: Write = if r[12] % 4 == 0 {
+            Write::new()
+        } else {
+            due.into_iter().map(|(k, _)| (k, None)).collect()
+        };
+        for i in 0..(r[0] % 6) {
+            let at = height + u64::from(r[1 + usize::from(i)] % 5);
+            writes.insert(entry(at, next_id), Some(vec![1]));
+            next_id += 1;
+        }
+        if r[10] % 9 == 0 {
+            writes.insert(entry(height.saturating_sub(30), next_id), Some(vec![2]));
+            next_id += 1;
+        }
+        if r[11] % 13 == 0 {
+            writes.insert(format!("auction/clearing_queue_x/{height}"), Some(vec![3]));
+        }
+        let genesis = (height == 1).then(Write::new);
+        store
+            .commit(store.prepare(height, genesis, writes).unwrap())
+            .unwrap();
+    }
+    assert!(reads > 300, "the queue was exercised: {reads} entries read");
+}
