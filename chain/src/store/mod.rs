@@ -541,9 +541,23 @@ impl Store {
     /// [`Store::scan`], looking from `start` (a key under `prefix` no entry lies before).
     fn scan_from(&self, prefix: &str, start: &[u8], end: Option<&str>) -> Vec<(String, Vec<u8>)> {
         let latest = cf(&self.db, CF_LATEST).unwrap_or_else(|e| fatal(e));
-        let iter = self
-            .db
-            .iterator_cf(latest, IteratorMode::From(start, Direction::Forward));
+        // The bound tells RocksDB where the read ends. Without it, a read of an empty
+        // prefix (an order's bids, most often none) steps on past the prefix over every
+        // deletion marker that follows it in key order, looking for the next live key: on
+        // a loaded chain, over a queue's whole deleted front, in every such read.
+        let mut options = rocksdb::ReadOptions::default();
+        let bound = match end {
+            Some(end) => end.as_bytes().to_vec(),
+            None => prefix_successor(prefix.as_bytes()),
+        };
+        if !bound.is_empty() {
+            options.set_iterate_upper_bound(bound);
+        }
+        let iter = self.db.iterator_cf_opt(
+            latest,
+            options,
+            IteratorMode::From(start, Direction::Forward),
+        );
         let mut out = Vec::new();
         for item in iter {
             let (k, v) = item.unwrap_or_else(|e| fatal(e));
@@ -555,6 +569,19 @@ impl Store {
         }
         out
     }
+}
+
+/// The least key above every key that starts with `prefix`; empty when there is none (the
+/// empty prefix, or one of 0xff bytes only).
+fn prefix_successor(prefix: &[u8]) -> Vec<u8> {
+    let mut bound = prefix.to_vec();
+    while let Some(last) = bound.pop() {
+        if let Some(next) = last.checked_add(1) {
+            bound.push(next);
+            return bound;
+        }
+    }
+    bound
 }
 
 #[cfg(test)]

@@ -412,3 +412,14 @@ fn a_queue_read_from_where_its_front_was_misses_nothing() {
     }
     assert!(reads > 300, "the queue was exercised: {reads} entries read");
 }
+
+#[test]
+fn a_prefix_bound_is_the_least_key_after_the_prefix() {
+    assert_eq!(
+        prefix_successor(b"auction/bids/"),
+        b"auction/bids0".to_vec()
+    );
+    assert_eq!(prefix_successor(b"a\xff\xff"), b"b".to_vec());
+    assert_eq!(prefix_successor(b"\xff"), Vec::<u8>::new());
+    assert_eq!(prefix_successor(b""), Vec::<u8>::new());
+}
