@@ -54,6 +54,8 @@ pub struct LocalnetSpec {
     pub snapshot_chunk_bytes: usize,
     /// Blocks CometBFT keeps behind the head (0 = all).
     pub min_retain_blocks: u64,
+    /// Event attributes CometBFT's indexer indexes (app.toml `index_events`); `None`: all.
+    pub index_events: Option<Vec<String>>,
 }
 
 impl LocalnetSpec {
@@ -74,6 +76,7 @@ impl LocalnetSpec {
             snapshot_keep_recent: 2,
             snapshot_chunk_bytes: 4 << 20,
             min_retain_blocks: 0,
+            index_events: None,
         }
     }
 }
@@ -222,12 +225,13 @@ impl Localnet {
                      snapshot_keep_recent = {}\n\
                      snapshot_chunk_bytes = {}\n\
                      # Blocks CometBFT keeps behind the head (0 = all).\n\
-                     min_retain_blocks = {}\n",
+                     min_retain_blocks = {}\n{}",
                     spec.proof_heights,
                     spec.snapshot_interval,
                     spec.snapshot_keep_recent,
                     spec.snapshot_chunk_bytes,
-                    spec.min_retain_blocks
+                    spec.min_retain_blocks,
+                    index_events_line(spec.index_events.as_deref()),
                 ),
             )?;
             nodes.push(LocalnetNode {
@@ -255,5 +259,17 @@ impl Localnet {
     /// Address of a named account in the localnet's keystore.
     pub fn account(&self, name: &str) -> Result<Address> {
         Ok(Keystore::open(&self.keys_dir)?.show(name)?.address)
+    }
+}
+
+/// The app.toml line choosing what CometBFT indexes; nothing when every attribute is.
+fn index_events_line(events: Option<&[String]>) -> String {
+    match events {
+        None => String::new(),
+        Some(events) => format!(
+            "# Event attributes CometBFT's transaction indexer indexes ([] = none).\n\
+             index_events = {}\n",
+            serde_json::to_string(events).unwrap_or_else(|_| "[]".into())
+        ),
     }
 }

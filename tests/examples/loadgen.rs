@@ -54,6 +54,8 @@ async fn main() -> anyhow::Result<()> {
     let net = TestNet::start_with(validators, &accounts, |spec| {
         spec.proof_heights = proof_heights;
         spec.min_retain_blocks = retain_blocks;
+        // As an RPC node serving agents would run: results found by hash, no event search.
+        spec.index_events = Some(Vec::new());
         if let Some(blocks) = retention {
             spec.genesis.auction.params.retention_blocks = blocks;
         }
