@@ -388,7 +388,7 @@ fn a_queue_read_from_where_its_front_was_misses_nothing() {
         let due = store.prefix_until_raw(queue, &end);
         assert_eq!(due, expected, "at height {height}");
         reads += due.len();
-        let mut writes: Write = if r[12] % 4 == 0 {
+        let mut writes: Write = if r[12].is_multiple_of(4) {
             Write::new()
         } else {
             due.into_iter().map(|(k, _)| (k, None)).collect()
@@ -398,11 +398,11 @@ fn a_queue_read_from_where_its_front_was_misses_nothing() {
             writes.insert(entry(at, next_id), Some(vec![1]));
             next_id += 1;
         }
-        if r[10] % 9 == 0 {
+        if r[10].is_multiple_of(9) {
             writes.insert(entry(height.saturating_sub(30), next_id), Some(vec![2]));
             next_id += 1;
         }
-        if r[11] % 13 == 0 {
+        if r[11].is_multiple_of(13) {
             writes.insert(format!("auction/clearing_queue_x/{height}"), Some(vec![3]));
         }
         let genesis = (height == 1).then(Write::new);
