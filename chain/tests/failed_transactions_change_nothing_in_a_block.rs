@@ -7,9 +7,21 @@ mod common;
 use common::*;
 use gpuchain_bank::{module_account, BankRead};
 use gpuchain_chain::app::Upgrades;
-use gpuchain_chain::execute_block;
+use gpuchain_chain::{execute_block, BlockOutcome};
 use gpuchain_tx::{Tx, TxParams};
 use gpuchain_types::{MemState, StateRead};
+
+/// Block 2 holding the one transaction `raw`, executed on `state`.
+fn execute_one(state: &MemState, raw: &[u8]) -> BlockOutcome {
+    let txs = [raw];
+    execute_block(
+        state,
+        Default::default(),
+        &block_input(2, b"h", &txs),
+        &Upgrades::new(),
+    )
+    .unwrap()
+}
 
 fn state_after_genesis() -> MemState {
     let dir = tempfile::tempdir().unwrap();
@@ -48,14 +60,7 @@ fn failed_transactions_change_nothing_in_a_block() {
         (vec![0u8; params.max_tx_bytes as usize + 1], "tx", 2),
     ];
     for (raw, codespace, code) in &cases {
-        let txs = [raw.as_slice()];
-        let out = execute_block(
-            &state,
-            Default::default(),
-            &block_input(2, b"h", &txs),
-            &Upgrades::new(),
-        )
-        .unwrap();
+        let out = execute_one(&state, raw);
         let r = &out.tx_results[0];
         assert_eq!(
             (r.codespace.as_str(), r.code),
@@ -73,14 +78,7 @@ fn failed_transactions_change_nothing_in_a_block() {
     }
 
     let overdraft = transfer(0, 0, address(1), 2_000_000);
-    let txs = [overdraft.as_slice()];
-    let out = execute_block(
-        &state,
-        Default::default(),
-        &block_input(2, b"h", &txs),
-        &Upgrades::new(),
-    )
-    .unwrap();
+    let out = execute_one(&state, &overdraft);
     let r = &out.tx_results[0];
     assert_eq!((r.codespace.as_str(), r.code), ("bank", 1), "{}", r.log);
     let mut after = state.clone();

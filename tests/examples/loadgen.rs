@@ -128,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
                 ),
                 ("txs_ok_total", "gpuchain_node_txs_total{outcome=\"ok\"}"),
             ] {
-                s[field] = metric_f64(&text, name).into();
+                s[field] = TestNet::metric_f64(&text, name).into();
             }
         }
         if let Some(n) = mempool_size(&net.net.nodes[0].rpc_url) {
@@ -312,14 +312,6 @@ fn disk_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
-}
-
-/// A metric line's value as a float (`TestNet::metric_value` reads integers).
-fn metric_f64(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 /// Transactions waiting in a node's mempool (`num_unconfirmed_txs`), read with a plain

@@ -256,10 +256,12 @@ impl TestNet {
 
     /// The value of the metric line starting with `name` (labels included) in `text`.
     pub fn metric_value(text: &str, name: &str) -> Option<u64> {
-        text.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
+        metric_text(text, name)?.parse().ok()
+    }
+
+    /// [`TestNet::metric_value`] for a metric with a fractional value (seconds).
+    pub fn metric_f64(text: &str, name: &str) -> Option<f64> {
+        metric_text(text, name)?.parse().ok()
     }
 
     /// gpuchaind home holding the localnet's keystore (`<home>/keys`).
@@ -342,6 +344,13 @@ impl TestNet {
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.path().join("logs")
     }
+}
+
+/// The value on the metric line starting with `name` (labels included) in `text`.
+fn metric_text<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
 }
 
 fn wait_for_port(addr: &str) -> Result<()> {

@@ -363,8 +363,8 @@ impl tendermint_abci::Application for App {
         let (outcome, app_hash) = self
             .finalize(&input)
             .unwrap_or_else(|e| halt("executing block", e));
-        let index = self.lock().event_index.clone();
-        convert::finalize_response(outcome, app_hash, index.as_ref())
+        let node = self.lock();
+        convert::finalize_response(outcome, app_hash, node.event_index.as_ref())
     }
 
     fn commit(&self) -> ResponseCommit {

@@ -92,14 +92,7 @@ fn signal(
     if scheduled {
         // Each plan starts from no signals: a stale vote for an old plan must not count
         // towards a later one.
-        let stale: Vec<String> = state
-            .upgrade_signals()
-            .into_iter()
-            .map(|(operator, _)| format!("{}{operator}", crate::state_key::signals_prefix()))
-            .collect();
-        for key in stale {
-            state.delete(key);
-        }
+        state.clear_upgrade_signals();
         state.put_upgrade_plan(&plan);
         state.emit(UpgradeScheduledEvent { plan }.into());
     }

@@ -11,18 +11,19 @@ fn operator(i: u8) -> Address {
     Address::from_public_key(&[i; 32])
 }
 
-/// Four active validators with powers 10, 20, 30, 40.
-fn state() -> MemState {
+/// Active validators `operator(1)`, `operator(2)`, … with these powers.
+fn with_powers(powers: &[u64]) -> MemState {
     let mut state = MemState::new();
     let mut fork = Overlay::new(&state);
-    let set: Vec<_> = (1..=4u8)
-        .map(|i| {
+    let set: Vec<_> = (1u8..)
+        .zip(powers)
+        .map(|(i, &power)| {
             (
                 [i; 20],
                 ActiveValidator {
                     operator: operator(i),
                     pubkey: [i; 32],
-                    power: u64::from(i) * 10,
+                    power,
                 },
             )
         })
@@ -31,6 +32,11 @@ fn state() -> MemState {
     let (writes, _) = fork.into_parts();
     state.apply(writes);
     state
+}
+
+/// Four active validators with powers 10, 20, 30, 40.
+fn state() -> MemState {
+    with_powers(&[10, 20, 30, 40])
 }
 
 fn ctx(height: u64) -> BlockCtx {
@@ -91,22 +97,7 @@ fn a_plan_is_scheduled_only_once_more_than_two_thirds_of_the_power_signals_it() 
 
 #[test]
 fn exactly_two_thirds_is_not_enough() {
-    let mut s = MemState::new();
-    let mut fork = Overlay::new(&s);
-    let set: Vec<_> = (1..=3u8)
-        .map(|i| {
-            (
-                [i; 20],
-                ActiveValidator {
-                    operator: operator(i),
-                    pubkey: [i; 32],
-                    power: 1,
-                },
-            )
-        })
-        .collect();
-    fork.put_active_set(&set);
-    s.apply(fork.into_parts().0);
+    let mut s = with_powers(&[1, 1, 1]);
     run(&mut s, 1, operator(1), &signal("v2", 50)).unwrap();
     run(&mut s, 1, operator(2), &signal("v2", 50)).unwrap();
     assert_eq!(s.upgrade_plan(), None, "2 of 3 is not more than two thirds");

@@ -66,6 +66,13 @@ pub trait UpgradeWrite: StateWrite {
         self.delete(state_key::signal(operator));
     }
 
+    /// Removes every standing signal.
+    fn clear_upgrade_signals(&mut self) {
+        for (key, _) in self.prefix_raw(state_key::signals_prefix()) {
+            self.delete(key);
+        }
+    }
+
     /// Records an applied upgrade.
     fn put_applied_upgrade(&mut self, applied: &AppliedUpgrade) {
         self.put(state_key::applied(&applied.name), applied);
