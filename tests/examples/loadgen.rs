@@ -6,10 +6,15 @@
 //! 30 s, and at the end.
 //!
 //! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights] [retention]
-//! [retain blocks]` — the nodes keep Merkle proofs for the last `proof heights` heights
-//! (default 1,000; 0 keeps all), closed orders are retired `retention` blocks after they
-//! close (default: the chain's 100,000) and CometBFT keeps `retain blocks` blocks (default
-//! all), so a run longer than those windows shows whether resources level off. Every 60 s
+//! [retain blocks] [snapshot interval] [join]` — the nodes keep Merkle proofs for the last
+//! `proof heights` heights (default 1,000; 0 keeps all), closed orders are retired
+//! `retention` blocks after they close (default: the chain's 100,000), CometBFT keeps
+//! `retain blocks` blocks (default all) and the apps write a state-sync snapshot every
+//! `snapshot interval` heights (default 1,000), so a run longer than those windows shows
+//! whether resources level off. With `join` = 1 the last validator keeps every block (an
+//! archive node) and, once the load has stopped, two new nodes join the running chain: one
+//! by state sync from the newest snapshot, then one by replaying every block from genesis;
+//! the time each takes to reach the head is reported. Every 60 s
 //! a sample (RSS, disk, app state on disk, CPU seconds of the apps and of CometBFT, node
 //! 0's live state keys and bytes, open orders, mempool size and running totals of its
 //! FinalizeBlock, Commit and CheckTx work from its metrics) is printed to stderr as it is
@@ -48,19 +53,34 @@ async fn main() -> anyhow::Result<()> {
     let proof_heights = args.get(5).copied().unwrap_or(1_000);
     let retention = args.get(6).copied();
     let retain_blocks = args.get(7).copied().unwrap_or(0);
+    let snapshot_interval = args.get(8).copied().unwrap_or(1_000);
+    let join = args.get(9).copied().unwrap_or(0) == 1 && validators >= 2;
 
     let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
     let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
-    let net = TestNet::start_with(validators, &accounts, |spec| {
+    let mut net = TestNet::build_with(validators, &accounts, |spec| {
         spec.proof_heights = proof_heights;
         spec.min_retain_blocks = retain_blocks;
+        spec.snapshot_interval = snapshot_interval;
+        if join {
+            spec.extra_nodes = 2;
+        }
         // As an RPC node serving agents would run: results found by hash, no event search.
         spec.index_events = Some(Vec::new());
         if let Some(blocks) = retention {
             spec.genesis.auction.params.retention_blocks = blocks;
         }
-    })
-    .await?;
+    })?;
+    let archive = validators - 1;
+    if join {
+        let path = net.net.nodes[archive].app_home.join("app.toml");
+        let text = std::fs::read_to_string(&path)?.replace(
+            &format!("min_retain_blocks = {retain_blocks}"),
+            "min_retain_blocks = 0",
+        );
+        std::fs::write(&path, text)?;
+    }
+    net.start_nodes(0..validators).await?;
     let keystore = Keystore::open(&net.net.keys_dir)?;
     let client = net.client(0)?;
     let chain_id = client.chain_id().await?;
@@ -175,6 +195,11 @@ async fn main() -> anyhow::Result<()> {
     for t in tasks {
         t.abort();
     }
+    let joins = if join {
+        join_by_state_sync_then_replay(&mut net, archive).await?
+    } else {
+        serde_json::Value::Null
+    };
     latencies.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| {
         latencies
@@ -198,9 +223,119 @@ async fn main() -> anyhow::Result<()> {
             "uncommitted_at_end": submitted.lock().unwrap().len(),
             "market_percent": market_pct,
             "resources": samples,
+            "joins": joins,
         })
     );
     Ok(())
+}
+
+/// Two new nodes join the running chain one after the other, and each is timed from its
+/// start until it has reached the head it was started at: the first by state sync (trusting
+/// a header it verifies from the archive node, as an operator would take it from a block
+/// explorer or a friend's node), the second by replaying every block from genesis, served
+/// by the archive node since the others have deleted their old blocks.
+async fn join_by_state_sync_then_replay(
+    net: &mut TestNet,
+    archive: usize,
+) -> anyhow::Result<serde_json::Value> {
+    let validators = archive + 1;
+    let snapshot_height = std::fs::read_dir(net.net.nodes[0].app_home.join("snapshots"))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u64>().ok())
+        .max()
+        .ok_or_else(|| anyhow::anyhow!("node 0 has no complete snapshot to offer"))?;
+    let light_dir = tempfile::tempdir()?;
+    let mut light = gpuchain_client::LightClient::open(light_dir.path().join("light.json"))?;
+    let trusted = light.verify(&net.client(archive)?, snapshot_height).await?;
+
+    let synced = validators;
+    let config = net.net.nodes[synced]
+        .comet_home
+        .join("config")
+        .join("config.toml");
+    let mut text = std::fs::read_to_string(&config)?;
+    text.push_str(&format!(
+        "\n[statesync]\nenable = true\nrpc_servers = \"{},{}\"\ntrust_height = {snapshot_height}\n\
+         trust_hash = \"{}\"\ntrust_period = \"168h0m0s\"\ndiscovery_time = \"5s\"\n",
+        net.net.nodes[archive].rpc_url,
+        net.net.nodes[0].rpc_url,
+        trusted.header.hash()
+    ));
+    std::fs::write(&config, text)?;
+    let state_sync = time_to_head(net, synced, Duration::from_secs(600)).await?;
+    let restored_from = net
+        .client(synced)?
+        .status()
+        .await?
+        .sync_info
+        .earliest_block_height
+        .value();
+
+    let replayed = validators + 1;
+    let replay = time_to_head(net, replayed, Duration::from_secs(40 * 60)).await?;
+    // At the head: the node that replayed has caught up with it by now (it follows blocks
+    // within a few of the head), and the nodes that prune have not deleted it.
+    let at = net.client(archive)?.latest_height().await?;
+    let app_hash = match net
+        .assert_same_app_hash(&[archive, synced, replayed], at)
+        .await
+    {
+        Ok(hash) => serde_json::json!({ "after_height": at, "hash": hash }),
+        Err(e) => {
+            let error = format!("{e:#}");
+            let error: Vec<&str> = error.lines().take(4).collect();
+            serde_json::json!({ "after_height": at, "error": error.join(" ") })
+        }
+    };
+    Ok(serde_json::json!({
+        "snapshot_height": snapshot_height,
+        "state_sync": state_sync,
+        "state_synced_first_block": restored_from,
+        "replay_from_genesis": replay,
+        "same_app_hash": app_hash,
+    }))
+}
+
+/// Starts node `i` and waits (up to `limit`) until it has reached the height node 0 had
+/// when it started, reporting the seconds that took, or how far it got per minute.
+async fn time_to_head(
+    net: &mut TestNet,
+    i: usize,
+    limit: Duration,
+) -> anyhow::Result<serde_json::Value> {
+    let head = net.client(0)?.latest_height().await?;
+    let started = Instant::now();
+    net.start_app(i, &[])?;
+    net.start_comet(i)?;
+    let client = net.client(i)?;
+    let mut progress = Vec::new();
+    let mut next_report = started + Duration::from_secs(60);
+    loop {
+        let height = client.latest_height().await.unwrap_or(0);
+        if height >= head {
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("node {i} reached height {head} after {secs:.1} s");
+            return Ok(serde_json::json!({
+                "head": head,
+                "seconds": (secs * 10.0).round() / 10.0,
+                "heights_each_minute": progress,
+            }));
+        }
+        if Instant::now() >= next_report {
+            eprintln!("node {i} at height {height} of {head}");
+            progress.push(height);
+            next_report += Duration::from_secs(60);
+        }
+        if started.elapsed() > limit {
+            return Ok(serde_json::json!({
+                "head": head,
+                "reached": height,
+                "gave_up_after_seconds": limit.as_secs(),
+                "heights_each_minute": progress,
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// A 1-replica order nobody will bid on in time: escrow is locked, then refunded at expiry.

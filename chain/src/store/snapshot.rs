@@ -14,7 +14,7 @@ use std::sync::{mpsc, Arc};
 
 use anyhow::{anyhow, Context, Result};
 use borsh::{BorshDeserialize, BorshSerialize};
-use rocksdb::{IteratorMode, DB};
+use rocksdb::{IteratorMode, ReadOptions, DB};
 
 use super::{cf, StateEntries, Store, CF_LATEST};
 
@@ -95,6 +95,7 @@ impl Snapshotter {
         std::thread::Builder::new()
             .name("snapshot".into())
             .spawn(move || {
+                yield_to_blocks(height);
                 let result = write(&db, height, &policy, || {
                     let _ = taken_tx.send(());
                 });
@@ -163,7 +164,7 @@ fn write(
         chunk.clear();
         Ok(())
     };
-    for item in snapshot.iterator_cf(latest, IteratorMode::Start) {
+    for item in snapshot.iterator_cf_opt(latest, bulk_read_options(), IteratorMode::Start) {
         let (key, value) = item?;
         let key = String::from_utf8(key.to_vec())?;
         chunk_size += key.len() + value.len() + 8;
@@ -192,6 +193,30 @@ fn write(
         std::fs::remove_dir_all(policy.dir.join(old.height.to_string()))?;
     }
     info(&done, height)
+}
+
+/// Nice value of the snapshot thread: the lowest priority there is. A block being executed
+/// and committed must never wait for the writer; the writer only needs to finish before the
+/// next snapshot is due.
+pub const WRITER_NICE: i32 = 19;
+
+/// Lowers the calling thread to [`WRITER_NICE`]. On Linux the nice value is a per-thread
+/// attribute, so only the writer is lowered, not the node. A failure costs only speed.
+fn yield_to_blocks(height: u64) {
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), WRITER_NICE) {
+        tracing::warn!(height, error = %e, "could not lower the snapshot thread's priority");
+    }
+}
+
+/// Reads for a whole-state scan: they bypass RocksDB's block cache, so that the scan does
+/// not evict the blocks the next FinalizeBlock reads, and read ahead, since the scan is in
+/// key order.
+fn bulk_read_options() -> ReadOptions {
+    let mut options = ReadOptions::default();
+    options.fill_cache(false);
+    options.set_readahead_size(2 << 20);
+    options
 }
 
 fn list(dir: &Path) -> Result<Vec<SnapshotInfo>> {
@@ -314,5 +339,27 @@ impl Restore {
             }
         }
         Ok(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own_nice() -> i32 {
+        rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap()
+    }
+
+    #[test]
+    fn the_writer_lowers_only_its_own_thread() {
+        let before = own_nice();
+        let writer = std::thread::spawn(|| {
+            yield_to_blocks(1);
+            own_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(writer, WRITER_NICE);
+        assert_eq!(own_nice(), before, "the caller's priority changed too");
     }
 }
