@@ -70,7 +70,7 @@ impl AgentChain {
     pub async fn leases_of_order(&self, order_id: u64) -> Result<Vec<Lease>> {
         let mut out = Vec::new();
         for id in self
-            .ids_under(&state_key::leases_by_order_prefix(order_id))
+            .lease_ids_under(&state_key::leases_by_order_prefix(order_id))
             .await?
         {
             if let Some(l) = self.lease(id).await? {
@@ -88,13 +88,14 @@ impl AgentChain {
             .await
     }
 
-    /// The ids at the end of every key under `prefix`.
-    pub async fn ids_under(&self, prefix: &str) -> Result<Vec<u64>> {
+    /// The lease ids of every key under `prefix`, a prefix of one of x/auction's lease
+    /// indexes (by order or by provider).
+    pub async fn lease_ids_under(&self, prefix: &str) -> Result<Vec<u64>> {
         let snap = self.client.snapshot(prefix).await?;
         Ok(snap
             .prefix_raw(prefix)
             .into_iter()
-            .filter_map(|(k, _)| k.rsplit('/').next()?.parse().ok())
+            .filter_map(|(k, _)| state_key::indexed_lease_id(&k))
             .collect())
     }
 

@@ -19,8 +19,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ed25519_dalek::SigningKey;
 use gpuchain_bank::{BankMsg, MsgSend};
 use gpuchain_chain::{App, BlockInput};
-use gpuchain_client::build_signed_tx;
 use gpuchain_genesis::AppGenesis;
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::{sign_bytes, Msg, Tx, TxParams};
 use gpuchain_types::Address;
 

@@ -20,8 +20,8 @@ use ed25519_dalek::SigningKey;
 use gpuchain_bank::{BankMsg, MsgSend};
 use gpuchain_chain::store::snapshot::{ChunkCheck, Restore, SnapshotPolicy, Snapshotter};
 use gpuchain_chain::{App, BlockInput, Store};
-use gpuchain_client::build_signed_tx;
 use gpuchain_genesis::AppGenesis;
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::{Msg, TxParams};
 use gpuchain_types::Address;
 

@@ -1,10 +1,21 @@
 //! The gpuchain ABCI application: decodes and authenticates transactions, routes messages to
 //! the `x/` modules, and commits state to RocksDB under a Merkle app hash. Only this crate
-//! knows ABCI; `gpuchaind` (src/main.rs) wraps it with the node and client CLI.
+//! and the node that serves it know ABCI; it knows nothing of RPC or the command line:
+//! `gpuchaind` (node/) wraps it with the ABCI server, its metrics and the client CLI.
+
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
 
 pub mod app;
-pub mod config;
-pub mod node_metrics;
 pub mod state_key;
 pub mod store;
 

@@ -39,6 +39,12 @@ impl ChainEvent {
     pub fn attr_u64(&self, key: &str) -> Option<u64> {
         self.attr(key)?.parse().ok()
     }
+
+    /// The event as the module's typed event `T` (e.g. `gpuchain_auction::LeaseCreatedEvent`),
+    /// if it is one: kind and attribute names come from the module's own definition.
+    pub fn decode<T: gpuchain_types::TypedEvent>(&self) -> Option<T> {
+        T::decode(&self.kind, |key| self.attr(key))
+    }
 }
 
 /// A transaction's result in a block.

@@ -13,7 +13,8 @@ use serde::Serialize;
 use tendermint_rpc::client::CompatMode;
 use tendermint_rpc::{Client, HttpClient, HttpClientUrl};
 
-use crate::{build_signed_tx, paths, verify_proof, LightClient};
+use crate::{paths, verify_proof, LightClient};
+use gpuchain_tx::build_signed_tx;
 
 /// How a broadcast transaction ended.
 #[derive(Clone, Debug, Serialize)]
@@ -58,6 +59,19 @@ impl TxOutcome {
             .flat_map(|(_, attrs)| attrs.iter())
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The first event of the module's typed event `T` the transaction emitted (e.g.
+    /// `gpuchain_auction::OrderPostedEvent`, whose `order_id` is the new order's id).
+    pub fn event<T: gpuchain_types::TypedEvent>(&self) -> Option<T> {
+        self.events.iter().find_map(|(kind, attrs)| {
+            T::decode(kind, |key| {
+                attrs
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.as_str())
+            })
+        })
     }
 }
 
@@ -248,7 +262,7 @@ impl ChainClient {
     /// Every latest entry under a state-key prefix, as an in-memory state the modules' typed
     /// read traits work on (e.g. `StakingRead::validators`).
     pub async fn snapshot(&self, prefix: &str) -> Result<gpuchain_types::MemState> {
-        let (bytes, _) = self.query(&format!("/prefix/{prefix}"), 0).await?;
+        let (bytes, _) = self.query(&paths::prefix(prefix), 0).await?;
         let entries: Vec<(String, Vec<u8>)> = borsh::from_slice(&bytes)?;
         let mut state = gpuchain_types::MemState::new();
         state.apply(entries.into_iter().map(|(k, v)| (k, Some(v))).collect());

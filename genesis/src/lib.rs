@@ -1,16 +1,13 @@
 //! Genesis for gpuchain: the application's genesis state (`app_state` in CometBFT's
-//! genesis.json), its defaults, and the localnet builder that writes N validator homes
-//! (CometBFT config, keys, genesis) on distinct 127.0.0.1 ports.
+//! genesis.json), its defaults, and CometBFT's files that describe a chain (keys, node ids,
+//! genesis.json). The localnet builder that writes whole validator homes with funded keys
+//! lives above the client, in node/.
 
 mod app_genesis;
 mod cometbft;
-mod localnet;
 
 pub use app_genesis::{AppGenesis, ExportedState};
 pub use cometbft::{
-    exported_genesis_json, genesis_validator_entry, node_id, validator_address, CometKeys,
-};
-pub use localnet::{
-    Localnet, LocalnetNode, LocalnetSpec, PORTS_PER_NODE, VALIDATOR_ACCOUNT_FUNDS,
-    VALIDATOR_SELF_BOND,
+    exported_genesis_json, genesis_json, genesis_validator, genesis_validator_entry, node_id,
+    validator_address, CometKeys,
 };

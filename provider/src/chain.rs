@@ -47,7 +47,7 @@ impl Chain {
 
     /// Ids of every lease this provider ever won.
     pub(crate) async fn my_lease_ids(&self) -> Result<Vec<u64>> {
-        self.ids_under(&state_key::leases_by_provider_prefix(&self.address))
+        self.lease_ids_under(&state_key::leases_by_provider_prefix(&self.address))
             .await
     }
 

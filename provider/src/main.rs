@@ -6,24 +6,6 @@
 //! is the daemon (follow blocks, bid, execute, commit, reveal, get paid; Prometheus
 //! metrics; durable local state) and `status` shows what it is doing.
 
-mod agent;
-mod attrs;
-mod chain;
-mod cli;
-mod config;
-mod dishonest;
-mod eligibility;
-mod metrics;
-mod pricing;
-mod serve;
-mod state;
-/// The agents' atomic JSON state file (from the agent kit).
-use gpuchain_agent_kit::state_file as store;
-
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    let args = cli::Cli::parse();
-    gpuchain_agent_kit::cli::init_tracing(args.global.log_format);
-    gpuchain_agent_kit::cli::exit_code(args.command.run())
+    gpuchain_provider::run_cli()
 }

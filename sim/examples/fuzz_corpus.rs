@@ -6,10 +6,10 @@
 //! `cargo build --workspace --all-targets && $CARGO_TARGET_DIR/debug/examples/fuzz_corpus`
 //! (from the repository root; build the whole workspace so RocksDB is not rebuilt)
 
-use gpuchain_client::build_signed_tx;
 use gpuchain_sim::actors::{population, CHAIN_ID};
 use gpuchain_sim::mutate::random_msg;
 use gpuchain_sim::Rng;
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::TxParams;
 
 fn write(target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {

@@ -286,14 +286,8 @@ pub fn mutated_tx(
         .map(|_| random_msg(d, actors))
         .collect();
     let params = TxParams::default();
-    let tx = gpuchain_client::build_signed_tx(
-        key,
-        actors::CHAIN_ID,
-        nonce_of(&signer),
-        &params,
-        msgs,
-        "",
-    );
+    let tx =
+        gpuchain_tx::build_signed_tx(key, actors::CHAIN_ID, nonce_of(&signer), &params, msgs, "");
     let mut body = tx.body.clone();
     let structural = d.below(3) == 0;
     if structural {

@@ -6,15 +6,17 @@
 //! 30 s, and at the end.
 //!
 //! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights] [retention]
-//! [retain blocks] [snapshot interval] [join]` — the nodes keep Merkle proofs for the last
-//! `proof heights` heights (default 1,000; 0 keeps all), closed orders are retired
-//! `retention` blocks after they close (default: the chain's 100,000), CometBFT keeps
+//! [retain blocks] [snapshot interval] [join] [replay minutes]` — the nodes keep Merkle
+//! proofs for the last `proof heights` heights (default 1,000; 0 keeps all), closed orders
+//! are retired `retention` blocks after they close (default: the chain's 100,000), CometBFT
+//! keeps
 //! `retain blocks` blocks (default all) and the apps write a state-sync snapshot every
 //! `snapshot interval` heights (default 1,000), so a run longer than those windows shows
 //! whether resources level off. With `join` = 1 the last validator keeps every block (an
 //! archive node) and, once the load has stopped, two new nodes join the running chain: one
 //! by state sync from the newest snapshot, then one by replaying every block from genesis;
-//! the time each takes to reach the head is reported. Every 60 s
+//! the time each takes to reach the head is reported (the replay is given up after `replay
+//! minutes`, default 40, with the heights it reached each minute). Every 60 s
 //! a sample (RSS, disk, app state on disk, CPU seconds of the apps and of CometBFT, node
 //! 0's live state keys and bytes, open orders, mempool size and running totals of its
 //! FinalizeBlock, Commit and CheckTx work from its metrics) is printed to stderr as it is
@@ -29,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_bank::{BankMsg, MsgSend};
-use gpuchain_client::{build_signed_tx, keys::Keystore};
+use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::TestNet;
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::Msg;
 use gpuchain_types::Address;
 use sha2::{Digest, Sha256};
@@ -55,6 +58,7 @@ async fn main() -> anyhow::Result<()> {
     let retain_blocks = args.get(7).copied().unwrap_or(0);
     let snapshot_interval = args.get(8).copied().unwrap_or(1_000);
     let join = args.get(9).copied().unwrap_or(0) == 1 && validators >= 2;
+    let replay_limit = Duration::from_secs(60 * args.get(10).copied().unwrap_or(40));
 
     let names: Vec<String> = (0..senders).map(|i| format!("load{i}")).collect();
     let accounts: Vec<(&str, u128)> = names.iter().map(|n| (n.as_str(), 10_000_000_000)).collect();
@@ -196,7 +200,7 @@ async fn main() -> anyhow::Result<()> {
         t.abort();
     }
     let joins = if join {
-        join_by_state_sync_then_replay(&mut net, archive).await?
+        join_by_state_sync_then_replay(&mut net, archive, replay_limit).await?
     } else {
         serde_json::Value::Null
     };
@@ -237,6 +241,7 @@ async fn main() -> anyhow::Result<()> {
 async fn join_by_state_sync_then_replay(
     net: &mut TestNet,
     archive: usize,
+    replay_limit: Duration,
 ) -> anyhow::Result<serde_json::Value> {
     let validators = archive + 1;
     let snapshot_height = std::fs::read_dir(net.net.nodes[0].app_home.join("snapshots"))?
@@ -272,7 +277,7 @@ async fn join_by_state_sync_then_replay(
         .value();
 
     let replayed = validators + 1;
-    let replay = time_to_head(net, replayed, Duration::from_secs(40 * 60)).await?;
+    let replay = time_to_head(net, replayed, replay_limit).await?;
     // At the head: the node that replayed has caught up with it by now (it follows blocks
     // within a few of the head), and the nodes that prune have not deleted it.
     let at = net.client(archive)?.latest_height().await?;

@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use gpuchain_auction::{AuctionMsg, Lease, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
-use gpuchain_genesis::LocalnetSpec;
+use gpuchain_node::localnet::LocalnetSpec;
 use gpuchain_tx::Msg;
 
 use crate::market::{blob, digits_input, digits_job, order_leases, routed_order};
@@ -143,10 +143,9 @@ impl<'a> Market<'a> {
             .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
             .await?
             .ok()?;
-        Ok(out
-            .event_attr("auction.order_posted", "order_id")
-            .unwrap_or("x")
-            .parse()?)
+        out.event::<gpuchain_auction::OrderPostedEvent>()
+            .map(|e| e.order_id)
+            .context("the transaction posted no order")
     }
 
     /// Waits up to `secs` for `replicas` leases of `order_id` to be final; on timeout fails

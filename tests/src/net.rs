@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use gpuchain_client::ChainClient;
-use gpuchain_genesis::{Localnet, LocalnetSpec, PORTS_PER_NODE};
+use gpuchain_node::localnet::{Localnet, LocalnetSpec, PORTS_PER_NODE};
 use tempfile::TempDir;
 
 use crate::free_port_block;

@@ -2,7 +2,7 @@
 //! signal `memo-1k` from the CLI, which schedules it; no `gpuchaind` executes the block at
 //! the height (those that receive it halt with a log line naming the upgrade, the others are
 //! left waiting in consensus below it); the operators swap in the next release
-//! (chain/examples/gpuchaind_next.rs, which registers the migration) and restart; CometBFT
+//! (node/examples/gpuchaind_next.rs, which registers the migration) and restart; CometBFT
 //! replays the halted block into it, the migration runs, all four nodes agree on the app
 //! hash after it, and a transaction the old rules refused now commits. The old binary then
 //! refuses to start on the upgraded state.

@@ -1,4 +1,4 @@
-//! Crash consistency under load (issue 8, part 3): while a client keeps sending signed
+//! Crash consistency under load: while a client keeps sending signed
 //! transfers, one validator's app is killed with SIGKILL at a random moment — mid-block,
 //! mid-commit or idle, whatever the moment is — with its CometBFT, and both are restarted,
 //! again and again. Every time it

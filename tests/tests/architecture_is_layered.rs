@@ -64,6 +64,29 @@ fn dependencies_follow_the_architecture_invariants() {
                 "client must use module types, never the app"
             );
         }
+        // The state machine, its genesis and the simulator that drives it know nothing of
+        // RPC or the command line: those live in node/, above the client.
+        if name == "gpuchain-chain" || name == "gpuchain-genesis" || name == "gpuchain-sim" {
+            for banned in [
+                "gpuchain-client",
+                "gpuchain-agent-kit",
+                "gpuchain-node",
+                "tendermint-rpc",
+            ] {
+                assert!(
+                    !uses(banned),
+                    "{name} is the state machine's side and must not depend on {banned}"
+                );
+            }
+        }
+        if name == "gpuchain-chain" || name == "gpuchain-genesis" {
+            for banned in ["clap", "tokio"] {
+                assert!(
+                    !uses(banned),
+                    "{name} is a library of the state machine, not a program: no {banned}"
+                );
+            }
+        }
         if name == "gpuchain-compute" {
             for d in &deps {
                 let internal = d.starts_with("gpuchain-");
@@ -111,11 +134,18 @@ fn dependencies_follow_the_architecture_invariants() {
                 );
             }
         }
-        // The test harnesses (tests/, sim/) call the app's ABCI handlers as CometBFT does.
-        if name != "gpuchain-chain" && name != "gpuchain-tests" && name != "gpuchain-sim" {
+        // The node serves the app over ABCI; the test harnesses (tests/, sim/) call the app's
+        // ABCI handlers as CometBFT does.
+        let knows_abci = [
+            "gpuchain-chain",
+            "gpuchain-node",
+            "gpuchain-tests",
+            "gpuchain-sim",
+        ];
+        if !knows_abci.contains(&name.as_str()) {
             assert!(
                 !uses("tendermint-abci"),
-                "only chain/ knows ABCI, but {name} uses tendermint-abci"
+                "only chain/ and the node serving it know ABCI, but {name} uses tendermint-abci"
             );
         }
     }
@@ -148,6 +178,84 @@ fn unsafe_code_is_forbidden_everywhere_but_the_kernels() {
         ws["workspace"]["lints"]["rust"]["unsafe_code"].as_str(),
         Some("forbid")
     );
+}
+
+/// The crash, dishonest and lazy test modes are compiled in only where the end-to-end test
+/// crate is part of the build: no crate turns `test-hooks` on by default, and no crate but
+/// gpuchain-tests turns it on in a dependency, so `cargo build --release -p gpuchain-node`
+/// (or the provider or verifier) builds binaries without them.
+#[test]
+fn test_hooks_are_enabled_only_by_the_test_crate() {
+    let mut with_hooks = Vec::new();
+    for (dir, name, _) in crates() {
+        let manifest: toml::Value =
+            toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        let features = manifest.get("features").and_then(|f| f.as_table());
+        if let Some(features) = features {
+            if features.contains_key("test-hooks") {
+                with_hooks.push(name.clone());
+            }
+            let default = features.get("default").and_then(|d| d.as_array());
+            assert!(
+                !default.is_some_and(|d| d.iter().any(|f| f.as_str() == Some("test-hooks"))),
+                "{name} turns its test hooks on by default"
+            );
+        }
+        for table in ["dependencies", "build-dependencies"] {
+            let Some(deps) = manifest.get(table).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for (dep, spec) in deps {
+                let enables = spec
+                    .get("features")
+                    .and_then(|f| f.as_array())
+                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("test-hooks")));
+                assert!(
+                    !enables || name == "gpuchain-tests",
+                    "{name} turns on {dep}'s test hooks; only the end-to-end test crate may"
+                );
+            }
+        }
+    }
+    with_hooks.sort();
+    assert_eq!(
+        with_hooks,
+        ["gpuchain-chain", "gpuchain-provider", "gpuchain-verifier"],
+        "the crates with test hooks changed: update this test and docs/operations.md"
+    );
+}
+
+/// x/verify judges and x/auction pays: x/verify reaches the market only through
+/// `gpuchain_auction::settlement` and the auction's public types, never its fee rules,
+/// escrow, judging internals, module accounts or stored layouts directly.
+#[test]
+fn verify_uses_the_auction_only_through_its_settlement_interface() {
+    let mut files = Vec::new();
+    rust_files(&root().join("x/verify/src"), &mut files);
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        if name == "test_utils.rs" || name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+            for internal in [
+                "audit",
+                "escrow",
+                "judge",
+                "module_account",
+                "state_key",
+                "retire",
+            ] {
+                assert!(
+                    !line.contains(&format!("gpuchain_auction::{internal}")),
+                    "{}: uses gpuchain_auction::{internal} directly; go through \
+                     gpuchain_auction::settlement:\n{line}",
+                    file.display()
+                );
+            }
+        }
+    }
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use gpuchain_bank::{BankMsg, MsgMultiSend, MsgSend, Output};
-use gpuchain_client::{build_signed_tx, keys::Keystore, ChainClient};
+use gpuchain_client::{keys::Keystore, ChainClient};
 use gpuchain_tests::{cli, TestNet};
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::{Msg, Tx};
 use gpuchain_types::Address;
 

@@ -1,4 +1,4 @@
-//! The demo's scenario, headless (issue 7): a 4-validator localnet, three provider agents
+//! The demo's scenario, headless: a 4-validator localnet, three provider agents
 //! (one cheating with a wrong model), a verifier agent and a client that trains the digits
 //! MLP over the three providers through its coordinator, classifies digits with the trained
 //! weights on 2-replica orders, embeds sentences with all-MiniLM-L6-v2 and asks

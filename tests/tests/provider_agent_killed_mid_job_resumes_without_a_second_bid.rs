@@ -3,7 +3,10 @@
 //! second bid (one bid transaction on chain), resumes the job, commits, reveals and is
 //! paid; its bond is intact and its balance is exactly start − bond − fees + payment.
 
-use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
+use anyhow::Context;
+use gpuchain_auction::{
+    AuctionMsg, ClassRequirement, MsgPostOrder, OrderPostedEvent, Requirements, TooFewBids,
+};
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
@@ -146,9 +149,9 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
         .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")
         .await?
         .ok()?
-        .event_attr("auction.order_posted", "order_id")
-        .unwrap_or("x")
-        .parse()?;
+        .event::<OrderPostedEvent>()
+        .context("the transaction posted no order")?
+        .order_id;
 
     // Mid-job: the lease is won and the job started, not finished.
     wait_for("the job to be in flight", 120, || {

@@ -9,7 +9,10 @@
 
 use std::time::Instant;
 
-use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
+use anyhow::Context;
+use gpuchain_auction::{
+    AuctionMsg, ClassRequirement, MsgPostOrder, OrderPostedEvent, Requirements, TooFewBids,
+};
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
@@ -156,10 +159,10 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
                 .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(o))], "")
                 .await?
                 .ok()?;
-            let id: u64 = out
-                .event_attr("auction.order_posted", "order_id")
-                .unwrap_or("x")
-                .parse()?;
+            let id = out
+                .event::<OrderPostedEvent>()
+                .context("the transaction posted no order")?
+                .order_id;
             anyhow::Ok((id, out.height))
         }
     };

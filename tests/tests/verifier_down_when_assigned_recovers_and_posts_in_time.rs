@@ -1,4 +1,4 @@
-//! Network fault (issue 8, part 4): the verifier agent is killed (SIGKILL) before a dispute
+//! Network fault: the verifier agent is killed (SIGKILL) before a dispute
 //! is assigned to it. The chain assigns the case while the agent is down; restarted, the
 //! agent finds the open assignment in chain state, re-executes both replicas and posts its
 //! verdicts before the deadline: the cheat is faulted, the honest provider paid, and the

@@ -6,22 +6,6 @@
 //! tolerance, post verdicts; plant and reveal ringer challenges; Prometheus metrics; durable
 //! local state) and `status` shows what it is doing. See docs/verifier.md.
 
-mod agent;
-mod chain;
-mod check;
-mod cli;
-mod config;
-mod metrics;
-mod ringer;
-mod state;
-/// The agents' atomic JSON state file (from the agent kit).
-use gpuchain_agent_kit::state_file as store;
-mod training;
-
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    let args = cli::Cli::parse();
-    gpuchain_agent_kit::cli::init_tracing(args.global.log_format);
-    gpuchain_agent_kit::cli::exit_code(args.command.run())
+    gpuchain_verifier::run_cli()
 }

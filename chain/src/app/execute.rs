@@ -10,9 +10,10 @@ use gpuchain_types::{
     StateWriteExt, Write,
 };
 
+use super::ante;
 use super::layered::{Layered, LayeredMut};
+use super::modules::{self, MODULES};
 use super::upgrade::Upgrades;
-use super::{ante, router};
 use crate::state_key;
 
 /// The result of one transaction, as reported to CometBFT.
@@ -134,7 +135,7 @@ pub(crate) fn run_tx(
                     .attr("action", msg.name())
                     .attr_text("sender", signer_text.clone()),
             );
-            router::execute(&mut fork, ctx, &signer, msg)
+            modules::route(&mut fork, ctx, &signer, msg)
         });
         result.map(|()| fork.into_parts())
     };
@@ -247,13 +248,10 @@ fn end_block(
 ) -> Result<(Vec<Event>, Vec<ValidatorUpdate>), AppError> {
     let layered = Layered { top: writes, base };
     let mut fork = Overlay::new(&layered);
-    for evidence in input.misbehavior {
-        gpuchain_slashing::handle_evidence(&mut fork, ctx, evidence)?;
+    let mut updates = Vec::new();
+    for module in &MODULES {
+        updates.extend((module.end_block)(&mut fork, ctx, input)?);
     }
-    gpuchain_slashing::handle_commit_info(&mut fork, ctx, input.votes)?;
-    gpuchain_auction::end_block(&mut fork, ctx)?;
-    gpuchain_verify::end_block(&mut fork, ctx)?;
-    let updates = gpuchain_staking::end_block(&mut fork, ctx)?;
     fork.put(state_key::height().to_string(), &ctx.height);
     let (w, events) = fork.into_parts();
     writes.extend(w);

@@ -6,6 +6,7 @@ use gpuchain_genesis::{AppGenesis, ExportedState};
 use gpuchain_staking::{StakingRead, ValidatorUpdate};
 use gpuchain_types::{Overlay, StateRead, StateReadExt, StateWrite, StateWriteExt, Write};
 
+use super::modules::MODULES;
 use crate::state_key;
 use crate::store::Store;
 
@@ -39,30 +40,12 @@ fn typed(
 ) -> Result<Vec<ValidatorUpdate>> {
     fork.put(state_key::chain_id().to_string(), &chain_id.to_string());
     fork.put(state_key::tx_params().to_string(), &genesis.tx);
-    genesis
-        .bank
-        .apply(fork)
-        .map_err(|e| anyhow!("bank genesis: {e}"))?;
-    let validators = genesis
-        .staking
-        .apply(fork)
-        .map_err(|e| anyhow!("staking genesis: {e}"))?;
-    genesis
-        .slashing
-        .apply(fork)
-        .map_err(|e| anyhow!("slashing genesis: {e}"))?;
-    genesis
-        .reputation
-        .apply(fork)
-        .map_err(|e| anyhow!("reputation genesis: {e}"))?;
-    genesis
-        .auction
-        .apply(fork)
-        .map_err(|e| anyhow!("auction genesis: {e}"))?;
-    genesis
-        .verify
-        .apply(fork)
-        .map_err(|e| anyhow!("verify genesis: {e}"))?;
+    let mut validators = Vec::new();
+    for module in &MODULES {
+        let set =
+            (module.genesis)(fork, genesis).map_err(|e| anyhow!("{} genesis: {e}", module.name))?;
+        validators.extend(set);
+    }
     Ok(validators)
 }
 

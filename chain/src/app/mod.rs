@@ -8,14 +8,14 @@ mod execute;
 mod genesis;
 mod keycache;
 mod layered;
+mod modules;
 mod query;
-mod router;
 mod statesync;
 mod upgrade;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use gpuchain_genesis::AppGenesis;
 use gpuchain_staking::ValidatorUpdate;
 use gpuchain_tx::Tx;
@@ -86,13 +86,7 @@ impl App {
         proof_heights: Option<u64>,
     ) -> Result<App> {
         let store = Store::open(db_dir)?.with_proof_heights(proof_heights);
-        let crash_before_commit_at = std::env::var("GPUCHAIN_CRASH_BEFORE_COMMIT_AT")
-            .ok()
-            .map(|v| {
-                v.parse()
-                    .context("GPUCHAIN_CRASH_BEFORE_COMMIT_AT must be a height")
-            })
-            .transpose()?;
+        let crash_before_commit_at = crash_before_commit_at()?;
         tracing::info!(height = store.height(), app_hash = %hex::encode(store.app_hash()), "state opened");
         Ok(App {
             node: Arc::new(Mutex::new(Node {
@@ -391,4 +385,25 @@ impl tendermint_abci::Application for App {
     fn apply_snapshot_chunk(&self, req: RequestApplySnapshotChunk) -> ResponseApplySnapshotChunk {
         statesync::apply_chunk(&mut self.lock(), req)
     }
+}
+
+/// The height before whose Commit the process aborts, from `GPUCHAIN_CRASH_BEFORE_COMMIT_AT`:
+/// the crash-recovery tests' hook, compiled only with the `test-hooks` feature, which only
+/// the end-to-end test crate enables (a node built on its own never reads the variable).
+#[cfg(feature = "test-hooks")]
+fn crash_before_commit_at() -> Result<Option<u64>> {
+    use anyhow::Context as _;
+    std::env::var("GPUCHAIN_CRASH_BEFORE_COMMIT_AT")
+        .ok()
+        .map(|v| {
+            v.parse()
+                .context("GPUCHAIN_CRASH_BEFORE_COMMIT_AT must be a height")
+        })
+        .transpose()
+}
+
+/// Without the `test-hooks` feature there is no crash hook.
+#[cfg(not(feature = "test-hooks"))]
+fn crash_before_commit_at() -> Result<Option<u64>> {
+    Ok(None)
 }

@@ -6,7 +6,7 @@
 //! `/prefix/<prefix>` (borsh `Vec<(String, Vec<u8>)>` of the latest state under a prefix).
 
 use gpuchain_bank::BankRead;
-use gpuchain_types::{Address, PROOF_OP_TYPE};
+use gpuchain_types::{query_path, Address, PROOF_OP_TYPE};
 use tendermint_proto::v0_38::abci::{RequestQuery, ResponseQuery};
 use tendermint_proto::v0_38::crypto::{ProofOp, ProofOps};
 
@@ -46,28 +46,28 @@ pub(crate) fn query(store: &Store, req: &RequestQuery) -> ResponseQuery {
         }
     };
     let path = req.path.as_str();
-    let key = if let Some(key) = path.strip_prefix("/store/") {
+    let key = if let Some(key) = path.strip_prefix(query_path::STORE) {
         key.to_string()
-    } else if let Some(addr) = path.strip_prefix("/bank/account/") {
+    } else if let Some(addr) = path.strip_prefix(query_path::ACCOUNT) {
         match parse_address(addr) {
             Ok(a) => gpuchain_bank::state_key::account(&a),
             Err(e) => return e,
         }
-    } else if path == "/bank/supply" {
+    } else if path == query_path::SUPPLY {
         gpuchain_bank::state_key::supply().to_string()
-    } else if let Some(addr) = path.strip_prefix("/auth/nonce/") {
+    } else if let Some(addr) = path.strip_prefix(query_path::NONCE) {
         let address = match parse_address(addr) {
             Ok(a) => a,
             Err(e) => return e,
         };
         return encoded(&store.nonce(&address), latest);
-    } else if let Some(prefix) = path.strip_prefix("/prefix/") {
+    } else if let Some(prefix) = path.strip_prefix(query_path::PREFIX) {
         let entries = gpuchain_types::StateRead::prefix_raw(store, prefix);
         if entries.len() > MAX_PREFIX_ENTRIES {
             return error(5, format!("{} entries under {prefix:?}; the limit is {MAX_PREFIX_ENTRIES}: narrow the prefix", entries.len()));
         }
         return encoded(&entries, latest);
-    } else if path == "/tx/params" {
+    } else if path == query_path::TX_PARAMS {
         let (_, params) = super::execute::chain_settings(store);
         return encoded(&params, latest);
     } else {

@@ -16,10 +16,14 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::Result;
+use gpuchain_auction::{
+    LeaseCreatedEvent, LeasePaidEvent, OrderClearedEvent, OrderClosedEvent, OrderPostedEvent,
+};
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_compute::blob::BlobFetcher;
 use gpuchain_compute::Backend;
 use gpuchain_staking::ProviderAttrs;
+use gpuchain_verify::{VerdictKind, VerdictPostedEvent};
 use tokio::sync::mpsc;
 
 use crate::chain::Chain;
@@ -83,33 +87,29 @@ impl Agent {
     /// orders, then every active lease and pending bid.
     async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
-        let me = self.chain.address.to_string();
+        let me = self.chain.address;
         let mut posted = Vec::new();
         let mut closed = Vec::new();
         let mut faulty = Vec::new();
         for e in block.events() {
-            let mine = e.attr("provider") == Some(me.as_str());
-            match &*e.kind {
-                "auction.order_posted" => posted.extend(e.attr_u64("order_id")),
-                "auction.order_cleared" | "auction.order_closed" => {
-                    closed.extend(e.attr_u64("order_id"))
+            if let Some(order) = e.decode::<OrderPostedEvent>() {
+                posted.push(order.order_id);
+            } else if let Some(order) = e.decode::<OrderClearedEvent>() {
+                closed.push(order.order_id);
+            } else if let Some(order) = e.decode::<OrderClosedEvent>() {
+                closed.push(order.order_id);
+            } else if let Some(lease) = e.decode::<LeaseCreatedEvent>() {
+                if lease.provider == me {
+                    self.won(lease.lease_id).await?;
                 }
-                "auction.lease_created" if mine => {
-                    if let Some(id) = e.attr_u64("lease_id") {
-                        self.won(id).await?;
-                    }
+            } else if let Some(verdict) = e.decode::<VerdictPostedEvent>() {
+                if verdict.verdict == VerdictKind::Faulty.name() && verdict.round == 0 {
+                    faulty.push(verdict.lease_id);
                 }
-                "verify.verdict"
-                    if e.attr("verdict") == Some("faulty") && e.attr_u64("round") == Some(0) =>
-                {
-                    faulty.extend(e.attr_u64("lease_id"));
+            } else if let Some(paid) = e.decode::<LeasePaidEvent>() {
+                if paid.provider == me {
+                    self.paid(paid.lease_id, paid.amount, block.height);
                 }
-                "escrow.paid" if mine => {
-                    if let (Some(id), Some(amount)) = (e.attr_u64("lease_id"), e.attr("amount")) {
-                        self.paid(id, amount.parse().unwrap_or(0), block.height);
-                    }
-                }
-                _ => {}
             }
         }
         for lease_id in faulty {

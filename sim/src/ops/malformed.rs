@@ -2,7 +2,7 @@
 //! chain, too small a fee, the same nonce spent twice, replays.
 
 use gpuchain_bank::{BankMsg, MsgSend};
-use gpuchain_client::build_signed_tx;
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::{Msg, Tx};
 
 use super::{Gen, Planned};

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use gpuchain_auction::{AuctionRead, Lease, Order};
 
-use gpuchain_client::build_signed_tx;
 use gpuchain_slashing::Evidence;
 use gpuchain_staking::{Provider, StakingRead};
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::{Msg, Tx, TxParams};
 use gpuchain_types::{Address, StateRead};
 

@@ -70,10 +70,9 @@ async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
         )
         .await?
         .ok()?;
-    out.event_attr("auction.order_posted", "order_id")
-        .context("no order id")?
-        .parse()
-        .context("order id")
+    out.event::<gpuchain_auction::OrderPostedEvent>()
+        .map(|e| e.order_id)
+        .context("no order id")
 }
 
 /// Follows the chain until every order in `ids` settled, printing transitions.

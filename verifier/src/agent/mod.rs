@@ -13,10 +13,11 @@ mod startup;
 use std::collections::BTreeSet;
 
 use anyhow::Result;
+use gpuchain_auction::OrderPostedEvent;
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_compute::blob::BlobFetcher;
 use gpuchain_compute::Backend;
-use gpuchain_verify::VerifyParams;
+use gpuchain_verify::{AssignedEvent, VerifyParams};
 use tokio::sync::mpsc;
 
 use crate::chain::Chain;
@@ -84,35 +85,21 @@ impl Agent {
     /// the ringer schedule and every open ringer.
     async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
-        let me = self.chain.address.to_string();
+        let me = self.chain.address;
         let mut orders = 0u64;
         for e in block.events() {
-            match &*e.kind {
-                "verify.assigned" if e.attr("verifier") == Some(me.as_str()) => {
-                    let (Some(lease_id), Some(deadline)) =
-                        (e.attr_u64("lease_id"), e.attr_u64("deadline"))
-                    else {
-                        continue;
-                    };
-                    let round = e
-                        .attr_u64("round")
-                        .and_then(|r| u8::try_from(r).ok())
-                        .unwrap_or(0);
-                    let provider = e.attr("provider").unwrap_or_default().to_string();
-                    self.assigned(lease_id, round, deadline, provider, block.height);
+            if let Some(a) = e.decode::<AssignedEvent>() {
+                if a.verifier == me {
+                    let provider = a.provider.to_string();
+                    self.assigned(a.lease_id, a.round, a.deadline, provider, block.height);
                 }
-                "auction.order_posted" => {
-                    let client = e.attr("client").unwrap_or_default();
-                    if !self.state.is_poster(client)
-                        && !self
-                            .posters
-                            .iter()
-                            .any(|(_, p)| p.address.to_string() == client)
-                    {
-                        orders += 1;
-                    }
+            } else if let Some(order) = e.decode::<OrderPostedEvent>() {
+                let client = order.client.to_string();
+                if !self.state.is_poster(&client)
+                    && !self.posters.iter().any(|(_, p)| p.address == order.client)
+                {
+                    orders += 1;
                 }
-                _ => {}
             }
         }
         self.state.counters.orders_seen += orders;

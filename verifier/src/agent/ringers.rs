@@ -5,12 +5,15 @@
 //! paid). Each poster posts one ringer only: the reveal makes it public.
 
 use anyhow::Result;
-use gpuchain_auction::{AuctionMsg, Lease, OrderState};
+use gpuchain_auction::{AuctionMsg, Lease, OrderPostedEvent, OrderState};
 use gpuchain_compute::blob::fetch_output;
 use gpuchain_compute::{compare, fetch_job_blobs};
 use gpuchain_jobspec::{BlobHash, JobSpec};
 use gpuchain_tx::Msg;
-use gpuchain_verify::{challenge_commitment, MsgCommitChallenge, MsgRevealChallenge, VerifyMsg};
+use gpuchain_verify::{
+    challenge_commitment, ChallengeCommittedEvent, ChallengeRevealedEvent, MsgCommitChallenge,
+    MsgRevealChallenge, VerifyMsg,
+};
 use rand_core::{OsRng, RngCore};
 
 use super::{Agent, Done};
@@ -165,9 +168,7 @@ impl Agent {
             .and_then(|o| o.ok());
         match outcome {
             Ok(o) => {
-                let challenge_id = o
-                    .event_attr("verify.challenge_committed", "challenge_id")
-                    .and_then(|v| v.parse().ok());
+                let challenge_id = o.event::<ChallengeCommittedEvent>().map(|e| e.challenge_id);
                 let delay = match self.config.challenge.post_delay_max_blocks {
                     0 => 0,
                     max => OsRng.next_u64() % max,
@@ -217,9 +218,7 @@ impl Agent {
             .and_then(|o| o.ok());
         match outcome {
             Ok(o) => {
-                let order_id = o
-                    .event_attr("auction.order_posted", "order_id")
-                    .and_then(|v| v.parse().ok());
+                let order_id = o.event::<OrderPostedEvent>().map(|e| e.order_id);
                 if let Some(r) = self.state.ringers.get_mut(&id) {
                     r.stage = RingerStage::Posted;
                     r.order_id = order_id;
@@ -307,12 +306,9 @@ impl Agent {
             .and_then(|o| o.ok())
         {
             Ok(o) => {
-                let n = |k: &str| {
-                    o.event_attr("verify.challenge_revealed", k)
-                        .and_then(|v| v.parse::<u32>().ok())
-                        .unwrap_or(0)
-                };
-                let (passed, failed) = (n("passed"), n("failed"));
+                let (passed, failed) = o
+                    .event::<ChallengeRevealedEvent>()
+                    .map_or((0, 0), |e| (e.passed, e.failed));
                 self.state.counters.challenges_revealed += 1;
                 self.state.counters.challenge_leases_passed += u64::from(passed);
                 self.state.counters.challenge_leases_failed += u64::from(failed);

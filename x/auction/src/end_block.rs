@@ -166,7 +166,7 @@ fn too_few_bids(
             OrderClosedEvent {
                 order_id: order.id,
                 client: order.client,
-                reason: "too_few_bids",
+                reason: "too_few_bids".into(),
             }
             .into(),
         );

@@ -84,7 +84,7 @@ pub(crate) fn refund(
                 order_id: order.id,
                 client: order.client,
                 amount,
-                reason,
+                reason: reason.into(),
             }
             .into(),
         );

@@ -2,23 +2,9 @@
 //! attributes carry `order_id`, `lease_id`, `provider` and `client` where they apply, so that
 //! providers and clients can subscribe with CometBFT websocket queries.
 
-use gpuchain_types::{Address, Amount, Event};
+use std::borrow::Cow;
 
-macro_rules! typed_event {
-    ($(#[$doc:meta])* $name:ident = $kind:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct $name {
-            $($(#[$fdoc])* pub $field: $ty,)*
-        }
-
-        impl From<$name> for Event {
-            fn from(e: $name) -> Self {
-                Event::new($kind)$(.attr(stringify!($field), e.$field))*
-            }
-        }
-    };
-}
+use gpuchain_types::{typed_event, Address, Amount};
 
 typed_event!(
     /// An order was posted and its funds locked.
@@ -104,7 +90,7 @@ typed_event!(
         /// Client.
         client: Address,
         /// Why.
-        reason: &'static str,
+        reason: Cow<'static, str>,
     }
 );
 
@@ -128,7 +114,7 @@ typed_event!(
         /// Refunded.
         amount: Amount,
         /// Why.
-        reason: &'static str,
+        reason: Cow<'static, str>,
     }
 );
 
@@ -193,7 +179,7 @@ typed_event!(
         /// Client.
         client: Address,
         /// New state.
-        state: &'static str,
+        state: Cow<'static, str>,
     }
 );
 

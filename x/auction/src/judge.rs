@@ -75,7 +75,7 @@ fn set_state(state: &mut impl StateWrite, lease: &mut Lease, new: LeaseState) {
             order_id: lease.order_id,
             provider: lease.provider,
             client: lease.client,
-            state: new.name(),
+            state: new.name().into(),
         }
         .into(),
     );
@@ -425,7 +425,7 @@ pub(crate) fn dispute_fallback(
                 order_id: lease.order_id,
                 client,
                 amount: covered,
-                reason: "unverified_dispute",
+                reason: "unverified_dispute".into(),
             }
             .into(),
         );

@@ -14,6 +14,18 @@
 //! Invariant (checked by the tests): the escrow account holds exactly the sum of the orders'
 //! `escrowed` amounts, and the rewards pool the sum of accrued validator rewards.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 pub mod audit;
 pub mod clearing;
 pub mod distribution;
@@ -27,12 +39,14 @@ pub mod judge;
 mod msgs;
 mod params;
 pub mod retire;
+pub mod settlement;
 #[cfg(test)]
-mod simulation;
+mod simulation_tests;
 pub mod state_key;
 /// An in-memory chain for tests and benchmarks (feature `test-utils`).
 #[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 pub mod test_utils;
 mod view;
 

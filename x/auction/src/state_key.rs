@@ -96,6 +96,12 @@ pub fn leases_by_provider_prefix(provider: &Address) -> String {
     format!("auction/leases_by_provider/{}/", provider.to_hex())
 }
 
+/// The lease id of a key of either lease index ([`lease_by_order`], [`lease_by_provider`]):
+/// its last segment.
+pub fn indexed_lease_id(key: &str) -> Option<u64> {
+    key.rsplit('/').next()?.parse().ok()
+}
+
 /// Reveal-window queue: the order's unrevealed leases are missed in the end-block of
 /// `height`. Borsh `()`.
 pub fn reveal_queue(height: u64, order_id: u64) -> String {
@@ -167,6 +173,17 @@ pub fn parse_queue_key(key: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_lease_indexes_give_back_the_lease_id() {
+        let p = Address([3; 20]);
+        assert_eq!(indexed_lease_id(&lease_by_order(7, 42)), Some(42));
+        assert_eq!(
+            indexed_lease_id(&lease_by_provider(&p, u64::MAX)),
+            Some(u64::MAX)
+        );
+        assert_eq!(indexed_lease_id(&leases_by_order_prefix(7)), None);
+    }
 
     #[test]
     fn lexicographic_order_is_numeric_order() {

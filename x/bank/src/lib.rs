@@ -2,6 +2,18 @@
 //! transfers, module accounts (fee pool, escrow, bonded pool…)
 //! and total-supply tracking. Invariant: the sum of all balances equals the supply.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod account;
 mod error;
 mod events;

@@ -10,6 +10,18 @@
 //! every fraction is a fixed-point integer in parts per million (ppm). [`JobSpec::validate`]
 //! rejects specs that break the limits in [`limits`] with a typed [`SpecError`].
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod arch;
 mod blob;
 mod error;

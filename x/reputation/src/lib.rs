@@ -7,6 +7,18 @@
 //! Every change leaves a [`HistoryEntry`] (the newest `max_history` are kept). The auction
 //! ranks bids and the verification module samples audits by [`ReputationRead::score`].
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod error;
 mod events;
 mod genesis;

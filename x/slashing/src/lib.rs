@@ -8,6 +8,18 @@
 //! burns the rest and jails the provider so it cannot bid. Every slash leaves a
 //! [`SlashRecord`] in state and events behind.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod error;
 mod events;
 mod evidence;
@@ -19,7 +31,7 @@ mod msgs;
 mod params;
 mod provider;
 #[cfg(test)]
-mod simulation;
+mod simulation_tests;
 pub mod state_key;
 mod view;
 

@@ -8,6 +8,18 @@
 //! the tests): `bonded_pool` holds the sum of all bonds and `unbonding_pool` the sum of the
 //! queued entries.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod end_block;
 mod error;
 mod events;

@@ -3,12 +3,26 @@
 //! gas and fee rules, and the `tx` codespace's error codes. docs/protocol.md specifies the
 //! same bytes for implementers in other languages.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
+mod build;
 mod error;
 mod gas;
 mod msg;
 mod params;
 mod tx;
 
+pub use build::build_signed_tx;
 pub use error::TxError;
 pub use gas::intrinsic_gas;
 pub use msg::Msg;

@@ -5,6 +5,18 @@
 //! Nothing here touches the clock, floats, OS randomness or hash-map iteration: it is linked
 //! into consensus code.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod address;
 mod address_text;
 mod context;
@@ -13,12 +25,13 @@ mod event;
 pub mod hex_bytes;
 mod merkle;
 mod ppm;
+pub mod query_path;
 mod state;
 
 pub use address::{Address, AddressError, ADDRESS_HRP, ADDRESS_LEN};
 pub use context::BlockCtx;
 pub use error::{AppError, ModuleError};
-pub use event::{Event, EventSink};
+pub use event::{Event, EventAttr, EventSink, TypedEvent};
 pub use merkle::{key_hash, Blake3Hasher, PROOF_OP_TYPE};
 pub use ppm::{mul_ppm, Ppm, PPM_ONE};
 pub use state::{

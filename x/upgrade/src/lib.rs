@@ -12,6 +12,18 @@
 //! if started before the height (it would run new code on old blocks), and any binary halts
 //! on state that an upgrade it does not know has already changed.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod error;
 mod events;
 pub mod handler;

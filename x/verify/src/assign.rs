@@ -9,7 +9,8 @@
 //! verifier accounts buys no extra chance of judging a case: a party that wants its own
 //! verifier on its own dispute needs that share of all verifier stake at risk.
 
-use gpuchain_auction::{hold_lease, AuctionRead};
+use gpuchain_auction::settlement::hold_lease;
+use gpuchain_auction::AuctionRead;
 use gpuchain_bank::BankRead;
 use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 

@@ -7,10 +7,10 @@
 //! in ugpu, gains in `i128` ugpu rounded toward −∞. `examples/economics_sweep.rs` prints the
 //! table; the tests below hold CI to it.
 
-use gpuchain_auction::audit::{
-    any_of, audit_chance, audit_fee, penalty_per_lease, verification_charge, wrong_result_slash_of,
+use gpuchain_auction::settlement::{
+    any_of, audit_chance, audit_fee, dispute_reserve, penalty_per_lease, verification_charge,
+    wrong_result_slash_of,
 };
-use gpuchain_auction::escrow::dispute_reserve;
 use gpuchain_auction::AuctionParams;
 use gpuchain_slashing::SlashingParams;
 use gpuchain_types::{mul_ppm, Amount, Ppm, PPM_ONE};

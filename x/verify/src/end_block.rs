@@ -8,7 +8,8 @@
 //! `gpuchain_auction::end_block`.
 //! Queues are keyed by height, so a skipped height is caught up.
 
-use gpuchain_auction::{hold_lease, AuctionRead, LeaseState};
+use gpuchain_auction::settlement::hold_lease;
+use gpuchain_auction::{AuctionRead, LeaseState};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite, PPM_ONE};
 
 use crate::assign::{assign, assign_to, draw as draw_verifier};

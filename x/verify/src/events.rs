@@ -2,23 +2,9 @@
 //! attributes carry `lease_id` and `verifier` where they apply, so that verifier agents can
 //! subscribe with CometBFT websocket queries (`verify.assigned.verifier='gpu1…'`).
 
-use gpuchain_types::{Address, Amount, Event};
+use std::borrow::Cow;
 
-macro_rules! typed_event {
-    ($(#[$doc:meta])* $name:ident = $kind:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct $name {
-            $($(#[$fdoc])* pub $field: $ty,)*
-        }
-
-        impl From<$name> for Event {
-            fn from(e: $name) -> Self {
-                Event::new($kind)$(.attr(stringify!($field), e.$field))*
-            }
-        }
-    };
-}
+use gpuchain_types::{typed_event, Address, Amount};
 
 typed_event!(
     /// A verifier registered.
@@ -89,7 +75,7 @@ typed_event!(
         /// Verifier.
         verifier: Address,
         /// `honest` or `faulty`.
-        verdict: &'static str,
+        verdict: Cow<'static, str>,
         /// Hex output hash.
         output_hash: String,
         /// Round.
@@ -126,7 +112,7 @@ typed_event!(
         /// Lease.
         lease_id: u64,
         /// Standing verdict.
-        verdict: &'static str,
+        verdict: Cow<'static, str>,
         /// Whether an appeal overturned the first verdict.
         overturned: bool,
     }
@@ -140,7 +126,7 @@ typed_event!(
         /// Lease of the case.
         lease_id: u64,
         /// Why.
-        reason: &'static str,
+        reason: Cow<'static, str>,
         /// Taken from the bond.
         amount: Amount,
         /// Jailed until.

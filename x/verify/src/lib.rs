@@ -33,7 +33,7 @@
 //! any eligible verifier no case is opened, the lease is held and the draw retried each block
 //! until `max_verdict_wait_blocks` after its reveal window; then the auction's fallback
 //! applies: the result is accepted (audit, availability check or dispute; nobody slashed).
-//! While a case is open the module holds the lease ([`gpuchain_auction::hold_lease`]) so
+//! While a case is open the module holds the lease ([`gpuchain_auction::settlement::hold_lease`]) so
 //! neither the auction's fallback nor its payout can overtake the settlement.
 //!
 //! **Missed deadline.** A verifier that posts nothing by its deadline loses
@@ -51,7 +51,7 @@
 //! served on the case, re-executes on the **canonical path**. If it agrees, the first verdict
 //! stands. If not, a third verifier (canonical path) breaks the tie: the verdict two of
 //! three verifiers gave stands. Then the standing verdict is applied with
-//! [`gpuchain_auction::apply_verdict`] (`faulty`: the provider is slashed through
+//! [`gpuchain_auction::settlement::apply_verdict`] (`faulty`: the provider is slashed through
 //! x/slashing, the client refunded, reputation lowered, the first verifier on the standing
 //! side rewarded as the prover; `honest`: paid after the challenge window), one audit fee
 //! (the auction's `audit_fee_ppm` of the lease price) is shared by the verifiers on the
@@ -92,7 +92,22 @@
 //! verifiers' bonds, `verify_unbonding` the sum of queued unbondings, `verify_appeals` the
 //! sum of open appeal deposits; the module never mints or burns.
 
+// Consensus code never panics: bad input is an error code that changes nothing.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
 mod assign;
+// The economics check is analysis the tests and the sweep example run over chosen job
+// values, never part of executing a block.
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 pub mod economics;
 mod end_block;
 mod error;
@@ -126,7 +141,7 @@ use serde::{Deserialize, Serialize};
 
 /// Module accounts of x/verify. No key controls them; only module code moves their funds.
 /// Audit fees and challenge reimbursements come from the auction's
-/// [`gpuchain_auction::module_account::verification_pool`].
+/// [`gpuchain_auction::settlement::verification_pool`].
 pub mod module_account {
     use gpuchain_types::Address;
 

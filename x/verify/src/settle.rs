@@ -1,11 +1,10 @@
 //! Ending a case: slashing verifiers, paying audit fees, returning or forfeiting the
 //! appeal deposit, and applying the standing verdict to the lease through the auction.
 
-use gpuchain_auction::audit::{audit_fee, availability_fee};
-use gpuchain_auction::{
-    apply_verdict, judge::wrong_result_slash, module_account::verification_pool, AuctionParams,
-    AuctionRead, Lease, LeaseState, Verdict,
+use gpuchain_auction::settlement::{
+    apply_verdict, audit_fee, availability_fee, verification_pool, wrong_result_slash, Verdict,
 };
+use gpuchain_auction::{AuctionParams, AuctionRead, Lease, LeaseState};
 use gpuchain_bank::{BankRead, BankWrite};
 use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite};
 
@@ -85,7 +84,7 @@ pub(crate) fn slash_verifier(
         VerifierSlashedEvent {
             verifier: *verifier,
             lease_id,
-            reason,
+            reason: reason.into(),
             amount,
             jailed_until: record.jailed_until,
         }
@@ -171,7 +170,7 @@ pub(crate) fn settle(
     state.emit(
         CaseSettledEvent {
             lease_id: case.lease_id,
-            verdict: standing.map_or("none", |s| s.name()),
+            verdict: standing.map_or("none", |s| s.name()).into(),
             overturned,
         }
         .into(),

@@ -35,7 +35,7 @@ pub(super) fn execute(
         OrderClosedEvent {
             order_id: order.id,
             client: order.client,
-            reason: "cancelled",
+            reason: "cancelled".into(),
         }
         .into(),
     );

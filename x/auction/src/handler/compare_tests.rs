@@ -3,7 +3,7 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, compare, lease_of, reveal_all as reveal, state_of};
+use super::test_steps::{cleared, compare, lease_of, reveal_all as reveal, state_of};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, module_account, AuctionError, AuctionMsg, AuctionParams, AuctionRead,

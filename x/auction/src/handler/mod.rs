@@ -46,10 +46,16 @@ pub fn execute(
 }
 
 #[cfg(test)]
+mod clearing_tests;
+#[cfg(test)]
 mod compare_tests;
+#[cfg(test)]
+mod message_tests;
 #[cfg(test)]
 mod receipt_tests;
 #[cfg(test)]
-mod tests;
+mod settlement_tests;
+#[cfg(test)]
+mod test_steps;
 #[cfg(test)]
 mod verification_tests;

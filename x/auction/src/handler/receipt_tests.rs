@@ -5,7 +5,7 @@
 use gpuchain_slashing::SlashingRead;
 use gpuchain_types::{ModuleError, Overlay};
 
-use super::tests::{cleared, compare, confirm, lease_of, reveal_all as reveal, state_of};
+use super::test_steps::{cleared, compare, confirm, lease_of, reveal_all as reveal, state_of};
 use crate::test_utils::*;
 use crate::{
     apply_verdict, AuctionError, AuctionMsg, AuctionParams, AuctionRead, LeaseState,

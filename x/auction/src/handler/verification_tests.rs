@@ -4,10 +4,13 @@
 
 use gpuchain_types::Overlay;
 
-use super::tests::{cleared, compare, confirm, lease_of, reveal_all as reveal, state_of};
+use super::test_steps::{
+    cleared, commit_msg, compare, confirm, lease_of, reveal_all as reveal, reveal_msg, state_of,
+};
 use crate::test_utils::*;
 use crate::{
-    apply_verdict, module_account, AuctionMsg, AuctionParams, AuctionRead, LeaseState, Verdict,
+    apply_verdict, module_account, AuctionError, AuctionMsg, AuctionParams, AuctionRead,
+    LeaseState, OrderState, Verdict,
 };
 use gpuchain_bank::BankRead;
 use gpuchain_slashing::SlashingRead;
@@ -235,7 +238,7 @@ fn the_deterrence_floor_audits_valuable_results_whatever_the_reputation() {
         .unwrap();
     let id = chain.state.orders().last().unwrap().id;
     chain.end_block(1);
-    super::tests::bid(&mut chain, 2, 10, id, 500 * GPU);
+    super::test_steps::bid(&mut chain, 2, 10, id, 500 * GPU);
     for h in 2..=4 {
         chain.end_block(h);
     }
@@ -269,4 +272,196 @@ fn the_deterrence_floor_audits_valuable_results_whatever_the_reputation() {
         (LeaseState::Accepted, 0)
     );
     assert!(chain.state.slashing_params().wrong_result_slash_ppm > 0);
+}
+
+#[test]
+fn lone_results_are_audited_and_verdicts_settle_them() {
+    let always = AuctionParams {
+        audit_min_ppm: 1_000_000,
+        audit_max_ppm: 1_000_000,
+        ..test_params()
+    };
+    let mut chain = Chain::new(always);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    chain.end_block(5);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    let client_before = chain.balance(1);
+    let mut fork = Overlay::new(&chain.state);
+    let prover = addr(3);
+    apply_verdict(
+        &mut fork,
+        &ctx(6),
+        lease,
+        Verdict::Faulty {
+            prover: Some(prover),
+            costs: 0,
+        },
+    )
+    .unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    chain.end_block(6);
+    let l = chain.state.lease(lease).unwrap();
+    assert_eq!(l.state, LeaseState::Faulted);
+    let slash = &chain.state.slash_records_of(&addr(10))[0];
+    assert_eq!(slash.outcome.slashed, 300 * GPU, "30% for a wrong result");
+    assert_eq!(
+        chain.balance(1),
+        client_before + 600_000 + slash.outcome.to_client,
+        "the price (the lone bidder's ask) back, plus the client's share of the slash"
+    );
+    assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
+    let mut fork = Overlay::new(&chain.state);
+    assert_eq!(
+        apply_verdict(&mut fork, &ctx(7), lease, Verdict::Honest),
+        Err(AuctionError::VerdictNotPending(lease))
+    );
+
+    let never = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..test_params()
+    };
+    let mut chain = Chain::new(never);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+}
+
+#[test]
+fn disagreeing_replicas_with_no_verdict_are_accepted_not_refunded() {
+    let mut chain = Chain::new(test_params());
+    let id = cleared(&mut chain, 2, &[(10, 600_000), (11, 700_000)]);
+    let client_after_clearing = chain.balance(1);
+    for (p, r) in [(10, [1u8; 32]), (11, [2u8; 32])] {
+        let lease = lease_of(&chain, id, p);
+        chain.exec(5, p, commit_msg(p, lease, r)).unwrap();
+    }
+    for (p, r) in [(10, [1u8; 32]), (11, [2u8; 32])] {
+        let lease = lease_of(&chain, id, p);
+        chain.exec(5, p, reveal_msg(p, lease, r)).unwrap();
+    }
+    compare(&mut chain, 5, id, 10, false).unwrap();
+    let states: Vec<LeaseState> = chain
+        .state
+        .leases_of_order(id)
+        .iter()
+        .map(|l| l.state)
+        .collect();
+    assert_eq!(states, vec![LeaseState::Disputed, LeaseState::Disputed]);
+    for h in 5..=11 {
+        chain.end_block(h);
+    }
+    // No verifier judged either result in the verdict window: both are accepted, as an
+    // unjudged audit is. A refund would give a client that disputes while no verifier is
+    // around the work for free.
+    let states: Vec<LeaseState> = chain
+        .state
+        .leases_of_order(id)
+        .iter()
+        .map(|l| l.state)
+        .collect();
+    assert_eq!(states, vec![LeaseState::Accepted, LeaseState::Accepted]);
+    assert_eq!(
+        chain.balance(1),
+        client_after_clearing + 2 * 700_000,
+        "the dispute reserve nobody used comes back; the replicas do not"
+    );
+    for p in [10, 11] {
+        confirm(&mut chain, 12, id, p);
+    }
+    let before = (chain.balance(10), chain.balance(11));
+    for h in 12..=15 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        (chain.balance(10), chain.balance(11)),
+        (before.0 + 630_000, before.1 + 630_000),
+        "both paid the clearing price less the take, no verification charge"
+    );
+    assert!(chain
+        .events
+        .iter()
+        .any(|e| e.kind == "escrow.refunded" && e.get("reason") == Some("unverified_dispute")));
+    assert!(
+        chain.state.slash_records().is_empty(),
+        "no fault was proven"
+    );
+}
+
+#[test]
+fn the_verdict_pending_index_follows_the_lease_and_a_hold_delays_its_timers() {
+    let always = AuctionParams {
+        audit_min_ppm: 1_000_000,
+        audit_max_ppm: 1_000_000,
+        ..test_params()
+    };
+    let mut chain = Chain::new(always);
+    let id = cleared(&mut chain, 1, &[(10, 600_000)]);
+    let lease = lease_of(&chain, id, 10);
+    chain.exec(5, 10, commit_msg(10, lease, [5; 32])).unwrap();
+    chain.exec(5, 10, reveal_msg(10, lease, [5; 32])).unwrap();
+    chain.end_block(5);
+    let pending: Vec<u64> = chain
+        .state
+        .verdict_pending_leases()
+        .iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(pending, vec![lease]);
+    // The verdict window (6) would accept it at 11; a hold to 14 delays the fallback.
+    let mut fork = Overlay::new(&chain.state);
+    crate::hold_lease(&mut fork, lease, 14).unwrap();
+    crate::hold_lease(&mut fork, lease, 9).unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().verdict_deadline_height,
+        Some(14),
+        "a hold never shortens a timer"
+    );
+    for h in 6..=13 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::AuditPending
+    );
+    chain.end_block(14);
+    let l = chain.state.lease(lease).unwrap();
+    assert_eq!(l.state, LeaseState::Accepted, "the fallback, at the hold");
+    assert!(chain.state.verdict_pending_leases().is_empty());
+    // An accepted lease's payout (14 + 4) is held too; a paid one cannot be held. (Nobody
+    // judged it, so the client's receipt is what lets it be paid without a check.)
+    confirm(&mut chain, 15, id, 10);
+    let mut fork = Overlay::new(&chain.state);
+    crate::hold_lease(&mut fork, lease, 25).unwrap();
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    for h in 15..=24 {
+        chain.end_block(h);
+    }
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
+    chain.end_block(25);
+    assert_eq!(chain.state.lease(lease).unwrap().state, LeaseState::Paid);
+    let mut fork = Overlay::new(&chain.state);
+    assert_eq!(
+        crate::hold_lease(&mut fork, lease, 30),
+        Err(AuctionError::VerdictNotPending(lease))
+    );
+    assert!(fork.writes().is_empty());
 }

@@ -1,4 +1,5 @@
-use gpuchain_auction::{hold_lease, AuctionRead, Lease, LeaseState};
+use gpuchain_auction::settlement::hold_lease;
+use gpuchain_auction::{AuctionRead, Lease, LeaseState};
 use gpuchain_reputation::{Outcome, ReputationWrite};
 use gpuchain_types::{Address, BlockCtx, StateWrite};
 
@@ -140,7 +141,7 @@ pub(super) fn execute(
                     VerdictPostedEvent {
                         lease_id: lease.id,
                         verifier: *signer,
-                        verdict: VerdictKind::Faulty.name(),
+                        verdict: VerdictKind::Faulty.name().into(),
                         output_hash: hex::encode(msg.expected_output_hash),
                         round: 0,
                     }

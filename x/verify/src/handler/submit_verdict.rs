@@ -56,7 +56,7 @@ pub(super) fn execute(
         VerdictPostedEvent {
             lease_id: msg.lease_id,
             verifier: *signer,
-            verdict: msg.verdict.name(),
+            verdict: msg.verdict.name().into(),
             output_hash: hex::encode(msg.output_hash),
             round: case.round,
         }
@@ -65,7 +65,7 @@ pub(super) fn execute(
     let first = case.verdicts.first().map(|v| v.verdict);
     match case.round {
         0 => {
-            gpuchain_auction::hold_lease(state, case.lease_id, hold)?;
+            gpuchain_auction::settlement::hold_lease(state, case.lease_id, hold)?;
             case.stage = CaseStage::AppealWindow;
             case.appeal_end_height = Some(appeal_end);
             state.set_case_timer(appeal_end, case.lease_id);

@@ -3,7 +3,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use gpuchain_bank::{BankMsg, MsgMultiSend, MsgSend, Output as BankOutput};
-use gpuchain_client::{build_signed_tx, ChainClient, TxOutcome};
+use gpuchain_client::{ChainClient, TxOutcome};
+use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::app::EventIndex;
+use gpuchain_chain::app::EventIndex;
 
 /// The app's configuration file. A misspelt key is an error, not silently a default.
 #[derive(Clone, Debug, Deserialize)]
@@ -60,7 +60,7 @@ fn default_snapshot_chunk_bytes() -> usize {
 }
 
 fn default_proof_heights() -> u64 {
-    crate::store::DEFAULT_PROOF_HEIGHTS
+    gpuchain_chain::store::DEFAULT_PROOF_HEIGHTS
 }
 
 impl AppConfig {
@@ -82,8 +82,8 @@ impl AppConfig {
     }
 
     /// Where and how often snapshots are taken.
-    pub fn snapshot_policy(&self, home: &Path) -> crate::store::snapshot::SnapshotPolicy {
-        crate::store::snapshot::SnapshotPolicy {
+    pub fn snapshot_policy(&self, home: &Path) -> gpuchain_chain::store::snapshot::SnapshotPolicy {
+        gpuchain_chain::store::snapshot::SnapshotPolicy {
             dir: home.join("snapshots"),
             interval: self.snapshot_interval,
             keep_recent: self.snapshot_keep_recent,
@@ -114,7 +114,7 @@ mod tests {
         let config: AppConfig = toml::from_str(good).unwrap();
         assert_eq!(
             config.proof_window(),
-            Some(crate::store::DEFAULT_PROOF_HEIGHTS)
+            Some(gpuchain_chain::store::DEFAULT_PROOF_HEIGHTS)
         );
         assert_eq!(config.event_index(), None, "absent: index everything");
         let listed: AppConfig =

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::config::AppConfig;
 use anyhow::{Context, Result};
-use gpuchain_chain::config::AppConfig;
 use gpuchain_chain::Store;
 use gpuchain_genesis::{exported_genesis_json, genesis_validator_entry};
 use serde_json::json;

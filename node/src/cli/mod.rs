@@ -85,7 +85,7 @@ enum Command {
 
 /// Parses the command line, runs the command, and maps errors to exit code 1. `upgrades`
 /// are the migrations this release registers.
-pub(crate) fn run(upgrades: gpuchain_chain::app::Upgrades) -> ExitCode {
+pub fn run(upgrades: gpuchain_chain::app::Upgrades) -> ExitCode {
     let cli = Cli::parse();
     let out = Output::new(cli.output);
     let result = match &cli.command {

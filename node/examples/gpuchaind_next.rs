@@ -5,9 +5,6 @@
 //! schedules it, watches every `gpuchaind` halt at the height, swaps them for this binary,
 //! and checks the chain carries on with the new rule.
 
-#[path = "../src/cli/mod.rs"]
-mod cli;
-
 use gpuchain_chain::app::{released, Migration, Upgrades};
 use gpuchain_chain::state_key;
 use gpuchain_tx::TxParams;
@@ -35,7 +32,7 @@ fn upgrades() -> anyhow::Result<Upgrades> {
 
 fn main() -> std::process::ExitCode {
     match upgrades() {
-        Ok(upgrades) => cli::run(upgrades),
+        Ok(upgrades) => gpuchain_node::cli::run(upgrades),
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::localnet::{Localnet, LocalnetSpec};
 use anyhow::Result;
-use gpuchain_genesis::{Localnet, LocalnetSpec};
 
 use super::Output;
 

@@ -23,7 +23,7 @@ use tendermint_proto::v0_38::abci::{
     ResponseProcessProposal, ResponseQuery,
 };
 
-use crate::App;
+use gpuchain_chain::App;
 
 /// Counters kept between scrapes.
 #[derive(Default)]

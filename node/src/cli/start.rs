@@ -1,9 +1,9 @@
 use std::process::ExitCode;
 
+use crate::config::AppConfig;
+use crate::metrics::MeteredApp;
 use anyhow::{Context, Result};
 use gpuchain_chain::app::Upgrades;
-use gpuchain_chain::config::AppConfig;
-use gpuchain_chain::node_metrics::MeteredApp;
 use gpuchain_chain::App;
 
 use super::Cli;

@@ -1,5 +1,5 @@
+use crate::{intrinsic_gas, Msg, Tx, TxBody, TxParams};
 use ed25519_dalek::SigningKey;
-use gpuchain_tx::{intrinsic_gas, Msg, Tx, TxBody, TxParams};
 
 /// Signs `msgs` with the exact gas they need and the minimum fee for it. borsh integers are
 /// fixed-width, so the encoded size (and so the gas) does not depend on the fee chosen.

@@ -13,8 +13,9 @@ use gpuchain_types::{Address, Amount};
 use rand_core::OsRng;
 use serde::{Deserialize, Serialize};
 
-use crate::cometbft::{genesis_json, genesis_validator, node_id, write_config_toml, NodeConfig};
-use crate::{AppGenesis, CometKeys};
+use gpuchain_genesis::{genesis_json, genesis_validator, node_id, AppGenesis, CometKeys};
+
+use crate::comet_config::{write_config_toml, NodeConfig};
 
 /// Ports used by each node, from its base: p2p, rpc, abci, metrics.
 pub const PORTS_PER_NODE: u16 = 4;

@@ -1,8 +1,6 @@
 //! `gpuchaind`: runs the gpuchain ABCI application beside CometBFT, builds localnets, and is
 //! the command-line client for keys, transactions and queries.
 
-mod cli;
-
 /// Executing a block allocates and frees small objects by the hundred thousand (state keys,
 /// values, events, tree nodes); mimalloc serves them in well under half the time glibc's
 /// malloc takes, measured as about a tenth of a block (docs/benchmarks.md). Allocation never
@@ -11,5 +9,5 @@ mod cli;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    cli::run(gpuchain_chain::app::released())
+    gpuchain_node::cli::run(gpuchain_chain::app::released())
 }
