@@ -184,11 +184,15 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     // charge first: a new provider (score 0.5) is drawn 18% of the time, and agreeing
     // replicas are audited together, by one re-run, when either is drawn (32.76%): 262,080
     // of one 800,000 audit fee, half each (131,040); then 10% take of the remaining 668,960.
-    let p1 = net.net.account("p1")?;
+    // The two leases may be paid in different blocks (each once its output was fetched), so
+    // wait for both.
+    let (p1, p2) = (net.net.account("p1")?, net.net.account("p2")?);
     let expected_winner = |name: &str| 2_000 * GPU - 1_000 * GPU - fees[name] + 602_064;
     let mut paid = false;
     for _ in 0..200 {
-        if client.balance(&p1).await? == expected_winner("p1") {
+        if client.balance(&p1).await? == expected_winner("p1")
+            && client.balance(&p2).await? == expected_winner("p2")
+        {
             paid = true;
             break;
         }
@@ -196,11 +200,11 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     }
     assert!(
         paid,
-        "p1 paid 800,000 - 131,040 charge - 10% take; balance {}",
-        client.balance(&p1).await?
-    );
-    assert_eq!(
-        client.balance(&net.net.account("p2")?).await?,
+        "each winner paid 800,000 - 131,040 charge - 10% take; balances p1 {} (want {}), \
+         p2 {} (want {})",
+        client.balance(&p1).await?,
+        expected_winner("p1"),
+        client.balance(&p2).await?,
         expected_winner("p2")
     );
     assert_eq!(
