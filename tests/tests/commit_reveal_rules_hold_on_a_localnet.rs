@@ -58,7 +58,9 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     ];
     let net = TestNet::start_with(1, &accounts, |spec| {
         let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 6;
+        // Wide enough that a CLI transaction sent after the deadline lands inside it on a busy
+        // machine too.
+        p.reveal_window_blocks = 15;
         p.challenge_window_blocks = 3;
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
