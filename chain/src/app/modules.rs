@@ -43,12 +43,7 @@ pub(crate) struct Module {
 pub(crate) const MODULES: [Module; 7] = [
     Module {
         name: "bank",
-        genesis: |s, g| {
-            g.bank
-                .apply(s)
-                .map(|()| Vec::new())
-                .map_err(|e| e.to_string())
-        },
+        genesis: |s, g| no_validators(g.bank.apply(s)),
         route: |s, _, signer, msg| match msg {
             Msg::Bank(m) => Some(bank(s, signer, m)),
             _ => None,
@@ -57,12 +52,7 @@ pub(crate) const MODULES: [Module; 7] = [
     },
     Module {
         name: "slashing",
-        genesis: |s, g| {
-            g.slashing
-                .apply(s)
-                .map(|()| Vec::new())
-                .map_err(|e| e.to_string())
-        },
+        genesis: |s, g| no_validators(g.slashing.apply(s)),
         route: |s, ctx, signer, msg| match msg {
             Msg::Slashing(m) => Some(slashing(s, ctx, signer, m)),
             _ => None,
@@ -71,23 +61,13 @@ pub(crate) const MODULES: [Module; 7] = [
     },
     Module {
         name: "reputation",
-        genesis: |s, g| {
-            g.reputation
-                .apply(s)
-                .map(|()| Vec::new())
-                .map_err(|e| e.to_string())
-        },
+        genesis: |s, g| no_validators(g.reputation.apply(s)),
         route: |_, _, _, _| None,
         end_block: nothing_at_the_end,
     },
     Module {
         name: "auction",
-        genesis: |s, g| {
-            g.auction
-                .apply(s)
-                .map(|()| Vec::new())
-                .map_err(|e| e.to_string())
-        },
+        genesis: |s, g| no_validators(g.auction.apply(s)),
         route: |s, ctx, signer, msg| match msg {
             Msg::Auction(m) => Some(auction(s, ctx, signer, m)),
             _ => None,
@@ -99,12 +79,7 @@ pub(crate) const MODULES: [Module; 7] = [
     },
     Module {
         name: "verify",
-        genesis: |s, g| {
-            g.verify
-                .apply(s)
-                .map(|()| Vec::new())
-                .map_err(|e| e.to_string())
-        },
+        genesis: |s, g| no_validators(g.verify.apply(s)),
         route: |s, ctx, signer, msg| match msg {
             Msg::Verify(m) => Some(verify(s, ctx, signer, m)),
             _ => None,
@@ -133,6 +108,13 @@ pub(crate) const MODULES: [Module; 7] = [
         end_block: nothing_at_the_end,
     },
 ];
+
+/// A genesis section that starts no validators, its error as text.
+fn no_validators<E: std::fmt::Display>(
+    applied: Result<(), E>,
+) -> Result<Vec<ValidatorUpdate>, String> {
+    applied.map(|()| Vec::new()).map_err(|e| e.to_string())
+}
 
 fn nothing_at_the_end(
     _: &mut Overlay<'_>,
