@@ -6,6 +6,8 @@ stdout or, for a run cut short, the `sample {…}` lines it prints on stderr as 
     python3 -m venv /tmp/plotvenv && /tmp/plotvenv/bin/pip install matplotlib
     ~/.cache/gpuchain/target/debug/examples/loadgen 4 3600 300 100 20 1000 1000 2000 > load.json
     /tmp/plotvenv/bin/python scripts/plot-load.py load.json docs/load-60min.png
+
+A third argument titles a plot drawn from the stderr samples.
 """
 import json
 import sys
@@ -21,7 +23,7 @@ def main() -> None:
     lines = open(source).read().strip().splitlines()
     if lines and lines[0].startswith("sample "):
         samples = [json.loads(line[len("sample "):]) for line in lines if line.startswith("sample ")]
-        title = "load run (cut short), from its per-minute samples"
+        title = sys.argv[3] if len(sys.argv) > 3 else "load run, from its per-minute samples"
     else:
         run = json.loads(lines[-1])
         samples = [s for s in run["resources"] if "live_state_bytes" in s]
