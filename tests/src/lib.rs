@@ -8,6 +8,7 @@ mod market_builder;
 mod net;
 mod ports;
 mod provider;
+pub mod serving;
 mod verifier;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};

@@ -134,6 +134,21 @@ fn dependencies_follow_the_architecture_invariants() {
                 );
             }
         }
+        // The gateway routes the client's requests; it runs no model and is no provider.
+        if name == "gpuchain-gateway" {
+            for banned in [
+                "gpuchain-chain",
+                "gpuchain-compute",
+                "gpuchain-provider",
+                "gpuchain-verifier",
+                "burn",
+            ] {
+                assert!(
+                    !uses(banned),
+                    "the gateway is the client's router, not {banned}"
+                );
+            }
+        }
         // The node serves the app over ABCI; the test harnesses (tests/, sim/) call the app's
         // ABCI handlers as CometBFT does.
         let knows_abci = [

@@ -2,7 +2,9 @@
 //! (one cheating with a wrong model), a verifier agent and a client that trains the digits
 //! MLP over the three providers through its coordinator, classifies digits with the trained
 //! weights on 2-replica orders, embeds sentences with all-MiniLM-L6-v2 and asks
-//! SmolLM2-135M-Instruct a question (answered "Paris" through the market). Every honest
+//! SmolLM2-135M-Instruct a question (answered "Paris" through the market), then serves both
+//! models through the client's gateway over the three providers' endpoints, one of them
+//! killed mid-answer (the answer is finished whole on another). Every honest
 //! lease is paid once, the cheater's inference results are proven wrong by the verifier and
 //! slashed, the supply moves only by the burns the slash records show, and all validators
 //! end at one app hash.
@@ -44,6 +46,9 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
         .parent()
         .map(std::path::Path::to_path_buf),
         smollm2_file: Some(fetched(default_smollm2_file(), "fetch-smollm2.sh", 2)),
+        serve: true,
+        // The official client against the gateway is the gateway test's part.
+        openai_python: None,
         keep_logs: false,
     };
     let say = |line: &str| println!("{line}");
@@ -57,6 +62,13 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
     );
     let answer = report.chat_answer.as_deref().unwrap_or_default();
     assert!(answer.contains("Paris"), "SmolLM2 answered {answer:?}");
+    let serving = report.serving.as_ref().expect("the serving stage ran");
+    assert!(serving.answer.contains("Paris"), "{serving:?}");
+    assert_eq!(serving.embedding_dims, 384);
+    assert!(
+        serving.resumed_answer_whole && serving.resumed >= 1.0,
+        "the answer streaming when a provider died was finished elsewhere: {serving:?}"
+    );
     for job in &report.jobs {
         for lease in &job.leases {
             if lease.provider == CHEATER && job.label.starts_with("inference: digits") {

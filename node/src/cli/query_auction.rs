@@ -2,9 +2,11 @@
 //! typed views over state fetched by prefix.
 
 use anyhow::Result;
+use gpuchain_auction::state_key as auction_key;
 use gpuchain_auction::AuctionRead;
 use gpuchain_client::ChainClient;
 use gpuchain_reputation::ReputationRead;
+use gpuchain_staking::state_key as staking_key;
 use gpuchain_staking::StakingRead;
 use gpuchain_types::{Address, MemState};
 
@@ -98,7 +100,7 @@ fn print_lines<T: serde::Serialize>(out: &Output, items: &[T]) {
 pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) -> Result<()> {
     match cmd {
         AuctionQuery::Orders { id } => {
-            let state = snapshot(client, &["auction/orders/"]).await?;
+            let state = snapshot(client, &[auction_key::orders_prefix()]).await?;
             let orders = match id {
                 Some(id) => match state.order(*id) {
                     Some(order) => vec![order],
@@ -109,11 +111,11 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
             print_lines(out, &orders);
         }
         AuctionQuery::Bids { order_id } => {
-            let state = snapshot(client, &["auction/bids/"]).await?;
+            let state = snapshot(client, &[auction_key::all_bids_prefix()]).await?;
             print_lines(out, &state.bids(*order_id));
         }
         AuctionQuery::Leases { provider } => {
-            let state = snapshot(client, &["auction/leases"]).await?;
+            let state = snapshot(client, &[auction_key::leases_and_indexes_prefix()]).await?;
             let leases = match provider {
                 Some(p) => state.leases_of_provider(p),
                 None => state.leases(),
@@ -121,7 +123,14 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
             print_lines(out, &leases);
         }
         AuctionQuery::Lease { id } => {
-            let state = snapshot(client, &["auction/", "staking/providers/"]).await?;
+            let state = snapshot(
+                client,
+                &[
+                    auction_key::module_prefix(),
+                    staking_key::providers_prefix(),
+                ],
+            )
+            .await?;
             let Some(lease) = state.lease(*id) else {
                 return Err(absent(client, "lease", *id).await);
             };
@@ -156,12 +165,17 @@ pub(crate) async fn run(client: &ChainClient, cmd: &AuctionQuery, out: &Output) 
         }
         AuctionQuery::OpenOrders { provider } => {
             let height = client.latest_height().await?;
-            let state = snapshot(client, &["auction/", "staking/"]).await?;
+            let state = snapshot(
+                client,
+                &[auction_key::module_prefix(), staking_key::module_prefix()],
+            )
+            .await?;
             print_lines(out, &state.open_orders_for(provider, height));
         }
         AuctionQuery::Reputation { provider } => {
             let height = client.latest_height().await?;
-            let state = snapshot(client, &["reputation/"]).await?;
+            let state =
+                snapshot(client, &[gpuchain_reputation::state_key::module_prefix()]).await?;
             let value = serde_json::json!({
                 "provider": provider,
                 "score_ppm": state.score(provider, height),

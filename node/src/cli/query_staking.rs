@@ -50,7 +50,9 @@ fn lines<T: serde::Serialize>(items: &[T]) -> String {
 }
 
 pub(crate) async fn staking(client: &ChainClient, cmd: &StakingQuery, out: &Output) -> Result<()> {
-    let state = client.snapshot("staking/").await?;
+    let state = client
+        .snapshot(gpuchain_staking::state_key::module_prefix())
+        .await?;
     match cmd {
         StakingQuery::Validators => {
             let params = state.staking_params();
@@ -103,7 +105,9 @@ pub(crate) async fn slashing(
     cmd: &SlashingQuery,
     out: &Output,
 ) -> Result<()> {
-    let state = client.snapshot("slashing/").await?;
+    let state = client
+        .snapshot(gpuchain_slashing::state_key::module_prefix())
+        .await?;
     let SlashingQuery::Records { address } = cmd;
     let records = match address {
         Some(a) => state.slash_records_of(a),

@@ -68,7 +68,7 @@ struct Status {
 
 pub(crate) async fn query(client: &ChainClient, out: &Output) -> Result<()> {
     let (upgrade, staking) = tokio::try_join!(
-        client.snapshot("upgrade/"),
+        client.snapshot(gpuchain_upgrade::state_key::module_prefix()),
         client.snapshot(gpuchain_staking::state_key::active_prefix())
     )?;
     let active = staking.active_set();

@@ -205,7 +205,7 @@ async fn snapshot(client: &ChainClient, prefix: &str) -> Result<MemState> {
 }
 
 pub(crate) async fn query(client: &ChainClient, cmd: &VerifyQuery, out: &Output) -> Result<()> {
-    let state = snapshot(client, "verify/").await?;
+    let state = snapshot(client, gpuchain_verify::state_key::module_prefix()).await?;
     match cmd {
         VerifyQuery::Verifiers => print_lines(out, &state.verifiers()),
         VerifyQuery::Cases { lease_id } => {

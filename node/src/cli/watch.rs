@@ -147,7 +147,7 @@ async fn order_state(client: &ChainClient, order_id: u64) -> Result<(MemState, O
     for prefix in [
         state_key::order(order_id),
         state_key::bids_prefix(order_id),
-        "auction/leases".to_string(),
+        state_key::leases_and_indexes_prefix().to_string(),
     ] {
         let part = client.snapshot(&prefix).await?;
         state.apply(

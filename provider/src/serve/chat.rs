@@ -19,6 +19,15 @@ pub(crate) struct ChatRequest {
     pub(crate) temperature: Option<f64>,
     pub(crate) top_p: Option<f64>,
     pub(crate) seed: Option<u64>,
+    pub(crate) stream_options: Option<StreamOptions>,
+}
+
+/// OpenAI's `stream_options`: with `include_usage`, a streamed answer ends with a chunk
+/// that carries the token counts (and no choices).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    pub(crate) include_usage: bool,
 }
 
 /// One message.
@@ -46,6 +55,7 @@ pub(crate) struct CompletionRequest {
     pub(crate) temperature: Option<f64>,
     pub(crate) top_p: Option<f64>,
     pub(crate) seed: Option<u64>,
+    pub(crate) stream_options: Option<StreamOptions>,
 }
 
 impl CompletionRequest {
@@ -76,6 +86,8 @@ pub(crate) trait Completion: serde::de::DeserializeOwned {
     fn model(&self) -> &str;
     /// Whether it asks for server-sent events.
     fn stream(&self) -> bool;
+    /// Whether a streamed answer should end with the token counts.
+    fn include_usage(&self) -> bool;
     /// The request checked against `model`; an error is the message of a 400 answer.
     fn prepare(&self, model: &Model) -> Result<Prepared, String>;
 }
@@ -86,6 +98,11 @@ impl Completion for ChatRequest {
     }
     fn stream(&self) -> bool {
         self.stream
+    }
+    fn include_usage(&self) -> bool {
+        self.stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage)
     }
     fn prepare(&self, model: &Model) -> Result<Prepared, String> {
         ChatRequest::prepare(self, model)
@@ -98,6 +115,11 @@ impl Completion for CompletionRequest {
     }
     fn stream(&self) -> bool {
         self.stream
+    }
+    fn include_usage(&self) -> bool {
+        self.stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage)
     }
     fn prepare(&self, model: &Model) -> Result<Prepared, String> {
         CompletionRequest::prepare(self, model)

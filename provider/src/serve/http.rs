@@ -16,13 +16,14 @@ use serde_json::{json, Value};
 use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
+use super::cache::{ModelCache, Unavailable};
 use super::chat::{ChatRequest, Completion, CompletionRequest, Prepared};
 use super::stats::Stats;
 use super::{EmbedModel, Model};
 
 #[derive(Clone)]
 pub(super) struct Served {
-    pub(super) model: Arc<Model>,
+    pub(super) models: Arc<ModelCache>,
     pub(super) embedder: Option<Arc<EmbedModel>>,
     pub(super) slots: Arc<Semaphore>,
     pub(super) max_concurrent: usize,
@@ -30,7 +31,7 @@ pub(super) struct Served {
 }
 
 pub(super) fn router(
-    model: Arc<Model>,
+    cache: Arc<ModelCache>,
     embedder: Option<Arc<EmbedModel>>,
     max_concurrent: usize,
 ) -> Router {
@@ -41,7 +42,7 @@ pub(super) fn router(
         .route("/v1/embeddings", post(super::embeddings::embeddings))
         .route("/metrics", get(metrics))
         .with_state(Served {
-            model,
+            models: cache,
             embedder,
             slots: Arc::new(Semaphore::new(max_concurrent)),
             max_concurrent,
@@ -103,16 +104,17 @@ fn now() -> u64 {
 
 async fn models(State(s): State<Served>) -> Response {
     let entry = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "gpuchain-provider"});
-    let mut data = vec![entry(&s.model.name)];
+    let mut data: Vec<Value> = s.models.names().map(entry).collect();
     data.extend(s.embedder.as_ref().map(|e| entry(&e.name)));
     json_answer(&json!({"object": "list", "data": data}))
 }
 
 async fn metrics(State(s): State<Served>) -> Response {
     let busy = s.max_concurrent - s.slots.available_permits();
-    let text = s
+    let mut text = s
         .stats
-        .render(busy, s.max_concurrent, s.model.decoder.weight_bytes());
+        .render(busy, s.max_concurrent, s.models.loaded_bytes());
+    s.models.render(&mut text);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
@@ -166,6 +168,9 @@ fn generate(
     let completion = tokens.len() + usize::from(stopped);
     stats.generated(completion as u64, started.elapsed());
     drop(slot);
+    // The model too: a client that has its answer may ask for another model at once, and
+    // the cache unloads only models no request holds.
+    drop(model);
     let _ = tx.send(Piece::Done {
         prompt_tokens: p.prompt.len(),
         completion_tokens: tokens.len() + usize::from(stopped),
@@ -203,19 +208,30 @@ async fn completion<R: Completion>(
             )
         }
     };
-    if req.model() != s.model.name {
-        return error(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            format!(
-                "model `{}` is not served here (`{}` is)",
-                req.model(),
-                s.model.name
-            ),
-        );
-    }
-    match req.prepare(&s.model) {
-        Ok(p) => answer(s, p, req.stream(), shape, arrived).await,
+    let model = match s.models.get(req.model()).await {
+        Ok(m) => m,
+        Err(Unavailable::Unknown) => {
+            let offered: Vec<&str> = s.models.names().collect();
+            return error(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!(
+                    "model `{}` is not served here ({} is)",
+                    req.model(),
+                    offered.join(", ")
+                ),
+            );
+        }
+        Err(Unavailable::NoRoom) => return busy(),
+        Err(Unavailable::Failed(why)) => {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why)
+        }
+    };
+    match req.prepare(&model) {
+        Ok(p) => {
+            let stream = req.stream().then_some(req.include_usage());
+            answer(s, model, p, stream, shape, arrived).await
+        }
         Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
     }
 }
@@ -272,42 +288,71 @@ impl Shape {
     }
 }
 
-/// Generates `p` on a slot and answers in `shape`, streamed as server-sent events or whole.
-async fn answer(s: &Served, p: Prepared, stream: bool, shape: Shape, arrived: Instant) -> Response {
+fn usage_of(prompt_tokens: usize, completion_tokens: usize) -> Value {
+    json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+           "total_tokens": prompt_tokens + completion_tokens})
+}
+
+/// Generates `p` on a slot and answers in `shape`, whole, or (`stream` is `Some(include
+/// usage)`) streamed as server-sent events, ending with the token counts when asked.
+async fn answer(
+    s: &Served,
+    model: Arc<Model>,
+    p: Prepared,
+    stream: Option<bool>,
+    shape: Shape,
+    arrived: Instant,
+) -> Response {
     let Some(slot) = s.take_slot() else {
         return busy();
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let (model, stats) = (s.model.clone(), s.stats.clone());
+    let name = model.name.clone();
+    let stats = s.stats.clone();
     tokio::task::spawn_blocking(move || generate(model, p, tx, &stats, arrived, slot));
     let id = format!(
         "{}-{:016x}",
         shape.id_prefix(),
         rand_core::RngCore::next_u64(&mut rand_core::OsRng)
     );
-    let (created, name) = (now(), s.model.name.clone());
-    if stream {
+    let created = now();
+    if let Some(include_usage) = stream {
         let object = shape.object(true);
-        let chunk = move |choice: Value| {
+        let chunk = move |choices: Value| {
             json!({"id": id, "object": object, "created": created, "model": name,
-                   "choices": [choice]})
+                   "choices": choices})
         };
         let mut first = true;
         let mut done = false;
+        let mut usage: Option<Value> = None;
         let events = futures::stream::poll_fn(move |cx| {
             if done {
                 return std::task::Poll::Ready(None);
+            }
+            if let Some(u) = usage.take() {
+                let mut last = chunk(json!([]));
+                last["usage"] = u;
+                return std::task::Poll::Ready(Some(Ok::<_, Infallible>(
+                    Event::default().data(last.to_string()),
+                )));
             }
             rx.poll_recv(cx).map(|piece| {
                 let data = match piece {
                     Some(Piece::Text(text)) => {
                         let choice = shape.streamed(Some(&text), first, Value::Null);
                         first = false;
-                        chunk(choice).to_string()
+                        chunk(json!([choice])).to_string()
                     }
-                    Some(Piece::Done { stopped, .. }) => {
+                    Some(Piece::Done {
+                        stopped,
+                        prompt_tokens,
+                        completion_tokens,
+                    }) => {
+                        if include_usage {
+                            usage = Some(usage_of(prompt_tokens, completion_tokens));
+                        }
                         let finish = if stopped { "stop" } else { "length" };
-                        chunk(shape.streamed(None, first, json!(finish))).to_string()
+                        chunk(json!([shape.streamed(None, first, json!(finish))])).to_string()
                     }
                     None => {
                         done = true;
@@ -332,9 +377,7 @@ async fn answer(s: &Served, p: Prepared, stream: bool, shape: Shape, arrived: In
                 let body = json!({
                     "id": id, "object": shape.object(false), "created": created, "model": name,
                     "choices": [shape.whole(&text, finish)],
-                    "usage": {"prompt_tokens": prompt_tokens,
-                              "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens}
+                    "usage": usage_of(prompt_tokens, completion_tokens)
                 });
                 return json_answer(&body);
             }

@@ -2,10 +2,14 @@
 //! OpenAI-compatible HTTP endpoint (`POST /v1/chat/completions`, streamed as server-sent
 //! events with `stream: true`; `GET /v1/models`), answering on the row decoder the market's
 //! generation jobs run on; with `--embedder DIR`, a MiniLM sentence embedder as well
-//! (`POST /v1/embeddings`). Requests beyond `--max-concurrent` are answered at once with 429
-//! and `Retry-After`, not queued. This is the provider's side of serving; on-chain serving
-//! leases, receipts and the client's gateway are not built yet.
+//! (`POST /v1/embeddings`). More chat models can be offered on the same endpoint
+//! (`--also-model NAME=FILE`): each is loaded when first asked for and kept loaded, and under
+//! `--memory-budget-mb` the least recently used idle model is unloaded to make room.
+//! Requests beyond `--max-concurrent` are answered at once with 429 and `Retry-After`, not
+//! queued. This is the provider's side of serving (the client's side is `gpuchain-gateway`);
+//! on-chain serving leases and receipts are not built yet.
 
+mod cache;
 mod chat;
 mod embeddings;
 mod http;
@@ -43,6 +47,25 @@ pub(crate) struct ServeArgs {
     /// The embedder's name in the API; the directory's name by default.
     #[arg(long)]
     embedder_name: Option<String>,
+    /// Another GGUF chat model offered on the same endpoint, as `NAME=FILE` (repeatable);
+    /// loaded when first asked for.
+    #[arg(long = "also-model", value_parser = named_model)]
+    also_models: Vec<(String, PathBuf)>,
+    /// Most megabytes of chat-model weights kept loaded: to load another model, the least
+    /// recently used one that no request is using is unloaded first (a request that finds
+    /// every loaded model busy is answered 429). Without it, every model asked for stays
+    /// loaded.
+    #[arg(long)]
+    memory_budget_mb: Option<usize>,
+}
+
+fn named_model(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!("`{s}`: expected NAME=FILE")),
+    }
 }
 
 /// A model's name in the API: `given`, else `from_path` (a file's stem or a directory's name).
@@ -89,7 +112,7 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    fn load(file: &PathBuf, name: Option<String>) -> Result<Model> {
+    pub(crate) fn load(file: &PathBuf, name: Option<String>) -> Result<Model> {
         let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         let g = Gguf::parse(&bytes)?;
         let shape = gguf::llama::shape(&g)?;
@@ -110,26 +133,40 @@ impl Model {
 }
 
 pub(crate) fn run(a: ServeArgs) -> Result<()> {
-    let model = Arc::new(Model::load(&a.model, a.name)?);
+    let first = api_name(a.name.clone(), a.model.file_stem(), "--name")?;
+    let mut offered = vec![(first.clone(), a.model.clone())];
+    for (name, file) in &a.also_models {
+        if offered.iter().any(|(n, _)| n == name) {
+            return Err(anyhow!("two models are named `{name}`"));
+        }
+        offered.push((name.clone(), file.clone()));
+    }
+    let budget = a.memory_budget_mb.map(|mb| mb.saturating_mul(1_000_000));
+    let models = Arc::new(cache::ModelCache::new(offered, budget));
     let embedder = match &a.embedder {
         Some(dir) => Some(Arc::new(EmbedModel::load(dir, a.embedder_name.clone())?)),
         None => None,
     };
     gpuchain_agent_kit::cli::block_on(async move {
+        // The first model is loaded before the endpoint opens.
+        match models.get(&first).await {
+            Ok(_) => {}
+            Err(cache::Unavailable::Failed(why)) => return Err(anyhow!("loading {first}: {why}")),
+            Err(_) => return Err(anyhow!("loading {first}: no room")),
+        }
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
             .with_context(|| format!("listening on {}", a.listen))?;
         tracing::info!(
-            model = %model.name,
+            models = ?models.names().collect::<Vec<_>>(),
             listen = %listener.local_addr()?,
-            weights_mb = model.decoder.weight_bytes() / 1_000_000,
             "serving"
         );
         // The address on stdout, for scripts that ask for port 0.
         println!("listening on {}", listener.local_addr()?);
         axum::serve(
             listener,
-            http::router(model, embedder, a.max_concurrent.max(1)),
+            http::router(models, embedder, a.max_concurrent.max(1)),
         )
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -111,7 +111,7 @@ impl Stats {
             &mut out,
             "gpuchain_serve_weight_bytes",
             "gauge",
-            "Bytes of the chat model's weights in memory.",
+            "Bytes the loaded chat models take (their files' sizes; the weights stay in their blocks).",
             weight_bytes,
         );
         process_metrics(&mut out);

@@ -32,6 +32,9 @@ struct Args {
     /// Skip the SmolLM2 chat order even when the model is present.
     #[arg(long)]
     no_chat: bool,
+    /// Skip serving both models through the gateway at the end.
+    #[arg(long)]
+    no_serve: bool,
     /// Write the summary as JSON to this file too.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -42,12 +45,16 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let minilm = default_minilm_dir();
     let smollm2 = default_smollm2_file();
+    let serve = !args.no_serve && has_minilm(&minilm) && smollm2.exists();
     let opts = DemoOptions {
         validators: args.validators,
         with_cheater: args.with_cheater,
         training_rounds: args.rounds,
         digits_orders: args.digits_orders,
         minilm_dir: (!args.no_embed && has_minilm(&minilm)).then_some(minilm),
+        serve,
+        // scripts/demo.sh sets it to the official client's environment.
+        openai_python: std::env::var_os("GPUCHAIN_OPENAI_PYTHON").map(std::path::PathBuf::from),
         smollm2_file: (!args.no_chat && smollm2.exists()).then_some(smollm2),
         keep_logs: true,
     };

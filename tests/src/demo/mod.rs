@@ -6,10 +6,14 @@
 //!    its own round coordinator (progress per round: loss, accuracy, bytes vs dense),
 //! 2. runs 2-replica inference orders with the trained weights (a cheater's result disagrees
 //!    with the honest replica, the verifier re-executes both and the cheater is slashed),
-//! 3. optionally embeds sentences with the real all-MiniLM-L6-v2 checkpoint,
+//! 3. optionally embeds sentences with the real all-MiniLM-L6-v2 checkpoint, asks
+//!    SmolLM2-135M-Instruct a question through the market, and serves both models through
+//!    the client's gateway over the three providers' endpoints, one of them killed
+//!    mid-answer,
 //!
 //! and prints every auction, lease, verdict, payout and slash as it happens, then a summary.
 
+mod gateway;
 mod jobs;
 mod report;
 mod watch;
@@ -21,6 +25,7 @@ use anyhow::{Context, Result};
 use gpuchain_client::keys::Keystore;
 use gpuchain_client::ChainClient;
 
+pub use gateway::ServingReport;
 pub use report::{DemoReport, JobRow, LeaseRow};
 
 use crate::{
@@ -45,6 +50,11 @@ pub struct DemoOptions {
     pub minilm_dir: Option<PathBuf>,
     /// SmolLM2-135M-Instruct GGUF file for a chat order (none: skipped).
     pub smollm2_file: Option<PathBuf>,
+    /// Serve SmolLM2 and MiniLM through the gateway over the three providers at the end
+    /// (needs both models).
+    pub serve: bool,
+    /// Python with the official `openai` package, run against the gateway when given.
+    pub openai_python: Option<PathBuf>,
     /// Keep the localnet directory and logs after the run.
     pub keep_logs: bool,
 }
@@ -58,6 +68,8 @@ impl Default for DemoOptions {
             digits_orders: 2,
             minilm_dir: None,
             smollm2_file: None,
+            serve: false,
+            openai_python: None,
             keep_logs: false,
         }
     }
@@ -252,9 +264,16 @@ pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Demo
         rows.push(row);
         chat_answer = Some(answer);
     }
+    let serving = match (&opts.smollm2_file, &opts.minilm_dir) {
+        (Some(model), Some(embedder)) if opts.serve => {
+            Some(gateway::serve(&market, model, embedder, opts.openai_python.as_ref(), say).await?)
+        }
+        _ => None,
+    };
     say("every order settled; checking the books");
     let mut report = report::collect(&market, opts, rows, training, supply_start, started).await?;
     report.chat_answer = chat_answer;
+    report.serving = serving;
     Ok(report)
 }
 

@@ -100,6 +100,8 @@ pub struct DemoReport {
     pub proven_at: u64,
     /// What SmolLM2 answered the chat order, when there was one.
     pub chat_answer: Option<String>,
+    /// What serving through the gateway showed, when it ran.
+    pub serving: Option<super::ServingReport>,
     /// Wall time of the run, seconds.
     pub wall_secs: f64,
     /// Where the logs are (kept when asked).
@@ -212,6 +214,7 @@ pub(crate) async fn collect(
         wall_secs: started.elapsed().as_secs_f64(),
         logs: m.net.logs_dir().display().to_string(),
         chat_answer: None,
+        serving: None,
     })
 }
 
@@ -221,6 +224,21 @@ impl fmt::Display for DemoReport {
             writeln!(
                 f,
                 "\nSmolLM2, asked \"What is the capital of France?\": {answer:?}"
+            )?;
+        }
+        if let Some(s) = &self.serving {
+            writeln!(
+                f,
+                "served through the gateway ({}): {:?}; {}'s endpoint killed mid-answer, the \
+                 answer {} on another provider",
+                s.gateway,
+                s.answer,
+                s.killed,
+                if s.resumed_answer_whole {
+                    "finished whole"
+                } else {
+                    "NOT finished whole"
+                }
             )?;
         }
         writeln!(f, "\njobs")?;

@@ -3,6 +3,21 @@
 
 use gpuchain_types::Address;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "auction/"
+}
+
+/// Every bid of every order.
+pub fn all_bids_prefix() -> &'static str {
+    "auction/bids/"
+}
+
+/// Every lease and both lease indexes (by order and by provider).
+pub fn leases_and_indexes_prefix() -> &'static str {
+    "auction/leases"
+}
+
 /// Module parameters: borsh [`crate::AuctionParams`].
 pub fn params() -> &'static str {
     "auction/params"
@@ -183,6 +198,20 @@ mod tests {
             Some(u64::MAX)
         );
         assert_eq!(indexed_lease_id(&leases_by_order_prefix(7)), None);
+    }
+
+    #[test]
+    fn the_wide_prefixes_cover_what_they_name_and_nothing_else() {
+        let p = Address([3; 20]);
+        for key in [lease(1), lease_by_order(2, 1), lease_by_provider(&p, 1)] {
+            assert!(key.starts_with(leases_and_indexes_prefix()), "{key}");
+        }
+        assert!(bid(4, &p).starts_with(all_bids_prefix()));
+        assert!(!bid_count(4).starts_with(all_bids_prefix()));
+        assert!(!order(1).starts_with(leases_and_indexes_prefix()));
+        for key in [params().to_string(), order(1), bid(1, &p), reward(&p)] {
+            assert!(key.starts_with(module_prefix()), "{key}");
+        }
     }
 
     #[test]

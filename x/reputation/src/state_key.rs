@@ -3,6 +3,11 @@
 
 use gpuchain_types::Address;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "reputation/"
+}
+
 /// Module parameters: borsh [`crate::ReputationParams`].
 pub fn params() -> &'static str {
     "reputation/params"

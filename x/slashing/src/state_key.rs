@@ -5,6 +5,11 @@
 use gpuchain_staking::ConsensusAddress;
 use gpuchain_types::Address;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "slashing/"
+}
+
 /// Module parameters: borsh [`crate::SlashingParams`].
 pub fn params() -> &'static str {
     "slashing/params"

@@ -6,6 +6,11 @@ use gpuchain_types::Address;
 
 use crate::ConsensusAddress;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "staking/"
+}
+
 /// Module parameters: borsh [`crate::StakingParams`].
 pub fn params() -> &'static str {
     "staking/params"

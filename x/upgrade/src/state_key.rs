@@ -3,6 +3,11 @@
 
 use gpuchain_types::Address;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "upgrade/"
+}
+
 /// The scheduled plan, if any: borsh [`crate::Plan`].
 pub fn plan() -> &'static str {
     "upgrade/plan"

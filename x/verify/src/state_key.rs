@@ -7,6 +7,11 @@
 
 use gpuchain_types::Address;
 
+/// Everything the module keeps: the prefix of all its keys.
+pub fn module_prefix() -> &'static str {
+    "verify/"
+}
+
 /// Module parameters: borsh [`crate::VerifyParams`].
 pub fn params() -> &'static str {
     "verify/params"

@@ -1,0 +1,138 @@
+//! The command line: where to listen, the providers' endpoints and how to weigh them.
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use gpuchain_agent_kit::cli::GlobalArgs;
+use gpuchain_types::Address;
+
+/// `gpuchain-gateway`'s command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "gpuchain-gateway",
+    version,
+    about = "One OpenAI-compatible endpoint routed over many gpuchain providers' serving endpoints"
+)]
+pub struct Cli {
+    /// Options every agent takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The gateway's settings.
+    #[command(flatten)]
+    pub gateway: GatewayArgs,
+}
+
+/// What the gateway serves and routes over.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GatewayArgs {
+    /// Address to listen on (port 0 picks one; the address is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// A provider's serving endpoint (`gpuchain-provider serve-model`): its base URL, then
+    /// optionally `,price=N` (ugpu per million tokens), `,provider=ADDRESS` (its account on
+    /// the chain, whose reputation then counts) and `,region=NAME`. Repeat for each provider.
+    #[arg(long = "upstream", required = true, value_parser = UpstreamSpec::from_str)]
+    pub upstreams: Vec<UpstreamSpec>,
+    /// CometBFT RPC of a node, to read the providers' reputation (every 10 s).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// How often each provider is probed (`GET /v1/models`), in milliseconds.
+    #[arg(long, default_value_t = 1_000)]
+    pub probe_interval_ms: u64,
+    /// A request whose first token has not come within this many milliseconds is sent to
+    /// the next-best provider as well; the first to answer is kept. A request may set its
+    /// own with the `x-gpuchain-latency-budget-ms` header.
+    #[arg(long, default_value_t = 1_500)]
+    pub hedge_after_ms: u64,
+    /// Providers tried for one request before it is given up.
+    #[arg(long, default_value_t = 3)]
+    pub max_attempts: usize,
+    /// Weight of a provider's measured time to first token (per millisecond).
+    #[arg(long, default_value_t = 1.0)]
+    pub latency_weight: f64,
+    /// Weight of a provider's price (per ugpu per million tokens).
+    #[arg(long, default_value_t = 0.0)]
+    pub price_weight: f64,
+    /// Weight of a provider's missing reputation (per unit: a provider at 0 ppm costs this
+    /// many milliseconds more than one at 1,000,000 ppm).
+    #[arg(long, default_value_t = 1_000.0)]
+    pub reputation_weight: f64,
+}
+
+/// One provider endpoint as given on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamSpec {
+    /// Base URL, without a trailing slash (`http://host:port`).
+    pub url: String,
+    /// Asking price, ugpu per million tokens.
+    pub price: Option<u64>,
+    /// The provider's account on the chain.
+    pub provider: Option<Address>,
+    /// Where it runs.
+    pub region: Option<String>,
+}
+
+impl FromStr for UpstreamSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<UpstreamSpec, String> {
+        let mut parts = s.split(',');
+        let url = parts.next().unwrap_or_default().trim_end_matches('/');
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!("`{url}` is not an http(s) URL"));
+        }
+        let mut spec = UpstreamSpec {
+            url: url.to_string(),
+            price: None,
+            provider: None,
+            region: None,
+        };
+        for part in parts {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}`: expected key=value"))?;
+            match key {
+                "price" => {
+                    spec.price = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("price `{value}` is not a whole number"))?,
+                    )
+                }
+                "provider" => {
+                    spec.provider = Some(
+                        value
+                            .parse()
+                            .map_err(|e| format!("provider `{value}`: {e}"))?,
+                    )
+                }
+                "region" => spec.region = Some(value.to_string()),
+                _ => return Err(format!("unknown `{key}` (price, provider or region)")),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_is_a_url_with_optional_price_provider_and_region() {
+        let spec: UpstreamSpec = "http://10.0.0.2:8081/,price=400,region=eu".parse().unwrap();
+        assert_eq!(spec.url, "http://10.0.0.2:8081");
+        assert_eq!(spec.price, Some(400));
+        assert_eq!(spec.region.as_deref(), Some("eu"));
+        assert_eq!(spec.provider, None);
+        for bad in [
+            "10.0.0.2:8081",
+            "http://h:1,price=cheap",
+            "http://h:1,colour=red",
+            "http://h:1,price",
+            "http://h:1,provider=nobody",
+        ] {
+            assert!(bad.parse::<UpstreamSpec>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! `gpuchain-gateway`: the client's side of serving. A local HTTP server with the OpenAI API
+//! (`POST /v1/chat/completions`, streamed or whole; `POST /v1/completions`;
+//! `POST /v1/embeddings`; `GET /v1/models`) in front of many providers' serving endpoints
+//! (`gpuchain-provider serve-model`), so any OpenAI SDK or tool works unchanged against
+//! many providers at once.
+//!
+//! Each provider is probed continuously; requests go to the best one for their model by a
+//! weighted cost of its measured time to first token (stretched by what already runs
+//! there), its price and its on-chain reputation; a request is retried on the next provider
+//! when one refuses to connect, fails or is full, hedged with the next when its first token
+//! is late, and an answer that breaks off mid-stream is resumed on another provider without
+//! the client noticing. A provider that stops answering is routed around and reported in
+//! the log and the metrics until it answers again.
+//!
+//! Not yet: opening serving orders on chain, receipts and their settlement (the providers
+//! are given on the command line).
+
+mod args;
+mod attempt;
+mod generation;
+mod http;
+mod pool;
+mod score;
+mod sse;
+mod stats;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+pub use args::{Cli, GatewayArgs, UpstreamSpec};
+
+/// Serves the gateway until Ctrl-C.
+pub fn run(a: GatewayArgs) -> Result<()> {
+    let weights = score::Weights {
+        latency: a.latency_weight,
+        price: a.price_weight,
+        reputation: a.reputation_weight,
+    };
+    let pool = Arc::new(pool::Pool::new(a.upstreams.clone(), weights)?);
+    gpuchain_agent_kit::cli::block_on(async move {
+        pool.probe_all().await;
+        tokio::spawn(
+            pool.clone()
+                .probe_forever(Duration::from_millis(a.probe_interval_ms.max(50))),
+        );
+        if let Some(node) = a.node.clone() {
+            tokio::spawn(
+                pool.clone()
+                    .reputation_forever(node, Duration::from_secs(10)),
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .with_context(|| format!("listening on {}", a.listen))?;
+        tracing::info!(
+            listen = %listener.local_addr()?,
+            upstreams = pool.upstreams.len(),
+            models = ?pool.models(),
+            "gateway serving"
+        );
+        // The address on stdout, for scripts that ask for port 0.
+        println!("listening on {}", listener.local_addr()?);
+        let gateway = http::Gateway {
+            pool,
+            stats: Arc::default(),
+            max_attempts: a.max_attempts.max(1),
+            hedge_after: Duration::from_millis(a.hedge_after_ms),
+        };
+        axum::serve(listener, http::router(gateway))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,403 @@
+//! The providers the gateway routes over: what each serves, whether it answers, how fast,
+//! and what the chain says of it. Probes and real requests both update it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::args::UpstreamSpec;
+use crate::score::{self, Candidate, Weights};
+
+/// How much a new latency sample moves the smoothed one.
+const SMOOTHING: f64 = 0.3;
+
+/// One provider endpoint.
+pub(crate) struct Upstream {
+    pub(crate) spec: UpstreamSpec,
+    health: Mutex<Health>,
+    /// Requests the gateway has running there now.
+    pub(crate) in_flight: AtomicUsize,
+    /// Requests sent there.
+    pub(crate) requests: AtomicU64,
+    /// Requests it failed (refused to connect, broke off, answered 5xx).
+    pub(crate) failures: AtomicU64,
+    /// Times it went from answering to not answering.
+    pub(crate) went_down: AtomicU64,
+}
+
+/// What the probes and requests have learnt of an upstream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Health {
+    /// It answered its last probe or request.
+    pub(crate) up: bool,
+    /// The models it lists.
+    pub(crate) models: Vec<String>,
+    /// Smoothed time to first token of real requests, milliseconds.
+    pub(crate) latency_ms: Option<f64>,
+    /// Time its last probe took, milliseconds: its latency until a request measures one.
+    pub(crate) probe_ms: Option<f64>,
+    /// It said it was full until then.
+    pub(crate) busy_until: Option<Instant>,
+    /// Its on-chain reputation, ppm.
+    pub(crate) reputation_ppm: Option<u64>,
+}
+
+impl Upstream {
+    fn new(spec: UpstreamSpec) -> Upstream {
+        Upstream {
+            spec,
+            health: Mutex::default(),
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            went_down: AtomicU64::new(0),
+        }
+    }
+
+    fn health(&self) -> MutexGuard<'_, Health> {
+        // A poisoned lock only means a panic elsewhere mid-update; the data is still usable.
+        self.health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of what is known of it.
+    pub(crate) fn snapshot(&self) -> Health {
+        self.health().clone()
+    }
+
+    /// It answered a request; `took` is its time to first token (or to the whole answer).
+    pub(crate) fn answered(&self, took: Duration) {
+        let ms = took.as_secs_f64() * 1e3;
+        let mut h = self.health();
+        h.up = true;
+        h.latency_ms = Some(match h.latency_ms {
+            Some(old) => old + SMOOTHING * (ms - old),
+            None => ms,
+        });
+    }
+
+    /// It failed a request or a probe: no more requests until a probe finds it again.
+    pub(crate) fn failed(&self, why: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        let mut h = self.health();
+        if h.up {
+            h.up = false;
+            self.went_down.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                upstream = %self.spec.url,
+                provider = ?self.spec.provider.as_ref().map(|a| a.to_string()),
+                why,
+                "provider stopped answering; routing around it"
+            );
+        }
+    }
+
+    /// It answered 429: skip it for `retry_after`.
+    pub(crate) fn busy(&self, retry_after: Duration) {
+        self.health().busy_until = Some(Instant::now() + retry_after);
+    }
+
+    fn listed(&self, models: Vec<String>, took: Duration) {
+        let was_up = {
+            let mut h = self.health();
+            let was_up = h.up;
+            h.up = true;
+            h.models = models;
+            h.probe_ms = Some(took.as_secs_f64() * 1e3);
+            was_up
+        };
+        if !was_up {
+            tracing::info!(upstream = %self.spec.url, "provider answering");
+        }
+    }
+
+    fn set_reputation(&self, ppm: u64) {
+        self.health().reputation_ppm = Some(ppm);
+    }
+}
+
+/// Counts a request as running on an upstream until dropped.
+pub(crate) struct InFlight(Arc<Upstream>);
+
+impl InFlight {
+    pub(crate) fn start(u: &Arc<Upstream>) -> InFlight {
+        u.in_flight.fetch_add(1, Ordering::Relaxed);
+        u.requests.fetch_add(1, Ordering::Relaxed);
+        InFlight(u.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whom a request may go to.
+pub(crate) enum Route {
+    /// These, best first.
+    To(Vec<Arc<Upstream>>),
+    /// Providers answer, but none lists the model.
+    UnknownModel,
+    /// No provider answers.
+    NoneUp,
+}
+
+/// Every upstream, and how to rank them.
+pub(crate) struct Pool {
+    pub(crate) upstreams: Vec<Arc<Upstream>>,
+    pub(crate) http: reqwest::Client,
+    weights: Weights,
+}
+
+impl Pool {
+    pub(crate) fn new(specs: Vec<UpstreamSpec>, weights: Weights) -> anyhow::Result<Pool> {
+        Ok(Pool {
+            upstreams: specs
+                .into_iter()
+                .map(|s| Arc::new(Upstream::new(s)))
+                .collect(),
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .tcp_nodelay(true)
+                .build()?,
+            weights,
+        })
+    }
+
+    /// The upstreams that answer and list `model`, best first; with `region`, those in it
+    /// come first.
+    pub(crate) fn route(&self, model: &str, region: Option<&str>) -> Route {
+        let now = Instant::now();
+        let mut any_up = false;
+        let mut serving = Vec::new();
+        for u in &self.upstreams {
+            let h = u.snapshot();
+            if !h.up {
+                continue;
+            }
+            any_up = true;
+            if h.models.iter().any(|m| m == model) {
+                serving.push((u.clone(), h));
+            }
+        }
+        if serving.is_empty() {
+            return if any_up {
+                Route::UnknownModel
+            } else {
+                Route::NoneUp
+            };
+        }
+        let candidates: Vec<Candidate> = serving
+            .iter()
+            .map(|(u, h)| Candidate {
+                latency_ms: h.latency_ms.or(h.probe_ms),
+                in_flight: u.in_flight.load(Ordering::Relaxed),
+                price: u.spec.price,
+                reputation_ppm: h.reputation_ppm,
+                busy: h.busy_until.is_some_and(|t| t > now),
+            })
+            .collect();
+        let mut order = score::rank(&candidates, &self.weights);
+        if let Some(region) = region {
+            // Stable: within and outside the region the ranking stays.
+            order.sort_by_key(|&i| serving[i].0.spec.region.as_deref() != Some(region));
+        }
+        Route::To(order.into_iter().map(|i| serving[i].0.clone()).collect())
+    }
+
+    /// Every model some answering upstream lists, in the order they were first listed.
+    pub(crate) fn models(&self) -> Vec<String> {
+        let mut all: Vec<String> = Vec::new();
+        for u in &self.upstreams {
+            let h = u.snapshot();
+            if h.up {
+                for m in h.models {
+                    if !all.contains(&m) {
+                        all.push(m);
+                    }
+                }
+            }
+        }
+        all
+    }
+
+    /// Probes every upstream once, all at once.
+    pub(crate) async fn probe_all(&self) {
+        futures::future::join_all(self.upstreams.iter().map(|u| self.probe(u))).await;
+    }
+
+    /// Probes every upstream every `every`, for ever.
+    pub(crate) async fn probe_forever(self: Arc<Self>, every: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            self.probe_all().await;
+        }
+    }
+
+    /// `GET /v1/models`: whether it answers, what it serves, and how quickly.
+    async fn probe(&self, u: &Upstream) {
+        let started = Instant::now();
+        let answer = self
+            .http
+            .get(format!("{}/v1/models", u.spec.url))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        let listed = match answer {
+            Ok(r) if r.status().is_success() => r
+                .bytes()
+                .await
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| model_ids(&v)),
+            Ok(r) => {
+                u.failed(&format!("probe answered {}", r.status()));
+                return;
+            }
+            Err(e) => {
+                u.failed(&format!("probe failed: {e}"));
+                return;
+            }
+        };
+        match listed {
+            Some(models) => u.listed(models, started.elapsed()),
+            None => u.failed("probe answer is not a model list"),
+        }
+    }
+
+    /// Reads the reputation of every upstream that names its provider from the chain at
+    /// `node`, every `every`, for ever.
+    pub(crate) async fn reputation_forever(self: Arc<Self>, node: String, every: Duration) {
+        let client = match gpuchain_client::ChainClient::new(&node) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(%node, error = %e, "reputation is not read");
+                return;
+            }
+        };
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.read_reputation(&client).await {
+                tracing::warn!(%node, error = %e, "reading reputation");
+            }
+        }
+    }
+
+    async fn read_reputation(&self, client: &gpuchain_client::ChainClient) -> anyhow::Result<()> {
+        use gpuchain_reputation::{state_key, Reputation, ReputationParams};
+        let height = client.latest_height().await?;
+        let params: ReputationParams = client.get(state_key::params()).await?.unwrap_or_default();
+        for u in &self.upstreams {
+            let Some(provider) = &u.spec.provider else {
+                continue;
+            };
+            let r: Reputation = client
+                .get(&state_key::record(provider))
+                .await?
+                .unwrap_or_default();
+            let blocks = height.saturating_sub(r.updated_height);
+            u.set_reputation(u64::from(gpuchain_reputation::decay(
+                r.score_ppm,
+                blocks,
+                params.half_life_blocks,
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The ids of an OpenAI model list.
+fn model_ids(list: &Value) -> Option<Vec<String>> {
+    list.get("data")?
+        .as_array()?
+        .iter()
+        .map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// A pool of `specs` (upstream specs as on the command line) weighing latency by 1 per
+/// millisecond, price not at all and missing reputation by 1,000.
+#[cfg(test)]
+pub(crate) fn test_pool(specs: &[&str]) -> Pool {
+    let w = Weights {
+        latency: 1.0,
+        price: 0.0,
+        reputation: 1_000.0,
+    };
+    Pool::new(specs.iter().map(|s| s.parse().unwrap()).collect(), w).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(specs: &[&str]) -> Pool {
+        test_pool(specs)
+    }
+
+    fn up(u: &Upstream, models: &[&str], ms: u64) {
+        u.listed(
+            models.iter().map(|m| m.to_string()).collect(),
+            Duration::from_millis(ms),
+        );
+    }
+
+    #[test]
+    fn requests_go_to_answering_providers_of_the_model_best_first() {
+        let p = pool(&[
+            "http://a:1",
+            "http://b:1,region=eu",
+            "http://c:1",
+            "http://d:1",
+        ]);
+        assert!(matches!(p.route("chat", None), Route::NoneUp));
+        up(&p.upstreams[0], &["chat", "embed"], 300);
+        up(&p.upstreams[1], &["chat"], 200);
+        up(&p.upstreams[2], &["embed"], 10);
+        up(&p.upstreams[3], &["chat"], 100);
+        let urls = |r: Route| match r {
+            Route::To(v) => v.iter().map(|u| u.spec.url.clone()).collect::<Vec<_>>(),
+            _ => panic!("no route"),
+        };
+        assert_eq!(
+            urls(p.route("chat", None)),
+            ["http://d:1", "http://b:1", "http://a:1"]
+        );
+        assert_eq!(
+            urls(p.route("chat", Some("eu"))),
+            ["http://b:1", "http://d:1", "http://a:1"]
+        );
+        assert!(matches!(p.route("other", None), Route::UnknownModel));
+        assert_eq!(p.models(), ["chat", "embed"]);
+
+        // A failure takes a provider out until a probe finds it again; a 429 sends it last.
+        p.upstreams[3].failed("connection refused");
+        assert_eq!(p.upstreams[3].went_down.load(Ordering::Relaxed), 1);
+        p.upstreams[1].busy(Duration::from_secs(5));
+        assert_eq!(urls(p.route("chat", None)), ["http://a:1", "http://b:1"]);
+        up(&p.upstreams[3], &["chat"], 100);
+        assert_eq!(urls(p.route("chat", None))[0], "http://d:1");
+    }
+
+    #[test]
+    fn latency_is_smoothed_over_answers() {
+        let p = pool(&["http://a:1"]);
+        let u = &p.upstreams[0];
+        u.answered(Duration::from_millis(100));
+        u.answered(Duration::from_millis(200));
+        let ms = u.snapshot().latency_ms.unwrap();
+        assert!((ms - 130.0).abs() < 1e-6, "{ms}");
+    }
+
+    #[test]
+    fn model_lists_are_read_from_openai_shape() {
+        let list = serde_json::json!({"object": "list", "data": [{"id": "a"}, {"id": "b"}]});
+        assert_eq!(model_ids(&list), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(model_ids(&serde_json::json!({"data": [{"x": 1}]})), None);
+    }
+}

@@ -1,0 +1,262 @@
+//! Serving through `gpuchain-gateway` against the same three providers asked directly, on
+//! 127.0.0.1 with the real SmolLM2 (`gpuchain-provider serve-model`, 16 slots each).
+//!
+//! `gateway_bench [rounds] [seconds] [max tokens] [hedge ms]` — for 1, 8 and 32 concurrent
+//! clients in a closed loop (each asks again as soon as its streamed answer is complete;
+//! greedy, "Describe Paris in three sentences.", which runs to the token limit),
+//! alternately direct (client i asks provider i mod 3) and through the gateway (the side
+//! that goes first alternates by round), `seconds` per run: time to first token and
+//! whole-answer latency p50/p99 (ms, from the request's send) and completion tokens per
+//! second across the providers, with the load average before each run. Then the failover:
+//! three clients stream through the gateway, a provider is killed while answering, and the
+//! time from the kill to the first token of a request sent right after it is reported,
+//! with the longest pause of any answer that was streaming across the kill (resumed on
+//! another provider). One JSON report on stdout.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use gpuchain_tests::serving::{gateway, serve_model};
+use serde_json::{json, Value};
+
+/// One answer as the client saw it.
+#[derive(Clone, Debug)]
+struct Sample {
+    sent: Instant,
+    ttft: Option<Duration>,
+    total: Duration,
+    tokens: u64,
+    /// Arrival of each piece of text.
+    pieces: Vec<Instant>,
+    ok: bool,
+}
+
+async fn ask(http: &reqwest::Client, base: &str, max_tokens: u32) -> Sample {
+    let sent = Instant::now();
+    let body = json!({"model": "smollm2", "temperature": 0, "stream": true,
+        "stream_options": {"include_usage": true}, "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": "Describe Paris in three sentences."}]});
+    let mut s = Sample {
+        sent,
+        ttft: None,
+        total: Duration::ZERO,
+        tokens: 0,
+        pieces: Vec::new(),
+        ok: false,
+    };
+    let response = http
+        .post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await;
+    let Ok(response) = response else {
+        return s;
+    };
+    if response.status() != 200 {
+        s.total = sent.elapsed();
+        return s;
+    }
+    let mut stream = response.bytes_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(Ok(bytes)) = stream.next().await {
+        buf.extend_from_slice(&bytes);
+        // Whole events only: a character may be split between two reads.
+        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = buf.drain(..end + 2).collect();
+            let event = String::from_utf8_lossy(&event);
+            let Some(data) = event.trim().strip_prefix("data: ") else {
+                continue;
+            };
+            if data == "[DONE]" {
+                s.ok = true;
+                continue;
+            }
+            let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            let text = chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .unwrap_or("");
+            if !text.is_empty() {
+                s.ttft.get_or_insert(sent.elapsed());
+                s.pieces.push(Instant::now());
+            }
+            if let Some(n) = chunk["usage"]["completion_tokens"].as_u64() {
+                s.tokens = n;
+            }
+        }
+    }
+    s.total = sent.elapsed();
+    s
+}
+
+/// `clients` closed-loop clients, client i asking `targets[i % len]`, for `seconds`.
+async fn closed_loop(
+    http: &reqwest::Client,
+    targets: &[String],
+    clients: usize,
+    seconds: u64,
+    max_tokens: u32,
+) -> Vec<Sample> {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let tasks: Vec<_> = (0..clients)
+        .map(|i| {
+            let (http, base) = (http.clone(), targets[i % targets.len()].clone());
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                while Instant::now() < until {
+                    samples.push(ask(&http, &base, max_tokens).await);
+                }
+                samples
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap_or_default());
+    }
+    all
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(|a, b| a.total_cmp(b));
+    let i = ((p / 100.0) * (values.len() - 1) as f64).round() as usize;
+    values[i]
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn summary(samples: &[Sample], seconds: u64) -> Value {
+    let ok: Vec<&Sample> = samples.iter().filter(|s| s.ok).collect();
+    let mut ttft: Vec<f64> = ok.iter().filter_map(|s| s.ttft).map(ms).collect();
+    let mut total: Vec<f64> = ok.iter().map(|s| ms(s.total)).collect();
+    let tokens: u64 = ok.iter().map(|s| s.tokens).sum();
+    json!({
+        "answers": ok.len(),
+        "failed": samples.len() - ok.len(),
+        "ttft_ms_p50": percentile(&mut ttft, 50.0),
+        "ttft_ms_p99": percentile(&mut ttft, 99.0),
+        "latency_ms_p50": percentile(&mut total, 50.0),
+        "latency_ms_p99": percentile(&mut total, 99.0),
+        "tokens_per_s": (tokens as f64 / seconds as f64 * 10.0).round() / 10.0,
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let rounds = args.first().copied().unwrap_or(3);
+    let seconds = args.get(1).copied().unwrap_or(20);
+    let max_tokens = args.get(2).copied().unwrap_or(32) as u32;
+    let hedge_ms = args.get(3).copied().unwrap_or(1_500);
+
+    let mut providers = Vec::new();
+    for _ in 0..3 {
+        providers.push(serve_model(16)?);
+    }
+    let urls: Vec<String> = providers.iter().map(|p| p.url.clone()).collect();
+    let hedge = hedge_ms.to_string();
+    let gw = gateway(&urls, &["--hedge-after-ms", hedge.as_str()])?;
+    let http = reqwest::Client::new();
+    // Warm both paths once.
+    ask(&http, &gw.url, 8).await;
+    for u in &urls {
+        ask(&http, u, 8).await;
+    }
+
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        for clients in [1usize, 8, 32] {
+            let sides: [(&str, Vec<String>); 2] =
+                [("direct", urls.clone()), ("gateway", vec![gw.url.clone()])];
+            let order: Vec<usize> = if round % 2 == 0 {
+                vec![0, 1]
+            } else {
+                vec![1, 0]
+            };
+            for i in order {
+                let (side, targets) = &sides[i];
+                let load = load_average();
+                let samples = closed_loop(&http, targets, clients, seconds, max_tokens).await;
+                let mut run = summary(&samples, seconds);
+                run["side"] = json!(side);
+                run["clients"] = json!(clients);
+                run["round"] = json!(round);
+                run["load_average_before"] = json!(load);
+                eprintln!("{run}");
+                runs.push(run);
+            }
+        }
+    }
+
+    // Failover: three clients through the gateway; kill a provider while it answers.
+    let until = Instant::now() + Duration::from_secs(8);
+    let tasks: Vec<_> = (0..3)
+        .map(|_| {
+            let (http, base) = (http.clone(), gw.url.clone());
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                while Instant::now() < until {
+                    samples.push(ask(&http, &base, 64).await);
+                }
+                samples
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let killed_at = Instant::now();
+    providers[0].kill();
+    let after = ask(&http, &gw.url, 8).await;
+    let first_token_after_kill = after.ttft.map(|t| ms(after.sent + t - killed_at));
+    let mut spanning = Vec::new();
+    let mut failed = 0;
+    for t in tasks {
+        for s in t.await.unwrap_or_default() {
+            failed += usize::from(!s.ok);
+            let Some(last) = s.pieces.last() else {
+                continue;
+            };
+            if s.sent < killed_at && *last > killed_at {
+                let longest = s
+                    .pieces
+                    .windows(2)
+                    .map(|w| w[1] - w[0])
+                    .max()
+                    .unwrap_or_default();
+                spanning.push(ms(longest));
+            }
+        }
+    }
+    let report = json!({
+        "max_tokens": max_tokens,
+        "seconds_per_run": seconds,
+        "hedge_after_ms": hedge_ms,
+        "runs": runs,
+        "failover": {
+            "first_token_of_a_request_sent_at_the_kill_ms": first_token_after_kill,
+            "answers_streaming_across_the_kill": spanning.len(),
+            "their_longest_pause_ms": spanning,
+            "failed_answers": failed,
+        },
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
