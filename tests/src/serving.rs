@@ -38,8 +38,14 @@ impl Drop for Server {
     }
 }
 
-/// Starts `cmd` and reads the address it prints first (`listening on ADDR`).
-fn start(mut cmd: Command) -> Result<Server> {
+/// Starts `cmd` (its log to `log`, else to this process's stderr) and reads the address it
+/// prints first (`listening on ADDR`).
+fn start(mut cmd: Command, log: Option<&Path>) -> Result<Server> {
+    if let Some(path) = log {
+        let file =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        cmd.stderr(file);
+    }
     let mut child = cmd
         .stdout(Stdio::piped())
         .spawn()
@@ -70,12 +76,18 @@ pub fn serve_model(max_concurrent: usize) -> Result<Server> {
         &models::smollm2_file(),
         &models::minilm_dir(),
         max_concurrent,
+        None,
     )
 }
 
 /// `gpuchain-provider serve-model` with the GGUF `model` (as `smollm2`) and the MiniLM
-/// checkpoint in `embedder` (as `minilm`).
-pub fn serve_model_with(model: &Path, embedder: &Path, max_concurrent: usize) -> Result<Server> {
+/// checkpoint in `embedder` (as `minilm`), logging to `log` when given.
+pub fn serve_model_with(
+    model: &Path,
+    embedder: &Path,
+    max_concurrent: usize,
+    log: Option<&Path>,
+) -> Result<Server> {
     let mut cmd = Command::new(provider_path());
     cmd.args([
         "serve-model",
@@ -92,7 +104,7 @@ pub fn serve_model_with(model: &Path, embedder: &Path, max_concurrent: usize) ->
     .arg(model)
     .args(["--embedder-name", "minilm", "--embedder"])
     .arg(embedder);
-    start(cmd)
+    start(cmd, log)
 }
 
 /// `gpuchain-gateway` beside `gpuchaind` (or `GPUCHAIN_GATEWAY_BIN`).
@@ -105,12 +117,17 @@ pub fn gateway_path() -> std::path::PathBuf {
 
 /// `gpuchain-gateway` over `upstreams`, with `extra` arguments.
 pub fn gateway(upstreams: &[String], extra: &[&str]) -> Result<Server> {
+    gateway_logged(upstreams, extra, None)
+}
+
+/// `gpuchain-gateway` over `upstreams`, with `extra` arguments, logging to `log` when given.
+pub fn gateway_logged(upstreams: &[String], extra: &[&str], log: Option<&Path>) -> Result<Server> {
     let mut cmd = Command::new(gateway_path());
     cmd.args(["--listen", "127.0.0.1:0"]).args(extra);
     for u in upstreams {
         cmd.args(["--upstream", u]);
     }
-    start(cmd)
+    start(cmd, log)
 }
 
 /// A streamed answer (OpenAI's server-sent chunks, chat or text completion) being read.

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{Market, PROVIDERS};
-use crate::serving::{chat_stream, gateway, metric_value, serve_model_with, streamed_chat};
+use crate::serving::{chat_stream, gateway_logged, metric_value, serve_model_with, streamed_chat};
 
 /// What the serving stage showed.
 #[derive(Clone, Debug, Serialize)]
@@ -53,19 +53,24 @@ pub(crate) async fn serve(
     openai_python: Option<&PathBuf>,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<ServingReport> {
-    say("serving: each provider keeps SmolLM2 and MiniLM loaded behind its own OpenAI endpoint");
+    say(
+        "serving: each provider keeps SmolLM2 and MiniLM loaded behind its own OpenAI endpoint \
+         (logs: <name>-serve-model.log, gateway.log)",
+    );
     let mut servers = Vec::new();
     let mut upstreams = Vec::new();
     for (name, price) in PROVIDERS {
-        let server = serve_model_with(model, embedder, 2)?;
+        let log = m.net.logs_dir().join(format!("{name}-serve-model.log"));
+        let server = serve_model_with(model, embedder, 2, Some(&log))?;
         let address = m.address(name)?;
         say(&format!("  {name}: {}/v1", server.url));
         upstreams.push(format!("{},provider={address},price={price}", server.url));
         servers.push((name, server));
     }
-    let gw = gateway(
+    let gw = gateway_logged(
         &upstreams,
         &["--node", m.node.as_str(), "--probe-interval-ms", "200"],
+        Some(&m.net.logs_dir().join("gateway.log")),
     )?;
     let base = gw.url.clone();
     say(&format!(
