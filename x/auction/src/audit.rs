@@ -22,7 +22,10 @@ use crate::{AuctionParams, Lease};
 /// 10^6`.
 pub fn audit_probability(score: Ppm, params: &AuctionParams) -> Ppm {
     let span = u64::from(params.audit_max_ppm.saturating_sub(params.audit_min_ppm));
-    let cut = span.saturating_mul(u64::from(score.min(PPM_ONE))) / u64::from(PPM_ONE);
+    let cut = span
+        .saturating_mul(u64::from(score.min(PPM_ONE)))
+        .checked_div(u64::from(PPM_ONE))
+        .unwrap_or(0);
     params
         .audit_max_ppm
         .saturating_sub(Ppm::try_from(cut).unwrap_or(0))
@@ -35,7 +38,9 @@ pub fn wrong_result_slash_of(bond: Amount, slashing: &SlashingParams) -> Amount 
 
 /// The wrong-result slash that stands behind each of a provider's `open_leases`.
 pub fn penalty_per_lease(bond: Amount, open_leases: u64, slashing: &SlashingParams) -> Amount {
-    wrong_result_slash_of(bond, slashing) / u128::from(open_leases.max(1))
+    wrong_result_slash_of(bond, slashing)
+        .checked_div(u128::from(open_leases.max(1)))
+        .unwrap_or(0)
 }
 
 /// The least audit probability at which cheating on a result of `price` backed by `penalty`
@@ -62,9 +67,11 @@ pub fn audit_chance(score: Ppm, price: Amount, penalty: Amount, params: &Auction
 pub fn any_of(chances: &[Ppm]) -> Ppm {
     let one = u64::from(PPM_ONE);
     let miss = chances.iter().fold(one, |miss, q| {
-        miss * one.saturating_sub(u64::from(*q)) / one
+        miss.saturating_mul(one.saturating_sub(u64::from(*q)))
+            .checked_div(one)
+            .unwrap_or(0)
     });
-    Ppm::try_from(one - miss).unwrap_or(PPM_ONE)
+    Ppm::try_from(one.saturating_sub(miss)).unwrap_or(PPM_ONE)
 }
 
 /// The audit fee of a lease of `price`: what the verifier whose verdict stands is paid.

@@ -119,7 +119,7 @@ pub(crate) fn pay(
 ) -> Result<(), AuctionError> {
     let params = state.auction_params();
     let verification = lease.verification_charge.min(lease.price);
-    let rest = lease.price - verification;
+    let rest = lease.price.saturating_sub(verification);
     let take = mul_ppm(rest, params.take_rate_ppm).ok_or(AuctionError::Overflow)?;
     let bonus = if is_loyal(
         state,

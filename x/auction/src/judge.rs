@@ -258,7 +258,7 @@ fn dispute(
         let fee = audit_fee(lease.price, &params);
         let covered = fee.min(order.dispute_reserve.saturating_sub(spent));
         spent = spent.checked_add(covered).ok_or(AuctionError::Overflow)?;
-        lease.verification_charge = fee - covered;
+        lease.verification_charge = fee.saturating_sub(covered);
         await_verdict(state, ctx, lease, LeaseState::Disputed)?;
     }
     spend_reserve(state, &mut order, spent)?;

@@ -169,7 +169,12 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
             )?;
             let vocab = s.llama.as_ref().map_or(MAX_VOCAB, |l| l.vocab_size);
             if let Some(t) = g.stop_tokens.iter().find(|t| **t >= vocab) {
-                range("stop token", (*t).into(), 0, u64::from(vocab) - 1)?;
+                range(
+                    "stop token",
+                    (*t).into(),
+                    0,
+                    u64::from(vocab).saturating_sub(1),
+                )?;
             }
         }
         (None, true) => {
@@ -231,17 +236,22 @@ fn validate_llama(l: &LlamaShape) -> Result<()> {
         1,
         1_000_000,
     )?;
-    if l.num_heads % l.num_kv_heads != 0 {
+    if l.num_heads.checked_rem(l.num_kv_heads) != Some(0) {
         return Err(SpecError::BadLlamaShape(
             "num_kv_heads must divide num_heads",
         ));
     }
-    if l.hidden_size % l.num_heads != 0 {
+    if l.hidden_size.checked_rem(l.num_heads) != Some(0) {
         return Err(SpecError::BadLlamaShape(
             "num_heads must divide hidden_size",
         ));
     }
-    if (l.hidden_size / l.num_heads) % 2 != 0 {
+    if l.hidden_size
+        .checked_div(l.num_heads)
+        .unwrap_or(1)
+        .checked_rem(2)
+        != Some(0)
+    {
         return Err(SpecError::BadLlamaShape("head size must be even for RoPE"));
     }
     Ok(())

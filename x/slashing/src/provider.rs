@@ -110,7 +110,7 @@ fn split(
 ) -> Result<SlashOutcome, SlashingError> {
     let slashed = mul_ppm(bond, ppm).ok_or(SlashingError::Overflow)?;
     let to_costs = costs.min(slashed);
-    let rest = slashed - to_costs;
+    let rest = slashed.saturating_sub(to_costs);
     let to_client = mul_ppm(rest, params.client_share_ppm).ok_or(SlashingError::Overflow)?;
     let to_prover = if has_prover {
         mul_ppm(rest, params.prover_share_ppm).ok_or(SlashingError::Overflow)?

@@ -42,7 +42,7 @@ impl Default for TxParams {
 impl TxParams {
     /// The smallest fee accepted for `gas_limit`, rounded up.
     pub fn min_fee(&self, gas_limit: u64) -> Amount {
-        let micro = u128::from(gas_limit) * u128::from(self.min_gas_price_ppm);
+        let micro = u128::from(gas_limit).saturating_mul(u128::from(self.min_gas_price_ppm));
         micro.div_ceil(u128::from(PPM_ONE))
     }
 }
