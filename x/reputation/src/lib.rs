@@ -15,7 +15,9 @@
         clippy::expect_used,
         clippy::panic,
         clippy::todo,
-        clippy::unimplemented
+        clippy::unimplemented,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
     )
 )]
 
@@ -134,12 +136,12 @@ pub fn decay(score: Ppm, blocks: u64, half_life_blocks: u64) -> Ppm {
     }
     let score = score.min(PPM_ONE);
     let (above, distance) = if score >= NEUTRAL_PPM {
-        (true, u64::from(score - NEUTRAL_PPM))
+        (true, u64::from(score.saturating_sub(NEUTRAL_PPM)))
     } else {
-        (false, u64::from(NEUTRAL_PPM - score))
+        (false, u64::from(NEUTRAL_PPM.saturating_sub(score)))
     };
-    let halvings = blocks / half_life_blocks;
-    let rest = blocks % half_life_blocks;
+    let halvings = blocks.checked_div(half_life_blocks).unwrap_or(0);
+    let rest = blocks.checked_rem(half_life_blocks).unwrap_or(0);
     let halved = if halvings >= 64 {
         0
     } else {
@@ -165,17 +167,23 @@ pub fn apply(score: Ppm, outcome: Outcome, params: &ReputationParams) -> Ppm {
     let score = u64::from(score.min(PPM_ONE));
     let one = u64::from(PPM_ONE);
     // Up steps round down and down steps round up, so a bad outcome always costs something.
-    let step = |distance: u64, ppm: Ppm| distance.saturating_mul(u64::from(ppm.min(PPM_ONE))) / one;
+    let step = |distance: u64, ppm: Ppm| {
+        distance
+            .saturating_mul(u64::from(ppm.min(PPM_ONE)))
+            .checked_div(one)
+            .unwrap_or(0)
+    };
     let step_up_rounded = |distance: u64, ppm: Ppm| {
         distance
             .saturating_mul(u64::from(ppm.min(PPM_ONE)))
-            .saturating_add(one - 1)
-            / one
+            .div_ceil(one)
     };
     let new = match outcome {
-        Outcome::Accepted => score.saturating_add(step(one - score, params.accepted_up_ppm)),
+        Outcome::Accepted => {
+            score.saturating_add(step(one.saturating_sub(score), params.accepted_up_ppm))
+        }
         Outcome::ChallengePassed => {
-            score.saturating_add(step(one - score, params.challenge_up_ppm))
+            score.saturating_add(step(one.saturating_sub(score), params.challenge_up_ppm))
         }
         Outcome::Fault => score.saturating_sub(step_up_rounded(score, params.fault_down_ppm)),
         Outcome::MissedDeadline => {

@@ -72,7 +72,10 @@ impl ReputationParams {
     pub fn for_value(&self, value: Amount) -> ReputationParams {
         let full = self.full_credit_value.max(1);
         let scale = |ppm: Ppm| {
-            let scaled = u128::from(ppm).saturating_mul(value.min(full)) / full;
+            let scaled = u128::from(ppm)
+                .saturating_mul(value.min(full))
+                .checked_div(full)
+                .unwrap_or(0);
             Ppm::try_from(scaled).unwrap_or(ppm)
         };
         ReputationParams {
