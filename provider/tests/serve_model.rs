@@ -75,17 +75,8 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
             .send()
     };
 
-    let models: Value = serde_json::from_str(
-        &http
-            .get(format!("{base}/v1/models"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let models: Value =
+        serde_json::from_str(&get_text(&http, &format!("{base}/v1/models")).await).unwrap();
     assert_eq!(models["data"][0]["id"], "smollm2");
     assert_eq!(models["data"][1]["id"], "minilm");
 
@@ -300,22 +291,8 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
     assert!(served, "the slot is released when the client goes away");
 
     // The Prometheus metrics count what happened.
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let value = |name: &str| -> f64 {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
-            .parse()
-            .unwrap()
-    };
+    let metrics = get_text(&http, &format!("{base}/metrics")).await;
+    let value = |name: &str| metric(&metrics, name);
     assert!(value("gpuchain_serve_chat_requests_total") >= 4.0);
     assert_eq!(value("gpuchain_serve_embedding_requests_total"), 2.0);
     assert!(value("gpuchain_serve_rejected_busy_total") >= 1.0);
@@ -359,13 +336,18 @@ fn the_official_openai_python_client_works_unchanged() {
     assert!(report["answer"].as_str().unwrap().contains("Paris"));
 }
 
-async fn metrics_text(http: &reqwest::Client, base: &str) -> String {
-    http.get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
+/// The body of `GET url`.
+async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+/// The value of the series `name` in the Prometheus text `metrics`.
+fn metric(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+        .parse()
         .unwrap()
 }
 
@@ -398,31 +380,14 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
             .send()
     };
 
-    let value = |text: &str, name: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .parse()
-            .unwrap()
-    };
-
-    let models: Value = serde_json::from_str(
-        &http
-            .get(format!("{base}/v1/models"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let models: Value =
+        serde_json::from_str(&get_text(&http, &format!("{base}/v1/models")).await).unwrap();
     assert_eq!(models["data"][0]["id"], "a");
     assert_eq!(models["data"][1]["id"], "b");
 
-    let m = metrics_text(&http, &base).await;
+    let m = get_text(&http, &format!("{base}/metrics")).await;
     assert_eq!(
-        value(&m, "gpuchain_serve_models_loaded"),
+        metric(&m, "gpuchain_serve_models_loaded"),
         1.0,
         "a, at start"
     );
@@ -438,15 +403,18 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
             "{answer}"
         );
         assert_eq!(answer["model"], model);
-        let m = metrics_text(&http, &base).await;
+        let m = get_text(&http, &format!("{base}/metrics")).await;
         assert_eq!(
-            value(&m, "gpuchain_serve_model_loads_total"),
+            metric(&m, "gpuchain_serve_model_loads_total"),
             loads,
             "{model}"
         );
-        assert_eq!(value(&m, "gpuchain_serve_model_evictions_total"), evictions);
-        assert_eq!(value(&m, "gpuchain_serve_models_loaded"), 1.0);
-        assert!(value(&m, "gpuchain_serve_weight_bytes") < 150e6);
+        assert_eq!(
+            metric(&m, "gpuchain_serve_model_evictions_total"),
+            evictions
+        );
+        assert_eq!(metric(&m, "gpuchain_serve_models_loaded"), 1.0);
+        assert!(metric(&m, "gpuchain_serve_weight_bytes") < 150e6);
     }
 
     // While `a` answers at length (counting on, no end of turn in sight), `b` cannot have
