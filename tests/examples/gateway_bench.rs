@@ -15,8 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use gpuchain_tests::serving::{gateway, serve_model};
+use gpuchain_tests::serving::{answer_stream, gateway, serve_model};
 use serde_json::{json, Value};
 
 /// One answer as the client saw it.
@@ -44,49 +43,24 @@ async fn ask(http: &reqwest::Client, base: &str, max_tokens: u32) -> Sample {
         pieces: Vec::new(),
         ok: false,
     };
-    let response = http
-        .post(format!("{base}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await;
-    let Ok(response) = response else {
-        return s;
-    };
-    if response.status() != 200 {
+    let Ok(mut stream) = answer_stream(http, base, "/v1/chat/completions", &body).await else {
         s.total = sent.elapsed();
         return s;
-    }
-    let mut stream = response.bytes_stream();
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(Ok(bytes)) = stream.next().await {
-        buf.extend_from_slice(&bytes);
-        // Whole events only: a character may be split between two reads.
-        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = buf.drain(..end + 2).collect();
-            let event = String::from_utf8_lossy(&event);
-            let Some(data) = event.trim().strip_prefix("data: ") else {
-                continue;
-            };
-            if data == "[DONE]" {
-                s.ok = true;
-                continue;
-            }
-            let Ok(chunk) = serde_json::from_str::<Value>(data) else {
-                continue;
-            };
-            let text = chunk["choices"][0]["delta"]["content"]
-                .as_str()
-                .unwrap_or("");
-            if !text.is_empty() {
+    };
+    loop {
+        match stream.next_piece().await {
+            Ok(Some(_)) => {
                 s.ttft.get_or_insert(sent.elapsed());
                 s.pieces.push(Instant::now());
             }
-            if let Some(n) = chunk["usage"]["completion_tokens"].as_u64() {
-                s.tokens = n;
+            Ok(None) => {
+                s.ok = true;
+                break;
             }
+            Err(_) => break,
         }
     }
+    s.tokens = stream.completion_tokens.unwrap_or(0);
     s.total = sent.elapsed();
     s
 }

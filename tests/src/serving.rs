@@ -136,6 +136,8 @@ pub struct AnswerStream {
     buf: Vec<u8>,
     /// The text read so far.
     pub text: String,
+    /// The answer's token count, once a chunk has carried its usage.
+    pub completion_tokens: Option<u64>,
 }
 
 /// Posts `request` (with `stream: true`) to `base` + `path` (`/v1/chat/completions` or
@@ -161,6 +163,7 @@ pub async fn answer_stream(
         body: r.bytes_stream().map(|b| b.map(|b| b.to_vec())).boxed(),
         buf: Vec::new(),
         text: String::new(),
+        completion_tokens: None,
     })
 }
 
@@ -191,6 +194,9 @@ impl AnswerStream {
                 let chunk: Value = serde_json::from_str(data)?;
                 if chunk.get("error").is_some() {
                     bail!("error event: {data}");
+                }
+                if let Some(n) = chunk["usage"]["completion_tokens"].as_u64() {
+                    self.completion_tokens = Some(n);
                 }
                 let choice = &chunk["choices"][0];
                 let piece = choice["delta"]["content"]
