@@ -11,13 +11,12 @@
 
 use gpuchain_auction::settlement::hold_lease;
 use gpuchain_auction::AuctionRead;
-use gpuchain_bank::BankRead;
 use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 
 use crate::{AssignedEvent, Case, CaseStage, VerifyError, VerifyRead, VerifyWrite};
 
-/// The accounts that may not judge `case`: the client, every replica's provider, and the
-/// accounts that first funded any of them.
+/// The accounts that may not judge `case`: the client and every replica's provider (the
+/// draw also skips the accounts tied to them by first funding).
 fn parties(state: &impl StateRead, case: &Case) -> Vec<Address> {
     let mut parties = vec![case.client, case.provider];
     parties.extend(
@@ -26,39 +25,22 @@ fn parties(state: &impl StateRead, case: &Case) -> Vec<Address> {
             .iter()
             .map(|l| l.provider),
     );
-    let funders: Vec<Address> = parties.iter().filter_map(|p| state.funder(p)).collect();
-    parties.extend(funders);
     parties
 }
 
 /// The verifier drawn for `case`'s current round in this block, if any is eligible.
 pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Option<Address> {
-    let parties = parties(state, case);
-    let candidates: Vec<(Address, u128)> = state
-        .eligible_verifiers(ctx.height)
-        .into_iter()
-        .map(|v| (v.operator, v.bonded))
-        .filter(|(a, _)| !parties.contains(a) && !case.served.contains(a))
-        .filter(|(a, _)| state.funder(a).is_none_or(|f| !parties.contains(&f)))
-        .collect();
-    let total = candidates
-        .iter()
-        .try_fold(0u128, |sum, (_, bond)| sum.checked_add(*bond))
-        .filter(|t| *t > 0)?;
     let mut subject = case.lease_id.to_be_bytes().to_vec();
     subject.push(case.round);
     subject.push(u8::from(case.reassigned));
-    let seed = ctx.draw("verify/assign", &subject);
-    let mut first = [0u8; 16];
-    first.copy_from_slice(seed.get(..16)?);
-    let mut r = u128::from_be_bytes(first) % total;
-    for (verifier, bond) in candidates {
-        match r.checked_sub(bond) {
-            Some(rest) => r = rest,
-            None => return Some(verifier),
-        }
-    }
-    None
+    crate::jury::draw(
+        state,
+        ctx,
+        "verify/assign",
+        &subject,
+        &parties(state, case),
+        &case.served,
+    )
 }
 
 /// Assigns `verifier` to `case`'s current round: deadline, timer, hold on the lease, the

@@ -114,6 +114,7 @@ mod error;
 mod events;
 mod genesis;
 pub mod handler;
+pub mod jury;
 mod msgs;
 mod params;
 mod retire;

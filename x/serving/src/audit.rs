@@ -1,0 +1,269 @@
+//! Audits of claims: the draw after a claim's block, the reveal deadline, the jury of drawn
+//! verifiers and what the standing verdict does (see the crate docs for the rules).
+
+use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind};
+use gpuchain_types::{BlockCtx, StateWrite};
+use gpuchain_verify::jury::{self, Misjudgement};
+
+use crate::escrow::{drop_lease, pay_verifiers, settle_claim, Settlement};
+use crate::{
+    module_account::serving_escrow, Claim, ClaimStage, Judgement, ServingAuditEvent, ServingError,
+    ServingJurorEvent, ServingRead, ServingWrite, Timer,
+};
+
+/// Draw purposes: the audit roll, the audited position, the jurors.
+const AUDIT: &str = "serving/audit";
+const POSITION: &str = "serving/audit-position";
+const JUROR: &str = "serving/juror";
+const SECOND_OPINION: &str = "serving/second-opinion";
+
+/// In the end-block of the claim's block: audit it (and say which receipt), or pay it.
+pub(crate) fn draw(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    mut claim: Claim,
+) -> Result<(), ServingError> {
+    let params = state.serving_params();
+    let subject = claim.id.to_be_bytes();
+    if ctx.draw_ppm(AUDIT, &subject) >= u64::from(params.audit_ppm) {
+        return settle_claim(
+            state,
+            &claim,
+            Settlement::Pay {
+                judges: &[],
+                outcome: "unaudited",
+            },
+        );
+    }
+    let roll = ctx.draw(POSITION, &subject);
+    let roll = roll
+        .first_chunk::<8>()
+        .map_or(0, |b| u64::from_be_bytes(*b));
+    let index = roll
+        .checked_rem(claim.count)
+        .ok_or(ServingError::EmptyClaim)?;
+    let deadline = ctx
+        .height
+        .checked_add(params.reveal_window_blocks)
+        .ok_or(ServingError::Overflow)?;
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    claim.stage = ClaimStage::AwaitingReveal { index, deadline };
+    state.put_serving_claim(&claim);
+    state.set_serving_timer(deadline, Timer::Reveal(claim.id));
+    state.emit(
+        ServingAuditEvent {
+            claim_id: claim.id,
+            lease_id: claim.lease_id,
+            provider: lease.provider,
+            client: lease.client,
+            index,
+            seq: claim
+                .first_seq
+                .checked_add(index)
+                .ok_or(ServingError::Overflow)?,
+            deadline,
+        }
+        .into(),
+    );
+    Ok(())
+}
+
+/// Nobody revealed the audited receipt: the provider is slashed as for a wrong result and
+/// the client refunded the whole claim.
+pub(crate) fn withheld(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+) -> Result<(), ServingError> {
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    slash_provider(
+        state,
+        ctx,
+        &lease.provider,
+        FaultKind::WrongResult,
+        &lease.client,
+        None,
+        None,
+    )?;
+    settle_claim(
+        state,
+        &claim,
+        Settlement::Refund {
+            outcome: "withheld",
+        },
+    )?;
+    drop_lease(state, ctx, lease.id, "faulty")
+}
+
+/// Draws the next verifier for a revealed claim, or settles it with no verdict when none
+/// can be drawn. The caller has stored nothing of `claim` yet.
+pub(crate) fn assign_next(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    mut claim: Claim,
+    mut judgement: Box<Judgement>,
+) -> Result<(), ServingError> {
+    let params = state.serving_params();
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    let draws = judgement.served.len();
+    let mut subject = claim.id.to_be_bytes().to_vec();
+    subject.extend(u64::try_from(draws).unwrap_or(u64::MAX).to_be_bytes());
+    let drawn = if draws < usize::from(params.max_jury_draws) {
+        jury::draw(
+            state,
+            ctx,
+            JUROR,
+            &subject,
+            &[lease.client, lease.provider],
+            &judgement.served,
+        )
+    } else {
+        None
+    };
+    let Some(verifier) = drawn else {
+        return settle_claim(
+            state,
+            &claim,
+            Settlement::Pay {
+                judges: &[],
+                outcome: "no_verdict",
+            },
+        );
+    };
+    jury::engage(state, &verifier)?;
+    let deadline = ctx
+        .height
+        .checked_add(params.verdict_window_blocks)
+        .ok_or(ServingError::Overflow)?;
+    judgement.assignee = Some(verifier);
+    judgement.deadline = deadline;
+    judgement.served.push(verifier);
+    let round = u32::try_from(judgement.verdicts.len())
+        .ok()
+        .and_then(|n| n.checked_add(1))
+        .ok_or(ServingError::Overflow)?;
+    claim.stage = ClaimStage::Judging(judgement);
+    state.put_serving_claim(&claim);
+    state.set_serving_timer(deadline, Timer::Verdict(claim.id));
+    state.emit(
+        ServingJurorEvent {
+            claim_id: claim.id,
+            lease_id: claim.lease_id,
+            verifier,
+            deadline,
+            round,
+        }
+        .into(),
+    );
+    Ok(())
+}
+
+/// After a verdict: another round, or the standing verdict.
+pub(crate) fn next_step(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+    judgement: Box<Judgement>,
+) -> Result<(), ServingError> {
+    let params = state.serving_params();
+    let found: Vec<bool> = judgement.verdicts.iter().map(|v| v.honest).collect();
+    let standing = match found.as_slice() {
+        [true] => {
+            let subject = claim.id.to_be_bytes();
+            if ctx.draw_ppm(SECOND_OPINION, &subject) < u64::from(params.second_opinion_ppm) {
+                None
+            } else {
+                Some(true)
+            }
+        }
+        [false] => None,
+        [a, b] if a == b => Some(*a),
+        [_, _] => None,
+        [a, b, c] => Some(if a == b { *a } else { *c }),
+        _ => return Err(ServingError::Overflow),
+    };
+    match standing {
+        None => assign_next(state, ctx, claim, judgement),
+        Some(honest) => stand(state, ctx, claim, &judgement, honest),
+    }
+}
+
+/// Applies the standing verdict: the losing verifiers are slashed, then the claim is paid
+/// (`honest`) or the provider slashed and the client refunded (`faulty`).
+fn stand(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+    judgement: &Judgement,
+    honest: bool,
+) -> Result<(), ServingError> {
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    let mut winners = Vec::new();
+    for v in &judgement.verdicts {
+        jury::release(state, &v.verifier);
+        if v.honest == honest {
+            winners.push(v.verifier);
+        } else {
+            let harmed = if v.honest {
+                lease.client
+            } else {
+                lease.provider
+            };
+            jury::slash(
+                state,
+                ctx,
+                &v.verifier,
+                Misjudgement::Overturned { harmed },
+                claim.id,
+            )?;
+        }
+    }
+    if honest {
+        return settle_claim(
+            state,
+            &claim,
+            Settlement::Pay {
+                judges: &winners,
+                outcome: "honest",
+            },
+        );
+    }
+    let outcome = slash_provider(
+        state,
+        ctx,
+        &lease.provider,
+        FaultKind::WrongResult,
+        &lease.client,
+        winners.first(),
+        Some(FaultCosts {
+            to: serving_escrow(),
+            amount: claim.audit_reserve,
+        }),
+    )?;
+    pay_verifiers(state, &winners, outcome.to_costs)?;
+    settle_claim(state, &claim, Settlement::Refund { outcome: "faulty" })?;
+    drop_lease(state, ctx, lease.id, "faulty")
+}
+
+/// The assigned verifier posted nothing by its deadline: it is slashed and another drawn.
+pub(crate) fn missed(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+    mut judgement: Box<Judgement>,
+) -> Result<(), ServingError> {
+    let Some(verifier) = judgement.assignee.take() else {
+        return Ok(());
+    };
+    jury::release(state, &verifier);
+    jury::slash(state, ctx, &verifier, Misjudgement::Missed, claim.id)?;
+    assign_next(state, ctx, claim, judgement)
+}

@@ -1,0 +1,104 @@
+use gpuchain_types::{Address, BlockCtx, StateWrite};
+
+use crate::receipt::{verify_proof, MAX_PROOF_LEN};
+use crate::{
+    audit, ClaimStage, Judgement, JuryVerdict, MsgRevealReceipt, MsgServingVerdict, ServingError,
+    ServingParams, ServingRead, ServingWrite, Timer,
+};
+
+pub(super) fn check_reveal(
+    m: &MsgRevealReceipt,
+    params: &ServingParams,
+) -> Result<(), ServingError> {
+    let bytes = m.request.len().saturating_add(m.response.len());
+    if u64::try_from(bytes).unwrap_or(u64::MAX) > params.max_reveal_bytes {
+        return Err(ServingError::BadReveal(format!(
+            "request and response are {bytes} bytes; at most {} are revealed on chain",
+            params.max_reveal_bytes
+        )));
+    }
+    if m.proof.len() > MAX_PROOF_LEN {
+        return Err(ServingError::BadReveal("the proof is too long".into()));
+    }
+    Ok(())
+}
+
+pub(super) fn reveal(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    signer: &Address,
+    m: &MsgRevealReceipt,
+) -> Result<(), ServingError> {
+    check_reveal(m, &state.serving_params())?;
+    let mut claim = state
+        .serving_claim(m.claim_id)
+        .ok_or(ServingError::UnknownClaim(m.claim_id))?;
+    let ClaimStage::AwaitingReveal { index, deadline } = claim.stage else {
+        return Err(ServingError::NotAwaitingReveal(claim.id));
+    };
+    if ctx.height > deadline {
+        return Err(ServingError::NotAwaitingReveal(claim.id));
+    }
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    if *signer != lease.provider && *signer != lease.client {
+        return Err(ServingError::NotAllowed {
+            signer: *signer,
+            allowed: "the lease's provider or client",
+        });
+    }
+    let bad = |why: &str| Err(ServingError::BadReveal(why.to_string()));
+    let r = &m.receipt;
+    if r.lease_id != claim.lease_id || Some(r.seq) != claim.first_seq.checked_add(index) {
+        return bad("this is not the drawn receipt (lease or sequence number differ)");
+    }
+    if !verify_proof(r.leaf(), index, claim.count, &m.proof, &claim.root) {
+        return bad("the proof does not lead to the claim's root");
+    }
+    if blake3::hash(&m.request).as_bytes() != &r.request_hash {
+        return bad("the request body does not hash to the receipt's request hash");
+    }
+    if blake3::hash(&m.response).as_bytes() != &r.response_hash {
+        return bad("the response body does not hash to the receipt's response hash");
+    }
+    state.cancel_serving_timer(deadline, Timer::Reveal(claim.id));
+    let judgement = Box::new(Judgement {
+        receipt: r.clone(),
+        request: m.request.clone(),
+        response: m.response.clone(),
+        verdicts: Vec::new(),
+        assignee: None,
+        deadline: 0,
+        served: Vec::new(),
+    });
+    claim.stage = ClaimStage::Posted;
+    audit::assign_next(state, ctx, claim, judgement)
+}
+
+pub(super) fn verdict(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    signer: &Address,
+    m: &MsgServingVerdict,
+) -> Result<(), ServingError> {
+    let mut claim = state
+        .serving_claim(m.claim_id)
+        .ok_or(ServingError::UnknownClaim(m.claim_id))?;
+    let stage = std::mem::replace(&mut claim.stage, ClaimStage::Posted);
+    let ClaimStage::Judging(mut judgement) = stage else {
+        return Err(ServingError::NotAssigned(*signer));
+    };
+    if judgement.assignee != Some(*signer) || ctx.height > judgement.deadline {
+        return Err(ServingError::NotAssigned(*signer));
+    }
+    state.cancel_serving_timer(judgement.deadline, Timer::Verdict(claim.id));
+    judgement.assignee = None;
+    judgement.verdicts.push(JuryVerdict {
+        verifier: *signer,
+        honest: m.honest,
+        height: ctx.height,
+    });
+    gpuchain_verify::jury::count_verdict(state, signer);
+    audit::next_step(state, ctx, claim, judgement)
+}

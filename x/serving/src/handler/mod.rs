@@ -1,0 +1,43 @@
+//! Message handlers: `check_stateless` (CheckTx and before execution) and `execute` (on a
+//! fork that is dropped on error, so a failed message changes nothing).
+
+mod bid;
+mod claim;
+mod end;
+mod judge;
+mod open;
+mod report;
+
+use gpuchain_types::{Address, BlockCtx, StateWrite};
+
+use crate::{ServingError, ServingMsg, ServingParams};
+
+/// Checks what needs no state.
+pub fn check_stateless(msg: &ServingMsg, params: &ServingParams) -> Result<(), ServingError> {
+    match msg {
+        ServingMsg::Open(m) => open::check(m, params),
+        ServingMsg::Bid(m) if m.price == 0 => Err(ServingError::ZeroPrice),
+        ServingMsg::Claim(m) if m.count == 0 || m.units == 0 => Err(ServingError::EmptyClaim),
+        ServingMsg::Reveal(m) => judge::check_reveal(m, params),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `msg` signed by `signer`.
+pub fn execute(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    signer: &Address,
+    msg: &ServingMsg,
+) -> Result<(), ServingError> {
+    match msg {
+        ServingMsg::Open(m) => open::execute(state, ctx, signer, m),
+        ServingMsg::Bid(m) => bid::execute(state, ctx, signer, m),
+        ServingMsg::Claim(m) => claim::execute(state, ctx, signer, m),
+        ServingMsg::End(m) => end::execute(state, ctx, signer, m),
+        ServingMsg::Report(m) => report::report(state, ctx, signer, m),
+        ServingMsg::Heartbeat(m) => report::heartbeat(state, ctx, signer, m),
+        ServingMsg::Reveal(m) => judge::reveal(state, ctx, signer, m),
+        ServingMsg::Verdict(m) => judge::verdict(state, ctx, signer, m),
+    }
+}

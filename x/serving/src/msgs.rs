@@ -1,0 +1,172 @@
+use borsh::{BorshDeserialize, BorshSerialize};
+use gpuchain_types::Amount;
+use serde::{Deserialize, Serialize};
+
+use crate::receipt::Receipt;
+use crate::ModelRef;
+
+/// Opens a serving order and locks `deposit`.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgOpenServing {
+    /// The model.
+    pub model: ModelRef,
+    /// How many providers, 1..=`max_providers`.
+    pub providers: u32,
+    /// Ceiling price per unit block (a million tokens, a thousand inputs), ugpu.
+    pub max_price: Amount,
+    /// Blocks the leases serve.
+    pub duration_blocks: u64,
+    /// Bids are taken for this many blocks after the opening block.
+    pub bid_window_blocks: u64,
+    /// Locked in escrow; claims are paid from it.
+    pub deposit: Amount,
+    /// Only providers of this region, if set.
+    pub region: Option<String>,
+}
+
+/// Bids `price` per unit block on a serving order.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgBidServing {
+    /// Order.
+    pub order_id: u64,
+    /// Asked price.
+    pub price: Amount,
+}
+
+/// Claims payment for an acknowledged batch of receipts.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgClaimServing {
+    /// Lease.
+    pub lease_id: u64,
+    /// First receipt (the lease's next).
+    pub first_seq: u64,
+    /// Receipts.
+    pub count: u64,
+    /// Their units.
+    pub units: u128,
+    /// Their Merkle root.
+    #[serde(with = "gpuchain_types::hex_bytes")]
+    pub root: [u8; 32],
+    /// The client's public key.
+    #[serde(with = "gpuchain_types::hex_bytes")]
+    pub client_key: [u8; 32],
+    /// The client's signature over the [`crate::receipt::BatchAck`] of the above.
+    #[serde(with = "gpuchain_types::hex_bytes")]
+    pub client_signature: [u8; 64],
+}
+
+/// Ends the signer's order now (before it clears: refund at once).
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgEndServing {
+    /// Order.
+    pub order_id: u64,
+}
+
+/// The client says a lease's provider stopped answering.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgReportUnresponsive {
+    /// Lease.
+    pub lease_id: u64,
+}
+
+/// The provider answers a report: it is alive.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgServingHeartbeat {
+    /// Lease.
+    pub lease_id: u64,
+}
+
+/// Reveals a claim's drawn receipt with its proof and bodies.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgRevealReceipt {
+    /// Claim.
+    pub claim_id: u64,
+    /// The drawn receipt.
+    pub receipt: Receipt,
+    /// Its Merkle proof in the claim's batch.
+    #[serde(with = "hex_list")]
+    pub proof: Vec<[u8; 32]>,
+    /// The request body.
+    pub request: Vec<u8>,
+    /// The response body.
+    pub response: Vec<u8>,
+}
+
+/// A drawn verifier's verdict on a revealed receipt.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgServingVerdict {
+    /// Claim.
+    pub claim_id: u64,
+    /// `true`: the response is the model's answer to the request, within tolerance.
+    pub honest: bool,
+}
+
+/// Every serving message. The borsh variant index is part of the wire format.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServingMsg {
+    /// Variant 0.
+    Open(MsgOpenServing),
+    /// Variant 1.
+    Bid(MsgBidServing),
+    /// Variant 2.
+    Claim(MsgClaimServing),
+    /// Variant 3.
+    End(MsgEndServing),
+    /// Variant 4.
+    Report(MsgReportUnresponsive),
+    /// Variant 5.
+    Heartbeat(MsgServingHeartbeat),
+    /// Variant 6.
+    Reveal(MsgRevealReceipt),
+    /// Variant 7.
+    Verdict(MsgServingVerdict),
+}
+
+impl ServingMsg {
+    /// `serving.<message>`, for logs and events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServingMsg::Open(_) => "serving.open",
+            ServingMsg::Bid(_) => "serving.bid",
+            ServingMsg::Claim(_) => "serving.claim",
+            ServingMsg::End(_) => "serving.end",
+            ServingMsg::Report(_) => "serving.report",
+            ServingMsg::Heartbeat(_) => "serving.heartbeat",
+            ServingMsg::Reveal(_) => "serving.reveal",
+            ServingMsg::Verdict(_) => "serving.verdict",
+        }
+    }
+}
+
+/// Serde for a list of 32-byte hashes as hex strings.
+mod hex_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(list: &[[u8; 32]], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(list.iter().map(hex_string))
+    }
+
+    fn hex_string(bytes: &[u8; 32]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<[u8; 32]>, D::Error> {
+        let texts = Vec::<String>::deserialize(d)?;
+        texts
+            .iter()
+            .map(|t| {
+                let mut out = [0u8; 32];
+                let bytes = t.as_bytes();
+                if bytes.len() != 64 {
+                    return Err(serde::de::Error::custom("expected 32 bytes of hex"));
+                }
+                for (o, pair) in out.iter_mut().zip(bytes.chunks(2)) {
+                    let text = std::str::from_utf8(pair).map_err(serde::de::Error::custom)?;
+                    *o = u8::from_str_radix(text, 16).map_err(serde::de::Error::custom)?;
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
