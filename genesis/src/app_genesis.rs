@@ -1,6 +1,7 @@
 use gpuchain_auction::AuctionGenesis;
 use gpuchain_bank::BankGenesis;
 use gpuchain_reputation::ReputationGenesis;
+use gpuchain_serving::ServingGenesis;
 use gpuchain_slashing::SlashingGenesis;
 use gpuchain_staking::StakingGenesis;
 use gpuchain_tx::TxParams;
@@ -33,6 +34,9 @@ pub struct AppGenesis {
     /// Verifiers and verification parameters.
     #[serde(default)]
     pub verify: VerifyGenesis,
+    /// Serving parameters (no serving order exists at genesis).
+    #[serde(default)]
+    pub serving: ServingGenesis,
     /// A running chain's whole state, written by `gpuchaind export`; when present the
     /// sections above stay empty and the new chain starts at `height + 1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,6 +7,7 @@ use ed25519_dalek::SigningKey;
 use gpuchain_auction::{AuctionGenesis, AuctionParams};
 use gpuchain_genesis::AppGenesis;
 use gpuchain_reputation::{ReputationGenesis, ReputationParams};
+use gpuchain_serving::ServingParams;
 use gpuchain_slashing::{SlashingGenesis, SlashingParams};
 use gpuchain_staking::{
     GenesisProvider, GenesisValidator, ProviderAttrs, ProviderClass, StakingParams,
@@ -252,6 +253,20 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
         challenge_ttl_blocks: 40,
         max_verdict_wait_blocks: 60,
         ..VerifyParams::default()
+    };
+    g.serving.params = ServingParams {
+        min_duration_blocks: 5,
+        max_duration_blocks: 30,
+        max_bid_window_blocks: 3,
+        claim_grace_blocks: 5,
+        // Often, so that runs of a few hundred blocks see every audit path.
+        audit_ppm: 300_000,
+        second_opinion_ppm: 200_000,
+        reveal_window_blocks: 4,
+        verdict_window_blocks: 4,
+        report_window_blocks: 4,
+        retention_blocks: 40,
+        ..ServingParams::default()
     };
     g
 }

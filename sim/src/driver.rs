@@ -47,6 +47,8 @@ pub struct Sim {
     pub auction: AuctionParams,
     /// Verify parameters from genesis, for the liveness bound.
     pub verify: gpuchain_verify::VerifyParams,
+    /// Serving parameters from genesis, for the liveness bound.
+    pub serving: gpuchain_serving::ServingParams,
 }
 
 impl Sim {
@@ -74,6 +76,7 @@ impl Sim {
             stats: Stats::new(),
             auction: genesis.auction.params,
             verify: genesis.verify.params,
+            serving: genesis.serving.params,
         })
     }
 
@@ -192,6 +195,7 @@ impl Sim {
             if !faults_on {
                 let mut drained = ops::drain(&mut g);
                 drained.extend(ops::drain_verdicts(&mut g));
+                drained.extend(ops::drain_serving(&mut g));
                 for raw in drained {
                     group = group.saturating_add(1);
                     cands.push(Candidate {

@@ -42,7 +42,8 @@ pub fn check_all<S: StateRead>(
     reputation(s, height, providers)?;
     gpuchain_verify::check_invariants(s)?;
     verify_cases(s)?;
-    Ok(7)
+    gpuchain_serving::check_invariants(s)?;
+    Ok(8)
 }
 
 /// No balance exceeds supply (none is negative: amounts are unsigned and every stored
@@ -84,12 +85,20 @@ fn stakes<S: StateRead>(s: &S) -> Result<(), String> {
     })
 }
 
-/// Each provider's open-lease counter equals its leases not yet final; a closed order holds
+/// Each provider's open-lease counter equals its leases not yet final (market and serving); a closed order holds
 /// nothing in escrow and has only final leases; verification charges are bounded by prices.
 fn leases<S: StateRead>(s: &S) -> Result<(), String> {
     let mut open: BTreeMap<Address, u64> = BTreeMap::new();
     let all = s.leases();
     for l in all.iter().filter(|l| !l.state.is_final()) {
+        let n = open.entry(l.provider).or_default();
+        *n = n.saturating_add(1);
+    }
+    // A serving lease counts until its order closed and its last claim settled.
+    for l in gpuchain_serving::ServingRead::serving_leases(s)
+        .iter()
+        .filter(|l| l.state != gpuchain_serving::ServingLeaseState::Closed || l.open_claims > 0)
+    {
         let n = open.entry(l.provider).or_default();
         *n = n.saturating_add(1);
     }
@@ -221,5 +230,17 @@ pub fn all_settled<S: StateRead>(s: &S) -> Result<(), String> {
     let deposits = s.balance(&gpuchain_verify::module_account::verify_appeals());
     ensure(deposits == 0, || {
         format!("appeal deposits still hold {deposits}")
+    })?;
+    use gpuchain_serving::{ServingOrderState, ServingRead};
+    if let Some(o) = s
+        .serving_orders()
+        .iter()
+        .find(|o| o.state != ServingOrderState::Closed)
+    {
+        return Err(format!("serving order {} is still {:?}", o.id, o.state));
+    }
+    let serving = s.balance(&gpuchain_serving::module_account::serving_escrow());
+    ensure(serving == 0, || {
+        format!("serving escrow still holds {serving}")
     })
 }

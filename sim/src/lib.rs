@@ -91,7 +91,11 @@ impl std::error::Error for Failure {}
 /// Blocks the liveness phase may take: the longest order life cycle (a re-opened bid window,
 /// the execution deadline, reveal, verdict and challenge windows; for a case opened in the
 /// faulty phase, three verify rounds each missed once, and the appeal window) plus slack.
-fn liveness_bound(p: &gpuchain_auction::AuctionParams, v: &gpuchain_verify::VerifyParams) -> u64 {
+fn liveness_bound(
+    p: &gpuchain_auction::AuctionParams,
+    v: &gpuchain_verify::VerifyParams,
+    s: &gpuchain_serving::ServingParams,
+) -> u64 {
     let auction = p
         .max_bid_window_blocks
         .saturating_mul(2)
@@ -103,7 +107,21 @@ fn liveness_bound(p: &gpuchain_auction::AuctionParams, v: &gpuchain_verify::Veri
         .verdict_deadline_blocks
         .saturating_mul(6)
         .saturating_add(v.appeal_window_blocks);
-    auction.saturating_add(verify).saturating_add(10)
+    // A serving order opened in the last faulty block: its bid window, its leases, the claim
+    // grace, then a claim audited at the last moment: the reveal and every juror missing.
+    let serving = s
+        .max_bid_window_blocks
+        .saturating_add(s.max_duration_blocks)
+        .saturating_add(s.claim_grace_blocks)
+        .saturating_add(s.reveal_window_blocks)
+        .saturating_add(
+            s.verdict_window_blocks
+                .saturating_mul(u64::from(s.max_jury_draws)),
+        );
+    auction
+        .saturating_add(verify)
+        .max(serving)
+        .saturating_add(10)
 }
 
 #[allow(clippy::disallowed_methods)] // wall time for the report only, never in state
@@ -123,7 +141,7 @@ fn run_once(config: &Config, height: &Cell<u64>) -> Result<(Report, Vec<[u8; 32]
         height.set(sim.height.saturating_add(1));
         sim.step(true)?;
     }
-    let bound = liveness_bound(&sim.auction, &sim.verify);
+    let bound = liveness_bound(&sim.auction, &sim.verify, &sim.serving);
     let mut liveness = 0;
     loop {
         height.set(sim.height.saturating_add(1));

@@ -48,5 +48,10 @@ fn random_blocks_keep_every_invariant_and_settle() {
         "verifiers posted verdicts"
     );
     assert!(passed("verify.register_verifier") > 0 && passed("verify.appeal") > 0);
-    assert!(total.invariant_checks >= total.blocks * 7);
+    assert!(
+        passed("serving.claim") > seeds * 10 && passed("serving.reveal") > 0,
+        "serving claims were paid and audited receipts revealed"
+    );
+    assert!(passed("serving.verdict") > 0, "drawn verifiers judged receipts");
+    assert!(total.invariant_checks >= total.blocks * 8);
 }

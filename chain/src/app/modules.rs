@@ -2,7 +2,7 @@
 //! order, each message goes to the module that owns its variant, and every block ends with
 //! each module's end-of-block work in this order: slashing first (the block's evidence and
 //! missed signatures), then the market (auction, then verify, which judges what the auction
-//! settled), and staking last, which turns the block's bonds, unbonds, jailings and slashes
+//! settled, then serving, whose audits slash through the same modules), and staking last, which turns the block's bonds, unbonds, jailings and slashes
 //! into the validator updates. Adding a module is one entry here, its message variant in
 //! x/tx and its section in `AppGenesis`. (x/upgrade's start-of-block check needs the
 //! release's migrations, so `upgrade::begin_block` runs it before the transactions.)
@@ -10,6 +10,7 @@
 use gpuchain_auction::AuctionRead;
 use gpuchain_bank::BankRead;
 use gpuchain_genesis::AppGenesis;
+use gpuchain_serving::ServingRead;
 use gpuchain_staking::{StakingRead, ValidatorUpdate};
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, AppError, BlockCtx, Overlay};
@@ -40,7 +41,7 @@ pub(crate) struct Module {
 }
 
 /// Every module, in the order of every phase.
-pub(crate) const MODULES: [Module; 7] = [
+pub(crate) const MODULES: [Module; 8] = [
     Module {
         name: "bank",
         genesis: |s, g| no_validators(g.bank.apply(s)),
@@ -86,6 +87,18 @@ pub(crate) const MODULES: [Module; 7] = [
         },
         end_block: |s, ctx, _| {
             gpuchain_verify::end_block(s, ctx)?;
+            Ok(Vec::new())
+        },
+    },
+    Module {
+        name: "serving",
+        genesis: |s, g| no_validators(g.serving.apply(s)),
+        route: |s, ctx, signer, msg| match msg {
+            Msg::Serving(m) => Some(serving(s, ctx, signer, m)),
+            _ => None,
+        },
+        end_block: |s, ctx, _| {
+            gpuchain_serving::end_block(s, ctx)?;
             Ok(Vec::new())
         },
     },
@@ -197,6 +210,17 @@ fn upgrade(
     Ok(())
 }
 
+fn serving(
+    s: &mut Overlay<'_>,
+    ctx: &BlockCtx,
+    signer: &Address,
+    m: &gpuchain_serving::ServingMsg,
+) -> Result<(), AppError> {
+    gpuchain_serving::handler::check_stateless(m, &s.serving_params())?;
+    gpuchain_serving::handler::execute(s, ctx, signer, m)?;
+    Ok(())
+}
+
 /// Runs one message in the module that owns its variant (every variant has one: tested
 /// below).
 pub(crate) fn route(
@@ -238,6 +262,9 @@ mod tests {
             Msg::Upgrade(gpuchain_upgrade::UpgradeMsg::Withdraw(
                 gpuchain_upgrade::MsgWithdrawSignal {},
             )),
+            Msg::Serving(gpuchain_serving::ServingMsg::End(
+                gpuchain_serving::MsgEndServing { order_id: 1 },
+            )),
         ];
         for msg in &msgs {
             match msg {
@@ -246,7 +273,8 @@ mod tests {
                 | Msg::Slashing(_)
                 | Msg::Auction(_)
                 | Msg::Verify(_)
-                | Msg::Upgrade(_) => {}
+                | Msg::Upgrade(_)
+                | Msg::Serving(_) => {}
             }
         }
         msgs

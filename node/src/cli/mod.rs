@@ -8,6 +8,7 @@ mod output;
 mod query;
 mod query_auction;
 mod query_staking;
+mod serving;
 mod start;
 mod status;
 mod testnet;

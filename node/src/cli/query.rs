@@ -27,6 +27,9 @@ pub(crate) enum QueryCmd {
     Verify(super::verify::VerifyQuery),
     /// The scheduled upgrade, validators' signals and the upgrades that ran.
     Upgrade,
+    /// Serving orders, leases and open claims.
+    #[command(subcommand)]
+    Serving(super::serving::ServingQuery),
     /// An account's next nonce.
     Account {
         /// Address (gpu1…).
@@ -111,6 +114,7 @@ pub(crate) async fn run(cli: &Cli, cmd: &QueryCmd, out: &Output) -> Result<ExitC
         QueryCmd::Auction(c) => super::query_auction::run(&client, c, out).await?,
         QueryCmd::Verify(c) => super::verify::query(&client, c, out).await?,
         QueryCmd::Upgrade => super::upgrade::query(&client, out).await?,
+        QueryCmd::Serving(c) => super::serving::query(&client, c, out).await?,
         QueryCmd::Account { address } => {
             let nonce = client.nonce(address).await?;
             let value = json!({"address": address, "nonce": nonce});

@@ -34,6 +34,9 @@ pub(crate) enum TxCmd {
     /// Validators' votes on a planned upgrade.
     #[command(subcommand)]
     Upgrade(super::upgrade::UpgradeTx),
+    /// Serving: orders, bids, receipt claims, reports, audits.
+    #[command(subcommand)]
+    Serving(super::serving::ServingTx),
 }
 
 #[derive(clap::Subcommand)]
@@ -166,6 +169,11 @@ pub(crate) async fn run(cli: &Cli, cmd: &TxCmd, out: &Output) -> Result<ExitCode
         }
         TxCmd::Upgrade(c) => {
             let (from, msg) = super::upgrade::upgrade_msg(c);
+            (from, msg, "")
+        }
+        TxCmd::Serving(c) => {
+            let client = ChainClient::new(&cli.node)?;
+            let (from, msg) = super::serving::serving_msg(&client, c).await?;
             (from, msg, "")
         }
     };

@@ -8,11 +8,13 @@ mod auction;
 mod bank;
 mod malformed;
 mod ringer;
+mod serving;
 mod staking;
 mod verify;
 mod world;
 
 pub use auction::drain;
+pub use serving::drain as drain_serving;
 pub use verify::drain as drain_verdicts;
 pub use world::{Gen, World};
 
@@ -335,6 +337,22 @@ pub const OPS: &[OpSpec] = &[
         ringer::reveal_wrong_salt,
     ),
     // malformed and adversarial transactions
+    // x/serving
+    op("serving.open", 3, NewWork, Any, serving::open),
+    op("serving.bid", 6, Honest, Any, serving::bid),
+    op("serving.claim", 8, Honest, Any, serving::claim),
+    op(
+        "serving.forged_claim",
+        1,
+        Fault,
+        Rejected,
+        serving::forged_claim,
+    ),
+    op("serving.reveal", 4, Honest, Any, serving::reveal),
+    op("serving.verdict", 4, Honest, Any, serving::verdict),
+    op("serving.report", 1, Honest, Any, serving::report),
+    op("serving.heartbeat", 3, Honest, Any, serving::heartbeat),
+    op("serving.end", 1, Honest, Any, serving::end),
     op(
         "tx.garbage_bytes",
         2,

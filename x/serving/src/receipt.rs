@@ -199,6 +199,35 @@ impl BatchAck {
     }
 }
 
+/// A batch acknowledgement with the client's key and signature: what a client's gateway
+/// hands its provider, and what the provider claims with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedAck {
+    /// The batch.
+    pub ack: BatchAck,
+    /// The client's public key.
+    #[serde(with = "gpuchain_types::hex_bytes")]
+    pub client_key: [u8; 32],
+    /// Its signature over [`BatchAck::sign_bytes`].
+    #[serde(with = "gpuchain_types::hex_bytes")]
+    pub signature: [u8; 64],
+}
+
+impl SignedAck {
+    /// The claim of this batch.
+    pub fn claim(&self) -> crate::MsgClaimServing {
+        crate::MsgClaimServing {
+            lease_id: self.ack.lease_id,
+            first_seq: self.ack.first_seq,
+            count: self.ack.count,
+            units: self.ack.units,
+            root: self.ack.root,
+            client_key: self.client_key,
+            client_signature: self.signature,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 use borsh::{BorshDeserialize, BorshSerialize};
 use gpuchain_auction::AuctionMsg;
 use gpuchain_bank::BankMsg;
+use gpuchain_serving::ServingMsg;
 use gpuchain_slashing::SlashingMsg;
 use gpuchain_staking::StakingMsg;
 use gpuchain_upgrade::UpgradeMsg;
@@ -27,6 +28,8 @@ pub enum Msg {
     Verify(VerifyMsg),
     /// Variant 5: x/upgrade (validator-signalled upgrade heights).
     Upgrade(UpgradeMsg),
+    /// Variant 6: x/serving (inference leases, receipt claims and audits).
+    Serving(ServingMsg),
 }
 
 impl Msg {
@@ -40,6 +43,7 @@ impl Msg {
             Msg::Auction(m) => m.name(),
             Msg::Verify(m) => m.name(),
             Msg::Upgrade(m) => m.name(),
+            Msg::Serving(m) => m.name(),
         }
     }
 }
