@@ -21,6 +21,7 @@ fn defaults() -> serde_json::Value {
         "reputation",
         "auction",
         "verify",
+        "serving",
     ] {
         params.insert(module.into(), genesis[module]["params"].clone());
     }

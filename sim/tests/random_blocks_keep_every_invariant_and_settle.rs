@@ -52,6 +52,9 @@ fn random_blocks_keep_every_invariant_and_settle() {
         passed("serving.claim") > seeds * 10 && passed("serving.reveal") > 0,
         "serving claims were paid and audited receipts revealed"
     );
-    assert!(passed("serving.verdict") > 0, "drawn verifiers judged receipts");
+    assert!(
+        passed("serving.verdict") > 0,
+        "drawn verifiers judged receipts"
+    );
     assert!(total.invariant_checks >= total.blocks * 8);
 }

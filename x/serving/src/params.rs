@@ -37,7 +37,8 @@ pub struct ServingParams {
     pub max_jury_draws: u8,
     /// Blocks a reported provider has to show it is alive.
     pub report_window_blocks: u64,
-    /// Largest request plus response revealed on chain, bytes.
+    /// Largest request plus response revealed on chain, bytes (below `max_tx_bytes`, with
+    /// room for the receipt and proof): an honest provider answers nothing larger.
     pub max_reveal_bytes: u64,
     /// Blocks a closed order and its leases stay in state before they are deleted.
     pub retention_blocks: u64,
@@ -60,7 +61,7 @@ impl Default for ServingParams {
             verdict_window_blocks: 10,
             max_jury_draws: 5,
             report_window_blocks: 10,
-            max_reveal_bytes: 65_536,
+            max_reveal_bytes: 49_152,
             retention_blocks: 1_000,
         }
     }
