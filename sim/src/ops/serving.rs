@@ -132,14 +132,17 @@ fn claim_msg(g: &Gen<'_>, provider: usize, signer: usize, lease: &ServingLease, 
     let receipts: Vec<Receipt> = (lease.next_seq..lease.next_seq.saturating_add(count))
         .map(|seq| receipt(lease.id, seq, profile))
         .collect();
-    let ack = BatchAck::of(CHAIN_ID, &receipts).unwrap_or(BatchAck {
-        chain_id: CHAIN_ID.into(),
-        lease_id: lease.id,
-        first_seq: lease.next_seq,
-        count,
-        units: 0,
-        root: [0; 32],
-    });
+    let end = lease.next_seq.saturating_add(count);
+    let ack =
+        BatchAck::of(CHAIN_ID, lease.id, lease.next_seq, end, &receipts).unwrap_or(BatchAck {
+            chain_id: CHAIN_ID.into(),
+            lease_id: lease.id,
+            first_seq: lease.next_seq,
+            end_seq: end,
+            count,
+            units: 0,
+            root: [0; 32],
+        });
     let key = g
         .world
         .actors
@@ -149,6 +152,7 @@ fn claim_msg(g: &Gen<'_>, provider: usize, signer: usize, lease: &ServingLease, 
     serving(ServingMsg::Claim(MsgClaimServing {
         lease_id: lease.id,
         first_seq: ack.first_seq,
+        end_seq: ack.end_seq,
         count: ack.count,
         units: ack.units,
         root: ack.root,

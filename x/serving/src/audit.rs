@@ -59,10 +59,6 @@ pub(crate) fn draw(
             provider: lease.provider,
             client: lease.client,
             index,
-            seq: claim
-                .first_seq
-                .checked_add(index)
-                .ok_or(ServingError::Overflow)?,
             deadline,
         }
         .into(),

@@ -94,7 +94,8 @@ typed_event!(
 );
 
 typed_event!(
-    /// A claim was drawn for audit: receipt `seq` must be revealed by `deadline`.
+    /// A claim was drawn for audit: the receipt at position `index` of its batch must be
+    /// revealed by `deadline`.
     ServingAuditEvent = "serving.audit" {
         /// Claim.
         claim_id: u64,
@@ -106,8 +107,6 @@ typed_event!(
         client: Address,
         /// Position in the batch.
         index: u64,
-        /// The receipt's sequence number.
-        seq: u64,
         /// Reveal deadline.
         deadline: u64,
     }

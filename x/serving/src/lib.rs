@@ -9,8 +9,9 @@
 //!
 //! # Rules (the argument for each is in docs/protocol.md, "Serving")
 //!
-//! - **Claims** continue the lease's receipts exactly (`first_seq` = the lease's next
-//!   receipt), carry the client's signature over the chain id, lease, range, units and root,
+//! - **Claims** continue the lease's request numbers exactly (`first_seq` = the lease's next,
+//!   the range closed for good after it; a receipt the client never got is left out of its
+//!   batch), carry the client's signature over the chain id, lease, range, units and root,
 //!   and fit the deposit with the claim's audit reserve. A claim is at most half of what an
 //!   audit threatens the provider's bond with (`audit_ppm × wrong-result slash of the bond /
 //!   2`): cheating on a claim loses more in expectation than the claim is worth.
@@ -235,7 +236,7 @@ pub struct ServingLease {
     pub start_height: u64,
     /// Last block it serves.
     pub end_height: u64,
-    /// The next receipt a claim must start at.
+    /// The next request number a claim must start at.
     pub next_seq: u64,
     /// Units claimed so far.
     pub units: u128,
@@ -303,9 +304,11 @@ pub struct Claim {
     pub id: u64,
     /// Lease.
     pub lease_id: u64,
-    /// First receipt.
+    /// First request number covered.
     pub first_seq: u64,
-    /// Receipts.
+    /// One past the last request number covered.
+    pub end_seq: u64,
+    /// Receipts in the batch.
     pub count: u64,
     /// Units.
     pub units: u128,

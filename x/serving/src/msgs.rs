@@ -38,9 +38,11 @@ pub struct MsgBidServing {
 pub struct MsgClaimServing {
     /// Lease.
     pub lease_id: u64,
-    /// First receipt (the lease's next).
+    /// First request number covered (the lease's next).
     pub first_seq: u64,
-    /// Receipts.
+    /// One past the last request number covered.
+    pub end_seq: u64,
+    /// Receipts in the batch.
     pub count: u64,
     /// Their units.
     pub units: u128,

@@ -132,17 +132,21 @@ pub fn verify_proof(
     siblings.next().is_none() && hash == *root
 }
 
-/// A client's acknowledgement of a batch of receipts: the requests `first_seq ..
-/// first_seq + count` of a lease were answered, `units` in all, and these are the receipts
-/// under `root`. Signed with the client's account key over [`BatchAck::sign_bytes`].
+/// A client's acknowledgement of a batch of receipts: of the requests numbered `first_seq ..
+/// end_seq` on a lease, the client got the answers of `count` (the receipts under `root`,
+/// in increasing `seq`), `units` in all. A receipt whose answer never reached the client is
+/// simply not in the batch, and the range is closed for good. Signed with the client's
+/// account key over [`BatchAck::sign_bytes`].
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct BatchAck {
     /// The chain: an acknowledgement for one chain is worthless on another.
     pub chain_id: String,
     /// The lease.
     pub lease_id: u64,
-    /// The first receipt's sequence number.
+    /// The first request number the batch covers.
     pub first_seq: u64,
+    /// One past the last request number it covers.
+    pub end_seq: u64,
     /// How many receipts.
     pub count: u64,
     /// Sum of their units.
@@ -153,21 +157,31 @@ pub struct BatchAck {
 }
 
 impl BatchAck {
-    /// The acknowledgement of `receipts` (consecutive, one lease, at least one).
-    pub fn of(chain_id: &str, receipts: &[Receipt]) -> Option<BatchAck> {
-        let first = receipts.first()?;
-        let consecutive = receipts.iter().enumerate().all(|(i, r)| {
-            r.lease_id == first.lease_id
-                && u64::try_from(i).ok().and_then(|i| first.seq.checked_add(i)) == Some(r.seq)
+    /// The acknowledgement of `receipts` (one lease, at least one, `seq` strictly
+    /// increasing within `first_seq .. end_seq`).
+    pub fn of(
+        chain_id: &str,
+        lease_id: u64,
+        first_seq: u64,
+        end_seq: u64,
+        receipts: &[Receipt],
+    ) -> Option<BatchAck> {
+        let in_order = receipts.windows(2).all(|w| match w {
+            [a, b] => a.seq < b.seq,
+            _ => true,
         });
-        if !consecutive {
+        let inside = receipts
+            .iter()
+            .all(|r| r.lease_id == lease_id && first_seq <= r.seq && r.seq < end_seq);
+        if receipts.is_empty() || !in_order || !inside {
             return None;
         }
         let leaves: Vec<[u8; 32]> = receipts.iter().map(Receipt::leaf).collect();
         Some(BatchAck {
             chain_id: chain_id.to_string(),
-            lease_id: first.lease_id,
-            first_seq: first.seq,
+            lease_id,
+            first_seq,
+            end_seq,
             count: u64::try_from(receipts.len()).ok()?,
             units: receipts.iter().map(|r| u128::from(r.units)).sum(),
             root: merkle_root(&leaves)?,
@@ -219,6 +233,7 @@ impl SignedAck {
         crate::MsgClaimServing {
             lease_id: self.ack.lease_id,
             first_seq: self.ack.first_seq,
+            end_seq: self.ack.end_seq,
             count: self.ack.count,
             units: self.ack.units,
             root: self.ack.root,
@@ -291,20 +306,33 @@ mod tests {
     }
 
     #[test]
-    fn an_ack_covers_only_consecutive_receipts_of_one_lease_and_binds_its_signer() {
+    fn an_ack_covers_increasing_receipts_of_one_lease_inside_its_range_and_binds_its_signer() {
         let receipts: Vec<Receipt> = (5..9).map(receipt).collect();
-        let ack = BatchAck::of("c", &receipts).unwrap();
+        let ack = BatchAck::of("c", 7, 5, 9, &receipts).unwrap();
         assert_eq!(
-            (ack.first_seq, ack.count, ack.units),
-            (5, 4, 15 + 16 + 17 + 18)
+            (ack.first_seq, ack.end_seq, ack.count, ack.units),
+            (5, 9, 4, 15 + 16 + 17 + 18)
         );
+        // A receipt the client never got is left out; the range still closes.
         let mut gap = receipts.clone();
         gap.remove(1);
-        assert!(BatchAck::of("c", &gap).is_none());
+        let partial = BatchAck::of("c", 7, 5, 9, &gap).unwrap();
+        assert_eq!((partial.count, partial.end_seq), (3, 9));
+        let mut swapped = receipts.clone();
+        swapped.swap(0, 1);
+        assert!(BatchAck::of("c", 7, 5, 9, &swapped).is_none());
+        assert!(
+            BatchAck::of("c", 7, 6, 9, &receipts).is_none(),
+            "5 is outside"
+        );
+        assert!(
+            BatchAck::of("c", 7, 5, 8, &receipts).is_none(),
+            "8 is outside"
+        );
         let mut mixed = receipts.clone();
         mixed[2].lease_id = 8;
-        assert!(BatchAck::of("c", &mixed).is_none());
-        assert!(BatchAck::of("c", &[]).is_none());
+        assert!(BatchAck::of("c", 7, 5, 9, &mixed).is_none());
+        assert!(BatchAck::of("c", 7, 5, 9, &[]).is_none());
 
         let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
         let public = key.verifying_key().to_bytes();

@@ -106,13 +106,17 @@ pub(crate) fn response(seq: u64) -> Vec<u8> {
     format!("response-{seq}").into_bytes()
 }
 
-/// A claim of `receipts` acknowledged by the client with key seed `signer`.
+/// A claim of `receipts` (covering exactly their range) acknowledged by the client with key
+/// seed `signer`.
 pub(crate) fn claim_msg(receipts: &[Receipt], signer: u8) -> MsgClaimServing {
-    let ack = BatchAck::of("test", receipts).unwrap();
+    let first = receipts.first().unwrap();
+    let last = receipts.last().unwrap();
+    let ack = BatchAck::of("test", first.lease_id, first.seq, last.seq + 1, receipts).unwrap();
     let key = key(signer);
     MsgClaimServing {
         lease_id: ack.lease_id,
         first_seq: ack.first_seq,
+        end_seq: ack.end_seq,
         count: ack.count,
         units: ack.units,
         root: ack.root,

@@ -37,13 +37,15 @@ pub(super) fn execute(
             got: m.first_seq,
         });
     }
-    if m.count == 0 || m.units == 0 {
+    let span = m.end_seq.checked_sub(m.first_seq).unwrap_or(0);
+    if m.count == 0 || m.units == 0 || m.count > span {
         return Err(ServingError::EmptyClaim);
     }
     let ack = BatchAck {
         chain_id: ctx.chain_id.clone(),
         lease_id: lease.id,
         first_seq: m.first_seq,
+        end_seq: m.end_seq,
         count: m.count,
         units: m.units,
         root: m.root,
@@ -76,10 +78,7 @@ pub(super) fn execute(
             reserve,
             available: order.deposit,
         })?;
-    lease.next_seq = m
-        .first_seq
-        .checked_add(m.count)
-        .ok_or(ServingError::Overflow)?;
+    lease.next_seq = m.end_seq;
     lease.units = lease
         .units
         .checked_add(m.units)
@@ -92,6 +91,7 @@ pub(super) fn execute(
         id: state.next_serving_id("claim")?,
         lease_id: lease.id,
         first_seq: m.first_seq,
+        end_seq: m.end_seq,
         count: m.count,
         units: m.units,
         root: m.root,

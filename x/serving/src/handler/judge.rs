@@ -50,8 +50,8 @@ pub(super) fn reveal(
     }
     let bad = |why: &str| Err(ServingError::BadReveal(why.to_string()));
     let r = &m.receipt;
-    if r.lease_id != claim.lease_id || Some(r.seq) != claim.first_seq.checked_add(index) {
-        return bad("this is not the drawn receipt (lease or sequence number differ)");
+    if r.lease_id != claim.lease_id || r.seq < claim.first_seq || r.seq >= claim.end_seq {
+        return bad("the receipt is not of this claim's lease and range");
     }
     if !verify_proof(r.leaf(), index, claim.count, &m.proof, &claim.root) {
         return bad("the proof does not lead to the claim's root");

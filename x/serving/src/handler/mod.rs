@@ -17,7 +17,11 @@ pub fn check_stateless(msg: &ServingMsg, params: &ServingParams) -> Result<(), S
     match msg {
         ServingMsg::Open(m) => open::check(m, params),
         ServingMsg::Bid(m) if m.price == 0 => Err(ServingError::ZeroPrice),
-        ServingMsg::Claim(m) if m.count == 0 || m.units == 0 => Err(ServingError::EmptyClaim),
+        ServingMsg::Claim(m)
+            if m.count == 0 || m.units == 0 || m.end_seq.saturating_sub(m.first_seq) < m.count =>
+        {
+            Err(ServingError::EmptyClaim)
+        }
         ServingMsg::Reveal(m) => judge::check_reveal(m, params),
         _ => Ok(()),
     }
