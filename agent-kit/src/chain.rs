@@ -41,6 +41,17 @@ impl AgentChain {
         })
     }
 
+    /// The agent key's signature over `bytes` (acknowledgements and requests off chain).
+    pub fn sign(&self, bytes: &[u8]) -> [u8; 64] {
+        use ed25519_dalek::Signer;
+        self.key.sign(bytes).to_bytes()
+    }
+
+    /// The agent key's public half.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+
     /// Signs and submits one message with the agent's memo; waits for its block.
     pub async fn submit(&self, msg: Msg) -> Result<TxOutcome> {
         self.submit_with_memo(msg, self.memo).await

@@ -25,6 +25,7 @@ pub mod job;
 pub mod llama;
 pub mod models;
 pub mod params;
+pub mod serving;
 pub mod tensor_io;
 pub mod train;
 

@@ -84,7 +84,7 @@ pub fn check_generation(
         passed += (new - generated[row]) as u64;
         for (j, at) in logits.chunks_exact(vocab).take(generated[row]).enumerate() {
             let token = tokens[row * new + j];
-            if plausible(at, token, &gen.sampling, &mut rng) {
+            if plausible_pick(at, token, &gen.sampling, &mut rng) {
                 passed += 1;
             } else if first_bad.is_none() {
                 first_bad = Some((row, j));
@@ -164,7 +164,12 @@ fn mismatch(reason: impl Into<String>) -> Verdict {
 
 /// Whether `token` is a pick `logits` justify under `sampling`; advances `rng` by one draw
 /// as generation does.
-fn plausible(logits: &[f32], token: u32, sampling: &Sampling, rng: &mut SplitMix64) -> bool {
+pub(crate) fn plausible_pick(
+    logits: &[f32],
+    token: u32,
+    sampling: &Sampling,
+    rng: &mut SplitMix64,
+) -> bool {
     let margin = TOKEN_MARGIN_PPM as f32 / 1e6;
     let Some(&mine) = logits.get(token as usize) else {
         return false;

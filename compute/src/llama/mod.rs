@@ -6,6 +6,7 @@
 //! Job input: `GCT1` u32 `[n, prompt_len]` token ids. Output: `GCT1` u32
 //! `[n, max_new_tokens]` generated ids.
 
+mod answer_check;
 mod check;
 pub mod generate;
 pub mod layers;
@@ -15,6 +16,7 @@ mod rows;
 mod job;
 mod matrix;
 
+pub use answer_check::first_unjustified;
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
 pub use generate::{generate, pick_token};
 pub use job::run_job;

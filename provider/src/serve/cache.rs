@@ -100,7 +100,7 @@ impl ModelCache {
             .map_err(|e| Unavailable::Failed(format!("{}: {e}", path.display())))?;
         self.make_room(need)?;
         let owned = name.to_string();
-        let model = tokio::task::spawn_blocking(move || Model::load(&path, Some(owned)))
+        let model = tokio::task::spawn_blocking(move || Model::load(&path, owned))
             .await
             .map_err(|e| Unavailable::Failed(e.to_string()))?
             .map_err(|e| Unavailable::Failed(format!("{e:#}")))?;

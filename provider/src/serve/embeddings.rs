@@ -33,14 +33,23 @@ struct EmbeddingRequest {
     dimensions: Option<usize>,
 }
 
-pub(super) async fn embeddings(State(s): State<Served>, body: Bytes) -> Response {
-    s.count(
-        embedding_answer(&s, body).await,
-        &s.stats.embedding_requests,
-    )
+pub(super) async fn embeddings(
+    State(s): State<Served>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let answer = match super::http::on_lease(&s, &headers, &body).await {
+        Ok(lease) => embedding_answer(&s, body, lease).await,
+        Err(refused) => refused,
+    };
+    s.count(answer, &s.stats.embedding_requests)
 }
 
-async fn embedding_answer(s: &Served, body: Bytes) -> Response {
+async fn embedding_answer(
+    s: &Served,
+    body: Bytes,
+    lease: Option<super::http::OnLease>,
+) -> Response {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, "invalid_request_error", m);
     let req: EmbeddingRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -113,6 +122,40 @@ async fn embedding_answer(s: &Served, body: Bytes) -> Response {
             json!({"object": "embedding", "index": i, "embedding": embedding})
         })
         .collect();
-    json_answer(&json!({"object": "list", "data": data, "model": model.name,
-                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}))
+    let count = data.len() as u64;
+    let mut answer = json_answer(&json!({"object": "list", "data": data, "model": model.name,
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}));
+    if let Some(on) = lease {
+        // The receipt hashes the body exactly as sent; it travels in a header.
+        let body = json!({"object": "list", "data": data, "model": model.name,
+                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        .to_string();
+        match on.receipt(body.as_bytes(), count) {
+            Ok(r) => match axum::http::HeaderValue::from_str(&r.to_string()) {
+                Ok(v) => {
+                    answer = json_answer_text(body);
+                    answer.headers_mut().insert("x-gpuchain-receipt", v);
+                }
+                Err(e) => {
+                    return error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "server_error",
+                        e.to_string(),
+                    )
+                }
+            },
+            Err(why) => return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why),
+        }
+    }
+    answer
+}
+
+/// A 200 answer whose JSON body is `text` exactly.
+fn json_answer_text(text: String) -> Response {
+    use axum::response::IntoResponse;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        text,
+    )
+        .into_response()
 }

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -17,9 +17,11 @@ use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use super::cache::{ModelCache, Unavailable};
-use super::chat::{ChatRequest, Completion, CompletionRequest, Prepared};
+use super::ledger::{lease_of, Admitted, Ledger};
 use super::stats::Stats;
 use super::{EmbedModel, Model};
+use gpuchain_compute::serving::AnswerRecord;
+use gpuchain_compute::serving::{ChatRequest, Completion, CompletionRequest, Prepared};
 
 #[derive(Clone)]
 pub(super) struct Served {
@@ -28,18 +30,70 @@ pub(super) struct Served {
     pub(super) slots: Arc<Semaphore>,
     pub(super) max_concurrent: usize,
     pub(super) stats: Arc<Stats>,
+    pub(super) ledger: Option<Arc<Ledger>>,
+}
+
+/// A request answered on a lease: where its receipt goes, and what it hashes.
+pub(super) struct OnLease {
+    ledger: Arc<Ledger>,
+    admitted: Admitted,
+    headers: HeaderMap,
+    request: Bytes,
+}
+
+impl OnLease {
+    /// Writes the receipt of `response` for `units`; the receipt as JSON.
+    pub(super) fn receipt(&self, response: &[u8], units: u64) -> Result<Value, String> {
+        let r = self.ledger.record(
+            &self.admitted,
+            &self.headers,
+            &self.request,
+            response,
+            units,
+        )?;
+        serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+}
+
+/// Admits a request that names a lease (`None` when it names none); the error is the answer.
+pub(super) async fn on_lease(
+    s: &Served,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Option<OnLease>, Response> {
+    if lease_of(headers).is_none() {
+        return Ok(None);
+    }
+    let Some(ledger) = s.ledger.clone() else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "this endpoint serves no chain leases (start it with --receipts, --node and --operator)",
+        ));
+    };
+    match ledger.admit(headers, body).await {
+        Ok(admitted) => Ok(Some(OnLease {
+            ledger,
+            admitted,
+            headers: headers.clone(),
+            request: body.clone(),
+        })),
+        Err(why) => Err(error(StatusCode::FORBIDDEN, "permission_error", why)),
+    }
 }
 
 pub(super) fn router(
     cache: Arc<ModelCache>,
     embedder: Option<Arc<EmbedModel>>,
     max_concurrent: usize,
+    ledger: Option<Arc<Ledger>>,
 ) -> Router {
     Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(super::embeddings::embeddings))
+        .route("/v1/gpuchain/acks", post(acks))
         .route("/metrics", get(metrics))
         .with_state(Served {
             models: cache,
@@ -47,6 +101,7 @@ pub(super) fn router(
             slots: Arc::new(Semaphore::new(max_concurrent)),
             max_concurrent,
             stats: Arc::default(),
+            ledger,
         })
 }
 
@@ -125,6 +180,7 @@ enum Piece {
         prompt_tokens: usize,
         completion_tokens: usize,
         stopped: bool,
+        record: AnswerRecord,
     },
 }
 
@@ -167,6 +223,19 @@ fn generate(
     }
     let completion = tokens.len() + usize::from(stopped);
     stats.generated(completion as u64, started.elapsed());
+    let seed = match &p.sampling {
+        gpuchain_jobspec::Sampling::Seeded { seed, .. } => Some(*seed),
+        gpuchain_jobspec::Sampling::Greedy => None,
+    };
+    let mut ids = tokens.clone();
+    if let (true, Some(eos)) = (stopped, model.eos) {
+        ids.push(eos);
+    }
+    let record = AnswerRecord {
+        text,
+        tokens: ids,
+        seed,
+    };
     drop(slot);
     // The model too: a client that has its answer may ask for another model at once, and
     // the cache unloads only models no request holds.
@@ -175,18 +244,19 @@ fn generate(
         prompt_tokens: p.prompt.len(),
         completion_tokens: tokens.len() + usize::from(stopped),
         stopped,
+        record,
     });
 }
 
-async fn chat_completions(State(s): State<Served>, body: Bytes) -> Response {
+async fn chat_completions(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
     let arrived = Instant::now();
-    let answer = completion::<ChatRequest>(&s, body, Shape::Chat, arrived).await;
+    let answer = completion::<ChatRequest>(&s, &headers, body, Shape::Chat, arrived).await;
     s.count(answer, &s.stats.chat_requests)
 }
 
-async fn completions(State(s): State<Served>, body: Bytes) -> Response {
+async fn completions(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
     let arrived = Instant::now();
-    let answer = completion::<CompletionRequest>(&s, body, Shape::Text, arrived).await;
+    let answer = completion::<CompletionRequest>(&s, &headers, body, Shape::Text, arrived).await;
     s.count(answer, &s.stats.chat_requests)
 }
 
@@ -194,10 +264,15 @@ async fn completions(State(s): State<Served>, body: Bytes) -> Response {
 /// `shape`; a refusal is OpenAI's error answer.
 async fn completion<R: Completion>(
     s: &Served,
+    headers: &HeaderMap,
     body: Bytes,
     shape: Shape,
     arrived: Instant,
 ) -> Response {
+    let lease = match on_lease(s, headers, &body).await {
+        Ok(l) => l,
+        Err(refused) => return refused,
+    };
     let req: R = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -227,10 +302,11 @@ async fn completion<R: Completion>(
             return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why)
         }
     };
-    match req.prepare(&model) {
+    let fallback_seed = rand_core::RngCore::next_u64(&mut rand_core::OsRng);
+    match req.prepare(&model, fallback_seed) {
         Ok(p) => {
             let stream = req.stream().then_some(req.include_usage());
-            answer(s, model, p, stream, shape, arrived).await
+            answer(s, model, p, stream, shape, arrived, lease).await
         }
         Err(e) => error(StatusCode::BAD_REQUEST, "invalid_request_error", e),
     }
@@ -288,6 +364,43 @@ impl Shape {
     }
 }
 
+/// The event that ends a streamed answer on a lease: its receipt, and the token ids and seed
+/// that, with the text streamed, make the answer record the receipt hashes.
+fn receipt_event(on: &OnLease, prompt_tokens: usize, record: &AnswerRecord) -> String {
+    let units = gpuchain_compute::serving::answer_units(prompt_tokens, record);
+    match on.receipt(&record.bytes(), units) {
+        Ok(r) => json!({"gpuchain_receipt": r,
+                        "gpuchain_answer": {"tokens": record.tokens, "seed": record.seed}})
+        .to_string(),
+        Err(why) => json!({"error": {"message": why, "type": "server_error"}}).to_string(),
+    }
+}
+
+/// `POST /v1/gpuchain/acks`: a client's gateway acknowledges a batch of receipts.
+async fn acks(State(s): State<Served>, body: Bytes) -> Response {
+    let Some(ledger) = s.ledger.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "this endpoint serves no chain leases",
+        );
+    };
+    let batch = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                format!("not an acknowledged batch: {e}"),
+            )
+        }
+    };
+    match ledger.accept(batch).await {
+        Ok(()) => json_answer(&json!({"accepted": true})),
+        Err(why) => error(StatusCode::BAD_REQUEST, "invalid_request_error", why),
+    }
+}
+
 fn usage_of(prompt_tokens: usize, completion_tokens: usize) -> Value {
     json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
            "total_tokens": prompt_tokens + completion_tokens})
@@ -302,6 +415,7 @@ async fn answer(
     stream: Option<bool>,
     shape: Shape,
     arrived: Instant,
+    lease: Option<OnLease>,
 ) -> Response {
     let Some(slot) = s.take_slot() else {
         return busy();
@@ -325,6 +439,7 @@ async fn answer(
         let mut first = true;
         let mut done = false;
         let mut usage: Option<Value> = None;
+        let mut receipt: Option<String> = None;
         let events = futures::stream::poll_fn(move |cx| {
             if done {
                 return std::task::Poll::Ready(None);
@@ -335,6 +450,9 @@ async fn answer(
                 return std::task::Poll::Ready(Some(Ok::<_, Infallible>(
                     Event::default().data(last.to_string()),
                 )));
+            }
+            if let Some(r) = receipt.take() {
+                return std::task::Poll::Ready(Some(Ok::<_, Infallible>(Event::default().data(r))));
             }
             rx.poll_recv(cx).map(|piece| {
                 let data = match piece {
@@ -347,9 +465,13 @@ async fn answer(
                         stopped,
                         prompt_tokens,
                         completion_tokens,
+                        record,
                     }) => {
                         if include_usage {
                             usage = Some(usage_of(prompt_tokens, completion_tokens));
+                        }
+                        if let Some(on) = &lease {
+                            receipt = Some(receipt_event(on, prompt_tokens, &record));
                         }
                         let finish = if stopped { "stop" } else { "length" };
                         chunk(json!([shape.streamed(None, first, json!(finish))])).to_string()
@@ -372,13 +494,27 @@ async fn answer(
                 prompt_tokens,
                 completion_tokens,
                 stopped,
+                record,
             } => {
                 let finish = if stopped { "stop" } else { "length" };
-                let body = json!({
+                let mut body = json!({
                     "id": id, "object": shape.object(false), "created": created, "model": name,
                     "choices": [shape.whole(&text, finish)],
                     "usage": usage_of(prompt_tokens, completion_tokens)
                 });
+                if let Some(on) = &lease {
+                    let units = gpuchain_compute::serving::answer_units(prompt_tokens, &record);
+                    match on.receipt(&record.bytes(), units) {
+                        Ok(r) => {
+                            body["gpuchain_receipt"] = r;
+                            body["gpuchain_answer"] =
+                                json!({"tokens": record.tokens, "seed": record.seed});
+                        }
+                        Err(why) => {
+                            return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why)
+                        }
+                    }
+                }
                 return json_answer(&body);
             }
         }

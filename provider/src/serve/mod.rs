@@ -6,13 +6,15 @@
 //! (`--also-model NAME=FILE`): each is loaded when first asked for and kept loaded, and under
 //! `--memory-budget-mb` the least recently used idle model is unloaded to make room.
 //! Requests beyond `--max-concurrent` are answered at once with 429 and `Retry-After`, not
-//! queued. This is the provider's side of serving (the client's side is `gpuchain-gateway`);
-//! on-chain serving leases and receipts are not built yet.
+//! queued. This is the provider's side of serving (the client's side is `gpuchain-gateway`).
+//! With `--receipts DIR --node URL --operator ADDRESS` it serves chain leases: a request
+//! naming a lease must be signed by its client, and its answer carries a receipt
+//! (`ledger.rs`, docs/serving.md).
 
 mod cache;
-mod chat;
 mod embeddings;
 mod http;
+mod ledger;
 mod stats;
 
 use std::ffi::OsStr;
@@ -22,8 +24,6 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
-use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{LlamaConfig, RowDecoder};
 
 /// Arguments of `serve-model`.
 #[derive(Debug, Args)]
@@ -57,6 +57,16 @@ pub(crate) struct ServeArgs {
     /// loaded.
     #[arg(long)]
     memory_budget_mb: Option<usize>,
+    /// Serve chain leases: keep each lease's receipts, bodies and acknowledged batches in
+    /// this directory (the provider agent claims from it). Needs --node and --operator.
+    #[arg(long, requires_all = ["node", "operator"])]
+    receipts: Option<PathBuf>,
+    /// CometBFT RPC, to check that a lease's requests come from its client.
+    #[arg(long)]
+    node: Option<String>,
+    /// This provider's account (gpu1…): only its leases are served.
+    #[arg(long)]
+    operator: Option<gpuchain_types::Address>,
 }
 
 fn named_model(s: &str) -> std::result::Result<(String, PathBuf), String> {
@@ -99,38 +109,8 @@ impl EmbedModel {
     }
 }
 
-/// The loaded model and what requests need from its file.
-pub(crate) struct Model {
-    pub(crate) name: String,
-    pub(crate) decoder: RowDecoder,
-    /// Reads control-token names (`<|im_start|>`) as control tokens: for the chat template.
-    pub(crate) template: tokenizers::Tokenizer,
-    /// Reads all text as text: for message content, which must not open or close a turn.
-    pub(crate) plain: tokenizers::Tokenizer,
-    pub(crate) eos: Option<u32>,
-    pub(crate) context: usize,
-}
-
-impl Model {
-    pub(crate) fn load(file: &PathBuf, name: Option<String>) -> Result<Model> {
-        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        let g = Gguf::parse(&bytes)?;
-        let shape = gguf::llama::shape(&g)?;
-        let decoder = RowDecoder::new(
-            LlamaConfig::from_shape(&shape),
-            &gguf::llama::GgufWeights::new(&g, &shape),
-        )?;
-        let name = api_name(name, file.file_stem(), "--name")?;
-        Ok(Model {
-            name,
-            decoder,
-            template: gguf::tokenizer::tokenizer(&g)?,
-            plain: gguf::tokenizer::plain_tokenizer(&g)?,
-            eos: gguf::eos_token(&g),
-            context: shape.max_seq_len as usize,
-        })
-    }
-}
+/// A loaded chat model (shared with the verifier's audits of served answers).
+pub(crate) use gpuchain_compute::serving::ChatModel as Model;
 
 pub(crate) fn run(a: ServeArgs) -> Result<()> {
     let first = api_name(a.name.clone(), a.model.file_stem(), "--name")?;
@@ -154,6 +134,14 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
             Err(cache::Unavailable::Failed(why)) => return Err(anyhow!("loading {first}: {why}")),
             Err(_) => return Err(anyhow!("loading {first}: no room")),
         }
+        let ledger = match (&a.receipts, &a.node, a.operator) {
+            (Some(dir), Some(node), Some(operator)) => Some(Arc::new(
+                ledger::Ledger::open(dir, node, operator)
+                    .await
+                    .with_context(|| format!("opening the receipts in {}", dir.display()))?,
+            )),
+            _ => None,
+        };
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
             .with_context(|| format!("listening on {}", a.listen))?;
@@ -166,7 +154,7 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
         println!("listening on {}", listener.local_addr()?);
         axum::serve(
             listener,
-            http::router(models, embedder, a.max_concurrent.max(1)),
+            http::router(models, embedder, a.max_concurrent.max(1), ledger),
         )
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -19,6 +19,8 @@ pub const LEAF_DOMAIN: &[u8] = b"gpuchain/serving/receipt/v1";
 pub const NODE_DOMAIN: &[u8] = b"gpuchain/serving/node/v1";
 /// Domain of the bytes a client signs to acknowledge a batch.
 pub const ACK_DOMAIN: &[u8] = b"gpuchain/serving/ack/v1";
+/// Domain of the bytes a client signs over each request it sends on a lease.
+pub const REQUEST_DOMAIN: &[u8] = b"gpuchain/serving/request/v1";
 /// Longest proof accepted (a batch of up to 2^40 receipts).
 pub const MAX_PROOF_LEN: usize = 40;
 
@@ -213,6 +215,34 @@ impl BatchAck {
     }
 }
 
+/// The bytes a client signs to send `body` on lease `lease_id` once: `REQUEST_DOMAIN ‖
+/// lease_id BE ‖ nonce ‖ blake3(body)`. The provider answers a lease's requests only when
+/// they are signed by the lease's client, each nonce once.
+pub fn request_sign_bytes(lease_id: u64, nonce: &[u8; 16], body: &[u8]) -> Vec<u8> {
+    let mut bytes = REQUEST_DOMAIN.to_vec();
+    bytes.extend(lease_id.to_be_bytes());
+    bytes.extend(nonce);
+    bytes.extend(blake3::hash(body).as_bytes());
+    bytes
+}
+
+/// Whether `signature` by `public_key` signs `body` on `lease_id` with `nonce`.
+pub fn request_signed_by(
+    public_key: &[u8; 32],
+    signature: &[u8; 64],
+    lease_id: u64,
+    nonce: &[u8; 16],
+    body: &[u8],
+) -> bool {
+    VerifyingKey::from_bytes(public_key).is_ok_and(|key| {
+        key.verify(
+            &request_sign_bytes(lease_id, nonce, body),
+            &Signature::from_bytes(signature),
+        )
+        .is_ok()
+    })
+}
+
 /// A batch acknowledgement with the client's key and signature: what a client's gateway
 /// hands its provider, and what the provider claims with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,6 +255,16 @@ pub struct SignedAck {
     /// Its signature over [`BatchAck::sign_bytes`].
     #[serde(with = "gpuchain_types::hex_bytes")]
     pub signature: [u8; 64],
+}
+
+/// What a client's gateway posts to its provider: the signed acknowledgement and the request
+/// numbers of the receipts it covers, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckedBatch {
+    /// The acknowledgement.
+    pub signed: SignedAck,
+    /// `seq` of each receipt in the batch.
+    pub seqs: Vec<u64>,
 }
 
 impl SignedAck {
