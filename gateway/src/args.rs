@@ -30,7 +30,9 @@ pub struct GatewayArgs {
     pub listen: SocketAddr,
     /// A provider's serving endpoint (`gpuchain-provider serve-model`): its base URL, then
     /// optionally `,price=N` (ugpu per million tokens), `,provider=ADDRESS` (its account on
-    /// the chain, whose reputation then counts) and `,region=NAME`. Repeat for each provider.
+    /// the chain, whose reputation then counts), `,region=NAME` and `,lease=ID` (its serving
+    /// lease for this gateway's key: requests are signed, receipts kept and acknowledged).
+    /// Repeat for each provider.
     #[arg(long = "upstream", required = true, value_parser = UpstreamSpec::from_str)]
     pub upstreams: Vec<UpstreamSpec>,
     /// CometBFT RPC of a node, to read the providers' reputation (every 10 s).
@@ -57,6 +59,21 @@ pub struct GatewayArgs {
     /// many milliseconds more than one at 1,000,000 ppm).
     #[arg(long, default_value_t = 1_000.0)]
     pub reputation_weight: f64,
+    /// gpuchaind home holding the client's key store (`<home>/keys`), for leases.
+    #[arg(long, env = "GPUCHAIN_HOME")]
+    pub home: Option<std::path::PathBuf>,
+    /// The client's key: signs requests on leases and acknowledges their receipts.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Where receipts, both bodies of each paid answer and acknowledgements are kept.
+    #[arg(long)]
+    pub receipts: Option<std::path::PathBuf>,
+    /// Acknowledge a lease's receipts as soon as this many wait in a row.
+    #[arg(long, default_value_t = 16)]
+    pub ack_every: usize,
+    /// Or when the oldest has waited this many milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    pub ack_after_ms: u64,
 }
 
 /// One provider endpoint as given on the command line.
@@ -70,6 +87,9 @@ pub struct UpstreamSpec {
     pub provider: Option<Address>,
     /// Where it runs.
     pub region: Option<String>,
+    /// The chain lease this provider serves the gateway's key on: requests are signed and
+    /// receipts kept and acknowledged.
+    pub lease: Option<u64>,
 }
 
 impl FromStr for UpstreamSpec {
@@ -86,6 +106,7 @@ impl FromStr for UpstreamSpec {
             price: None,
             provider: None,
             region: None,
+            lease: None,
         };
         for part in parts {
             let (key, value) = part
@@ -107,7 +128,18 @@ impl FromStr for UpstreamSpec {
                     )
                 }
                 "region" => spec.region = Some(value.to_string()),
-                _ => return Err(format!("unknown `{key}` (price, provider or region)")),
+                "lease" => {
+                    spec.lease = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("lease `{value}` is not a lease id"))?,
+                    )
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown `{key}` (price, provider, region or lease)"
+                    ))
+                }
             }
         }
         Ok(spec)
@@ -125,12 +157,16 @@ mod tests {
         assert_eq!(spec.price, Some(400));
         assert_eq!(spec.region.as_deref(), Some("eu"));
         assert_eq!(spec.provider, None);
+        assert_eq!(spec.lease, None);
+        let spec: UpstreamSpec = "http://h:1,lease=12".parse().unwrap();
+        assert_eq!(spec.lease, Some(12));
         for bad in [
             "10.0.0.2:8081",
             "http://h:1,price=cheap",
             "http://h:1,colour=red",
             "http://h:1,price",
             "http://h:1,provider=nobody",
+            "http://h:1,lease=first",
         ] {
             assert!(bad.parse::<UpstreamSpec>().is_err(), "{bad}");
         }

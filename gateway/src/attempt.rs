@@ -45,13 +45,16 @@ pub(crate) async fn send(
     path: &str,
     body: &[u8],
 ) -> Result<reqwest::Response, Refusal> {
-    let sent = pool
+    let mut request = pool
         .http
         .post(format!("{}{path}", u.spec.url))
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body.to_vec())
-        .send()
-        .await;
+        .header(reqwest::header::CONTENT_TYPE, "application/json");
+    if let (Some(lease), Some(leases)) = (u.spec.lease, &pool.leases) {
+        for (name, value) in leases.headers(lease, body) {
+            request = request.header(name, value);
+        }
+    }
+    let sent = request.body(body.to_vec()).send().await;
     let r = match sent {
         Ok(r) => r,
         Err(e) => {

@@ -255,6 +255,9 @@ pub(crate) async fn drive(g: Gateway, req: Generation, tx: mpsc::Sender<Out>) {
             }
         };
         let mut skip = sent.clone();
+        // This provider's whole answer and token counts, for its receipt.
+        let mut upstream_text = String::new();
+        let mut upstream_usage: Option<Value> = None;
         let mut next = Some(std::mem::take(&mut opened.first));
         let broke_off = loop {
             let data = match next.take() {
@@ -284,8 +287,23 @@ pub(crate) async fn drive(g: Gateway, req: Generation, tx: mpsc::Sender<Out>) {
                 let _ = tx.send(Out::Broken(why)).await;
                 return;
             }
+            if let Some(receipt) = chunk.get("gpuchain_receipt") {
+                let answer = chunk.get("gpuchain_answer");
+                let answered = Answered {
+                    text: &upstream_text,
+                    tokens: answer.and_then(|a| a.get("tokens")),
+                    seed: answer.and_then(|a| a.get("seed")),
+                    usage: upstream_usage.as_ref(),
+                };
+                keep_receipt(&g, &opened.upstream, &req, receipt, &answered);
+                continue;
+            }
             let piece = Piece::of(&chunk, req.shape);
+            if let Some(usage) = &piece.usage {
+                upstream_usage = Some(usage.clone());
+            }
             if let Some(text) = piece.text {
+                upstream_text.push_str(&text);
                 let Some(new) = past_what_was_sent(&mut skip, &text) else {
                     let _ = tx
                         .send(Out::Broken(
@@ -340,6 +358,56 @@ pub(crate) async fn drive(g: Gateway, req: Generation, tx: mpsc::Sender<Out>) {
         }
         crate::stats::Stats::add(&g.stats.resumed, 1);
         tracing::warn!(upstream = %opened.upstream.spec.url, why = %broke_off, "resuming an answer elsewhere");
+    }
+}
+
+/// What a provider's stream said about its answer, for its receipt.
+struct Answered<'a> {
+    text: &'a str,
+    tokens: Option<&'a Value>,
+    seed: Option<&'a Value>,
+    usage: Option<&'a Value>,
+}
+
+/// Keeps the receipt a provider sent for its answer on a lease, if it matches what arrived:
+/// the request sent, the text streamed with the token ids and seed it names, the token
+/// counts. A receipt that does not match is logged and never acknowledged.
+fn keep_receipt(g: &Gateway, u: &Upstream, req: &Generation, receipt: &Value, a: &Answered<'_>) {
+    let (Some(lease), Some(leases)) = (u.spec.lease, &g.pool.leases) else {
+        return;
+    };
+    let kept = (|| -> Result<(), String> {
+        let receipt: gpuchain_serving::receipt::Receipt =
+            serde_json::from_value(receipt.clone()).map_err(|e| format!("not a receipt: {e}"))?;
+        let tokens: Vec<u32> = a
+            .tokens
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .ok_or("the answer's token ids are missing")?;
+        let seed: Option<u64> = a.seed.and_then(|s| serde_json::from_value(s.clone()).ok());
+        let usage = a.usage.ok_or("the answer's token counts are missing")?;
+        let count = |k: &str| usage.get(k).and_then(Value::as_u64);
+        let (Some(prompt), Some(completion)) = (count("prompt_tokens"), count("completion_tokens"))
+        else {
+            return Err("the answer's token counts are malformed".into());
+        };
+        if completion != tokens.len() as u64 {
+            return Err("the token counts disagree with the token ids".into());
+        }
+        let record = gpuchain_serving::receipt::AnswerRecord {
+            text: a.text.to_string(),
+            tokens,
+            seed,
+        };
+        leases.keep(
+            lease,
+            receipt,
+            &req.body,
+            &record.bytes(),
+            prompt + completion,
+        )
+    })();
+    if let Err(why) = kept {
+        tracing::warn!(upstream = %u.spec.url, lease, %why, "receipt refused: that answer is not acknowledged");
     }
 }
 

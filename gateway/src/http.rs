@@ -224,6 +224,28 @@ async fn embeddings(State(g): State<Gateway>, headers: HeaderMap, body: Bytes) -
 
 /// Embeddings are forwarded as they are, to the best provider of the model, retried
 /// elsewhere and hedged like generation.
+/// Keeps the receipt of an embeddings answer on a lease when it hashes what arrived and
+/// charges one unit per input.
+fn keep_embedding_receipt(
+    pool: &crate::pool::Pool,
+    u: &crate::pool::Upstream,
+    receipt: Option<String>,
+    request: &[u8],
+    response: &[u8],
+    inputs: u64,
+) {
+    let (Some(lease), Some(leases)) = (u.spec.lease, &pool.leases) else {
+        return;
+    };
+    let kept = receipt
+        .ok_or_else(|| "the answer carries no receipt".to_string())
+        .and_then(|r| serde_json::from_str(&r).map_err(|e| format!("not a receipt: {e}")))
+        .and_then(|r| leases.keep(lease, r, request, response, inputs));
+    if let Err(why) = kept {
+        tracing::warn!(upstream = %u.spec.url, lease, %why, "receipt refused: that answer is not acknowledged");
+    }
+}
+
 async fn embed(g: &Gateway, headers: &HeaderMap, body: Bytes) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -239,6 +261,10 @@ async fn embed(g: &Gateway, headers: &HeaderMap, body: Bytes) -> Response {
         Route::To(c) => c,
         other => return route_failure(&other, model),
     };
+    let inputs = match request.get("input") {
+        Some(Value::Array(items)) => items.len() as u64,
+        _ => 1,
+    };
     let body = Arc::new(body.to_vec());
     let answered = first_success(&candidates, g.max_attempts, g.hedge_after, &g.stats, |u| {
         let (pool, body) = (g.pool.clone(), body.clone());
@@ -246,9 +272,15 @@ async fn embed(g: &Gateway, headers: &HeaderMap, body: Bytes) -> Response {
             let _in_flight = InFlight::start(&u);
             let started = Instant::now();
             let response = send(&pool, &u, "/v1/embeddings", &body).await?;
+            let receipt = response
+                .headers()
+                .get("x-gpuchain-receipt")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             match response.bytes().await {
                 Ok(bytes) => {
                     u.answered(started.elapsed());
+                    keep_embedding_receipt(&pool, &u, receipt, &body, &bytes, inputs);
                     Ok(bytes)
                 }
                 Err(e) => {

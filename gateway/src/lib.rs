@@ -12,13 +12,17 @@
 //! the client noticing. A provider that stops answering is routed around and reported in
 //! the log and the metrics until it answers again.
 //!
-//! Not yet: opening serving orders on chain, receipts and their settlement (the providers
-//! are given on the command line).
+//! An upstream given `lease=ID` is paid on that chain lease (`lease.rs`): requests are signed
+//! with the client's key, every answer's receipt is checked against what arrived and kept,
+//! and batches are acknowledged to the provider, which claims them on chain. The client
+//! opens the serving order itself (`gpuchaind tx serving open`); the gateway does not open
+//! orders or report providers on chain yet.
 
 mod args;
 mod attempt;
 mod generation;
 mod http;
+mod lease;
 mod pool;
 mod score;
 mod sse;
@@ -38,8 +42,16 @@ pub fn run(a: GatewayArgs) -> Result<()> {
         price: a.price_weight,
         reputation: a.reputation_weight,
     };
-    let pool = Arc::new(pool::Pool::new(a.upstreams.clone(), weights)?);
     gpuchain_agent_kit::cli::block_on(async move {
+        let leases = open_leases(&a).await?;
+        let pool = Arc::new(pool::Pool::new(
+            a.upstreams.clone(),
+            weights,
+            leases.clone(),
+        )?);
+        if let Some(leases) = leases {
+            tokio::spawn(leases.run(pool.http.clone()));
+        }
         pool.probe_all().await;
         tokio::spawn(
             pool.clone()
@@ -75,4 +87,29 @@ pub fn run(a: GatewayArgs) -> Result<()> {
             .await?;
         Ok(())
     })
+}
+
+/// The leases of the upstreams that name one, with the client's key and receipts directory.
+async fn open_leases(a: &GatewayArgs) -> Result<Option<Arc<lease::Leases>>> {
+    let on_lease: Vec<(u64, String)> = a
+        .upstreams
+        .iter()
+        .filter_map(|u| u.lease.map(|l| (l, u.url.clone())))
+        .collect();
+    if on_lease.is_empty() {
+        return Ok(None);
+    }
+    let (Some(node), Some(home), Some(key), Some(dir)) = (&a.node, &a.home, &a.key, &a.receipts)
+    else {
+        anyhow::bail!(
+            "an upstream names a lease: give --node, --home, --key and --receipts as well"
+        );
+    };
+    let chain = gpuchain_agent_kit::chain::AgentChain::connect(node, home, key, "gateway")?;
+    let policy = lease::AckPolicy {
+        every: a.ack_every.max(1),
+        after: Duration::from_millis(a.ack_after_ms.max(100)),
+    };
+    let leases = lease::Leases::open(chain, dir.clone(), policy, &on_lease).await?;
+    Ok(Some(Arc::new(leases)))
 }

@@ -149,10 +149,16 @@ pub(crate) struct Pool {
     pub(crate) upstreams: Vec<Arc<Upstream>>,
     pub(crate) http: reqwest::Client,
     weights: Weights,
+    /// The chain leases requests are paid on, when any upstream names one.
+    pub(crate) leases: Option<Arc<crate::lease::Leases>>,
 }
 
 impl Pool {
-    pub(crate) fn new(specs: Vec<UpstreamSpec>, weights: Weights) -> anyhow::Result<Pool> {
+    pub(crate) fn new(
+        specs: Vec<UpstreamSpec>,
+        weights: Weights,
+        leases: Option<Arc<crate::lease::Leases>>,
+    ) -> anyhow::Result<Pool> {
         Ok(Pool {
             upstreams: specs
                 .into_iter()
@@ -163,6 +169,7 @@ impl Pool {
                 .tcp_nodelay(true)
                 .build()?,
             weights,
+            leases,
         })
     }
 
@@ -329,7 +336,7 @@ pub(crate) fn test_pool(specs: &[&str]) -> Pool {
         price: 0.0,
         reputation: 1_000.0,
     };
-    Pool::new(specs.iter().map(|s| s.parse().unwrap()).collect(), w).unwrap()
+    Pool::new(specs.iter().map(|s| s.parse().unwrap()).collect(), w, None).unwrap()
 }
 
 #[cfg(test)]

@@ -25,6 +25,33 @@ pub(crate) struct Config {
     pub(crate) capacity: CapacityConfig,
     /// How it prices bids.
     pub(crate) pricing: PricingConfig,
+    /// Serving leases (absent: the agent takes none).
+    #[serde(default)]
+    pub(crate) serving: Option<ServingConfig>,
+}
+
+/// `[serving]`: the models this provider's `serve-model` endpoint offers on chain leases,
+/// and where that endpoint keeps receipts and acknowledged batches.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServingConfig {
+    /// `serve-model --receipts DIR`.
+    pub(crate) receipts: PathBuf,
+    /// What it bids on.
+    #[serde(default)]
+    pub(crate) models: Vec<ServedModel>,
+}
+
+/// One model offered on leases.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServedModel {
+    /// Its name in the API (an order names it).
+    pub(crate) name: String,
+    /// Hex blake3 of its weights file (an order names it).
+    pub(crate) blake3: String,
+    /// Price bid, ugpu per million tokens (generation) or thousand inputs (embeddings).
+    pub(crate) price: u64,
 }
 
 /// `[provider]`.

@@ -24,6 +24,35 @@ pub(crate) struct Config {
     /// Ringer challenges.
     #[serde(default)]
     pub(crate) challenge: ChallengeConfig,
+    /// The models served on leases this verifier audits answers of.
+    #[serde(default)]
+    pub(crate) serving: ServingAuditConfig,
+}
+
+/// `[serving]`: the chat models (GGUF files) and embedders (MiniLM directories) whose
+/// served answers this verifier can re-check when drawn to judge an audited receipt. A
+/// verifier drawn for a model it lacks cannot judge and misses its deadline.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServingAuditConfig {
+    /// Chat models.
+    #[serde(default)]
+    pub(crate) models: Vec<AuditedModel>,
+    /// Sentence embedders.
+    #[serde(default)]
+    pub(crate) embedders: Vec<AuditedModel>,
+}
+
+/// One model, as orders name it, and where its weights are.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuditedModel {
+    /// Its name in orders.
+    pub(crate) name: String,
+    /// Hex blake3 of its weights file (`model.safetensors` for an embedder).
+    pub(crate) blake3: String,
+    /// The GGUF file, or the embedder's directory.
+    pub(crate) path: PathBuf,
 }
 
 /// `[verifier]`.

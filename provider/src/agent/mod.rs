@@ -10,6 +10,7 @@ mod bidding;
 mod compare;
 mod execute;
 mod leases;
+mod serving;
 mod startup;
 
 use std::collections::BTreeSet;
@@ -123,6 +124,7 @@ impl Agent {
         }
         self.check_pending_bids().await?;
         self.drive_leases().await?;
+        self.follow_serving(&block).await?;
         self.state.last_height = block.height;
         self.save()
     }

@@ -98,6 +98,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             max_blob_bytes: 4 << 30,
             blob_bytes_per_ugpu: 4096,
         },
+        serving: None,
         pricing: PricingConfig {
             per_gpu_second: rates,
             min_margin_ppm: a.margin_ppm,

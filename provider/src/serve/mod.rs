@@ -15,6 +15,8 @@ mod cache;
 mod embeddings;
 mod http;
 mod ledger;
+
+pub(crate) use ledger::Entry as LedgerEntry;
 mod stats;
 
 use std::ffi::OsStr;

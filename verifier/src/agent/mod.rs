@@ -8,6 +8,7 @@
 
 mod cases;
 mod ringers;
+mod serving;
 mod startup;
 
 use std::collections::BTreeSet;
@@ -35,6 +36,8 @@ pub(crate) enum Done {
     Checked(String, Result<Finding, String>),
     /// A ringer is ready: its id, or why it could not be prepared.
     Prepared(u64, Result<Box<ringers::Ready>, String>),
+    /// A serving audit finished: the claim and whether its answer is honest.
+    Judged(u64, Result<bool, String>),
 }
 
 /// The running agent.
@@ -60,6 +63,8 @@ pub(crate) struct Agent {
     bonded: u128,
     /// Test only: every verdict `honest`, nothing checked.
     rubber_stamp: bool,
+    /// Chat models loaded for serving audits.
+    serving_models: serving::Loaded,
 }
 
 impl Agent {
@@ -93,6 +98,10 @@ impl Agent {
                     let provider = a.provider.to_string();
                     self.assigned(a.lease_id, a.round, a.deadline, provider, block.height);
                 }
+            } else if let Some(j) = e.decode::<gpuchain_serving::ServingJurorEvent>() {
+                if j.verifier == me {
+                    self.drawn_for_claim(j.claim_id).await;
+                }
             } else if let Some(order) = e.decode::<OrderPostedEvent>() {
                 let client = order.client.to_string();
                 if !self.state.is_poster(&client)
@@ -118,6 +127,7 @@ impl Agent {
         match done {
             Done::Checked(key, finding) => self.checked(key, finding).await,
             Done::Prepared(id, ready) => self.prepared(id, ready).await,
+            Done::Judged(claim_id, found) => self.judged(claim_id, found).await,
         }
     }
 }

@@ -90,6 +90,7 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
         height: 0,
         bonded: record.bonded,
         rubber_stamp,
+        serving_models: Default::default(),
         config,
     };
     let latest = agent.chain.client.latest_height().await?;

@@ -86,6 +86,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             blob_url: None,
             pool,
         },
+        serving: Default::default(),
     };
     config.save(&a.config.config, a.force)?;
     println!("wrote {} for verifier {address}", a.config.config.display());

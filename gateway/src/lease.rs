@@ -1,0 +1,284 @@
+//! Paying providers on chain leases (an upstream given `lease=ID`): every request sent on a
+//! lease is signed with the client's key and a fresh nonce; every answer's receipt is checked
+//! against what actually arrived (the request sent, the answer's text, tokens and seed, the
+//! token counts) and kept with both bodies under `--receipts DIR`; batches of kept receipts
+//! are acknowledged to their provider (`POST /v1/gpuchain/acks`), which claims them on chain.
+//! A receipt that does not match what arrived is never acknowledged: that answer is unpaid.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use gpuchain_agent_kit::chain::AgentChain;
+use gpuchain_serving::receipt::{request_sign_bytes, AckedBatch, BatchAck, Receipt, SignedAck};
+use gpuchain_serving::ServingLease;
+
+/// A receipt kept and not yet acknowledged.
+struct Pending {
+    receipt: Receipt,
+    kept_at: Instant,
+}
+
+struct Book {
+    url: String,
+    /// The first request number the next batch covers.
+    next_first: u64,
+    pending: BTreeMap<u64, Pending>,
+}
+
+/// When a batch is acknowledged.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckPolicy {
+    /// As soon as this many receipts wait in a row.
+    pub(crate) every: usize,
+    /// Or when the oldest has waited this long.
+    pub(crate) after: Duration,
+}
+
+/// The leases the gateway pays on.
+pub(crate) struct Leases {
+    chain: AgentChain,
+    chain_id: String,
+    dir: PathBuf,
+    policy: AckPolicy,
+    books: Mutex<BTreeMap<u64, Book>>,
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    hex::encode(bytes)
+}
+
+impl Leases {
+    /// Opens the client's key and the receipts directory; reads each lease's next request
+    /// number from the chain (and from acknowledgements already given).
+    pub(crate) async fn open(
+        chain: AgentChain,
+        dir: PathBuf,
+        policy: AckPolicy,
+        leases: &[(u64, String)],
+    ) -> anyhow::Result<Leases> {
+        std::fs::create_dir_all(&dir)?;
+        let chain_id = chain.client.chain_id().await?;
+        let mut books = BTreeMap::new();
+        for (lease_id, url) in leases {
+            let lease: ServingLease = chain
+                .client
+                .get(&gpuchain_serving::state_key::lease(*lease_id))
+                .await?
+                .with_context(|| format!("lease {lease_id} does not exist"))?;
+            anyhow::ensure!(
+                lease.client == chain.address,
+                "lease {lease_id} belongs to client {}, not to this gateway's key ({})",
+                lease.client,
+                chain.address
+            );
+            let acked = last_acked_end(&dir, *lease_id);
+            books.insert(
+                *lease_id,
+                Book {
+                    url: url.clone(),
+                    next_first: lease.next_seq.max(acked),
+                    pending: BTreeMap::new(),
+                },
+            );
+        }
+        Ok(Leases {
+            chain,
+            chain_id,
+            dir,
+            policy,
+            books: Mutex::new(books),
+        })
+    }
+
+    /// The headers that send `body` on `lease_id`.
+    pub(crate) fn headers(&self, lease_id: u64, body: &[u8]) -> Vec<(&'static str, String)> {
+        let mut nonce = [0u8; 16];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
+        let signature = self.chain.sign(&request_sign_bytes(lease_id, &nonce, body));
+        vec![
+            ("x-gpuchain-lease", lease_id.to_string()),
+            ("x-gpuchain-nonce", hex_of(&nonce)),
+            ("x-gpuchain-client-key", hex_of(&self.chain.public_key())),
+            ("x-gpuchain-signature", hex_of(&signature)),
+        ]
+    }
+
+    /// Keeps `receipt` for the answer `response` to `request` on `lease_id` charged `units`,
+    /// if it says exactly that.
+    pub(crate) fn keep(
+        &self,
+        lease_id: u64,
+        receipt: Receipt,
+        request: &[u8],
+        response: &[u8],
+        units: u64,
+    ) -> Result<(), String> {
+        if receipt.lease_id != lease_id {
+            return Err(format!("the receipt is for lease {}", receipt.lease_id));
+        }
+        if receipt.request_hash != *blake3::hash(request).as_bytes() {
+            return Err("the receipt's request hash is not the request sent".into());
+        }
+        if receipt.response_hash != *blake3::hash(response).as_bytes() {
+            return Err("the receipt's response hash is not the answer received".into());
+        }
+        if receipt.units != units {
+            return Err(format!(
+                "the receipt charges {} units, the answer says {units}",
+                receipt.units
+            ));
+        }
+        let dir = self.dir.join(format!("lease-{lease_id}"));
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(format!("{}.request", receipt.seq)), request)?;
+            std::fs::write(dir.join(format!("{}.response", receipt.seq)), response)?;
+            std::fs::write(
+                dir.join(format!("{}.receipt.json", receipt.seq)),
+                serde_json::to_vec(&receipt)?,
+            )
+        };
+        write().map_err(|e| format!("keeping the receipt: {e}"))?;
+        let mut books = self.books.lock().map_err(|_| "receipts poisoned")?;
+        let book = books
+            .get_mut(&lease_id)
+            .ok_or("not a lease of this gateway")?;
+        if receipt.seq < book.next_first {
+            return Err(format!(
+                "receipt {} is below the acknowledged range ({})",
+                receipt.seq, book.next_first
+            ));
+        }
+        book.pending.insert(
+            receipt.seq,
+            Pending {
+                receipt,
+                kept_at: Instant::now(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The batches due now: the run of kept receipts from each lease's next number, once it
+    /// is long or old enough; past a missing number (an answer that never arrived) only once
+    /// what follows it has waited ten times the delay.
+    fn due(&self) -> Vec<(String, AckedBatch)> {
+        let Ok(mut books) = self.books.lock() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (lease_id, book) in books.iter_mut() {
+            let Some(oldest) = book.pending.values().map(|p| p.kept_at).min() else {
+                continue;
+            };
+            let mut run = Vec::new();
+            let mut expect = book.next_first;
+            for (seq, p) in &book.pending {
+                if *seq != expect {
+                    break;
+                }
+                run.push(p.receipt.clone());
+                expect += 1;
+            }
+            let waited = oldest.elapsed();
+            let batch: Vec<Receipt> = if run.len() >= self.policy.every
+                || (!run.is_empty() && waited >= self.policy.after)
+            {
+                run
+            } else if waited >= self.policy.after * 10 {
+                book.pending.values().map(|p| p.receipt.clone()).collect()
+            } else {
+                continue;
+            };
+            let Some(last) = batch.last().map(|r| r.seq) else {
+                continue;
+            };
+            let Some(ack) =
+                BatchAck::of(&self.chain_id, *lease_id, book.next_first, last + 1, &batch)
+            else {
+                continue;
+            };
+            let signed = SignedAck {
+                client_key: self.chain.public_key(),
+                signature: self.chain.sign(&ack.sign_bytes()),
+                ack,
+            };
+            let seqs = batch.iter().map(|r| r.seq).collect();
+            out.push((book.url.clone(), AckedBatch { signed, seqs }));
+        }
+        out
+    }
+
+    /// A batch the provider accepted: its receipts leave the pending set.
+    fn acknowledged(&self, batch: &AckedBatch) {
+        let ack = &batch.signed.ack;
+        let dir = self
+            .dir
+            .join(format!("lease-{}", ack.lease_id))
+            .join("acks");
+        let _ = std::fs::create_dir_all(&dir).and_then(|()| {
+            std::fs::write(
+                dir.join(format!("{:020}.json", ack.first_seq)),
+                serde_json::to_vec_pretty(batch).unwrap_or_default(),
+            )
+        });
+        if let Ok(mut books) = self.books.lock() {
+            if let Some(book) = books.get_mut(&ack.lease_id) {
+                book.pending.retain(|seq, _| *seq >= ack.end_seq);
+                book.next_first = ack.end_seq;
+            }
+        }
+    }
+
+    /// Acknowledges due batches until the process ends.
+    pub(crate) async fn run(self: std::sync::Arc<Self>, http: reqwest::Client) {
+        let tick = (self.policy.after / 4).max(Duration::from_millis(100));
+        loop {
+            tokio::time::sleep(tick).await;
+            for (url, batch) in self.due() {
+                let sent = http
+                    .post(format!("{url}/v1/gpuchain/acks"))
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(serde_json::to_vec(&batch).unwrap_or_default())
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status().is_success() => {
+                        tracing::info!(
+                            lease = batch.signed.ack.lease_id,
+                            first = batch.signed.ack.first_seq,
+                            end = batch.signed.ack.end_seq,
+                            receipts = batch.seqs.len(),
+                            units = %batch.signed.ack.units,
+                            "batch acknowledged"
+                        );
+                        self.acknowledged(&batch);
+                    }
+                    Ok(r) => {
+                        let status = r.status();
+                        let text = r.text().await.unwrap_or_default();
+                        tracing::warn!(%url, %status, %text, "the provider refused an acknowledgement");
+                    }
+                    Err(e) => tracing::warn!(%url, error = %e, "sending an acknowledgement failed"),
+                }
+            }
+        }
+    }
+}
+
+/// One past the last request number acknowledged in `dir` for `lease_id`.
+fn last_acked_end(dir: &std::path::Path, lease_id: u64) -> u64 {
+    let acks = dir.join(format!("lease-{lease_id}")).join("acks");
+    std::fs::read_dir(acks)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice::<AckedBatch>(&b).ok())
+        .map(|b| b.signed.ack.end_seq)
+        .max()
+        .unwrap_or(0)
+}

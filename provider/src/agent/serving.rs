@@ -1,0 +1,221 @@
+//! Serving leases, the agent's side (the endpoint's side is `serve::ledger`): bid on serving
+//! orders for the models configured under `[serving]`, claim every batch the client
+//! acknowledged (in order, as the chain takes them), reveal the receipt an audit draws, and
+//! answer a client's report with a heartbeat.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use gpuchain_client::follow::FollowedBlock;
+use gpuchain_serving::receipt::{merkle_proof, AckedBatch, Receipt};
+use gpuchain_serving::{
+    Claim, ClaimStage, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat, ServingAuditEvent,
+    ServingLease, ServingLeaseState, ServingMsg, ServingOrder, ServingOrderOpenedEvent,
+    ServingOrderState, ServingReportEvent,
+};
+use gpuchain_tx::Msg;
+
+use super::Agent;
+use crate::config::ServingConfig;
+
+fn lease_dir(receipts: &Path, lease_id: u64) -> PathBuf {
+    receipts.join(format!("lease-{lease_id}"))
+}
+
+/// The acknowledged batches kept for a lease, by first request number.
+fn acked_batches(receipts: &Path, lease_id: u64) -> Vec<AckedBatch> {
+    let mut batches: Vec<AckedBatch> =
+        std::fs::read_dir(lease_dir(receipts, lease_id).join("acks"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path()).ok())
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect();
+    batches.sort_by_key(|b| b.signed.ack.first_seq);
+    batches
+}
+
+/// Every receipt written for a lease, by request number.
+fn receipts_of(receipts: &Path, lease_id: u64) -> Vec<Receipt> {
+    let log = lease_dir(receipts, lease_id).join("receipts.jsonl");
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<crate::serve::LedgerEntry>(l).ok())
+        .map(|e| e.receipt)
+        .collect()
+}
+
+impl Agent {
+    fn serving(&self) -> Option<&ServingConfig> {
+        self.config.serving.as_ref()
+    }
+
+    async fn submit_serving(&self, msg: ServingMsg, what: &str) {
+        match self.chain.submit(Msg::Serving(msg)).await {
+            Ok(o) if o.code == 0 => tracing::info!(what, "serving transaction committed"),
+            Ok(o) => {
+                tracing::warn!(what, code = o.code, log = %o.log, "serving transaction refused")
+            }
+            Err(e) => tracing::warn!(what, error = %e, "serving transaction not sent"),
+        }
+    }
+
+    /// The serving part of one block.
+    pub(super) async fn follow_serving(&mut self, block: &FollowedBlock) -> Result<()> {
+        let Some(config) = self.serving().cloned() else {
+            return Ok(());
+        };
+        let me = self.chain.address;
+        for e in block.events() {
+            if let Some(opened) = e.decode::<ServingOrderOpenedEvent>() {
+                self.bid_serving(&config, opened.order_id).await;
+            } else if let Some(audit) = e.decode::<ServingAuditEvent>() {
+                if audit.provider == me {
+                    self.reveal(&config, audit.claim_id, audit.lease_id).await;
+                }
+            } else if let Some(report) = e.decode::<ServingReportEvent>() {
+                if report.provider == me {
+                    let msg = ServingMsg::Heartbeat(MsgServingHeartbeat {
+                        lease_id: report.lease_id,
+                    });
+                    self.submit_serving(msg, "heartbeat").await;
+                }
+            }
+        }
+        self.claim_acknowledged(&config).await
+    }
+
+    async fn bid_serving(&self, config: &ServingConfig, order_id: u64) {
+        let order: Option<ServingOrder> = self
+            .chain
+            .client
+            .get(&gpuchain_serving::state_key::order(order_id))
+            .await
+            .ok()
+            .flatten();
+        let Some(order) = order.filter(|o| o.state == ServingOrderState::Bidding) else {
+            return;
+        };
+        let hash = hex::encode(order.model.blake3);
+        let Some(offer) = config
+            .models
+            .iter()
+            .find(|m| m.name == order.model.name && m.blake3.eq_ignore_ascii_case(&hash))
+        else {
+            return;
+        };
+        if u128::from(offer.price) > order.max_price || order.client == self.chain.address {
+            return;
+        }
+        let msg = ServingMsg::Bid(MsgBidServing {
+            order_id,
+            price: u128::from(offer.price),
+        });
+        self.submit_serving(msg, "serving bid").await;
+    }
+
+    /// Claims, for every lease with acknowledged batches, the batches the chain takes next.
+    async fn claim_acknowledged(&self, config: &ServingConfig) -> Result<()> {
+        let Ok(dirs) = std::fs::read_dir(&config.receipts) else {
+            return Ok(());
+        };
+        let lease_ids: Vec<u64> = dirs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("lease-")?.parse().ok())
+            .collect();
+        for lease_id in lease_ids {
+            let lease: Option<ServingLease> = self
+                .chain
+                .client
+                .get(&gpuchain_serving::state_key::lease(lease_id))
+                .await
+                .with_context(|| format!("reading serving lease {lease_id}"))?;
+            let Some(lease) = lease.filter(|l| {
+                l.provider == self.chain.address && l.state != ServingLeaseState::Closed
+            }) else {
+                continue;
+            };
+            let mut next = lease.next_seq;
+            for batch in acked_batches(&config.receipts, lease_id) {
+                if batch.signed.ack.first_seq != next {
+                    continue;
+                }
+                let end = batch.signed.ack.end_seq;
+                let msg = ServingMsg::Claim(batch.signed.claim());
+                match self.chain.submit(Msg::Serving(msg)).await {
+                    Ok(o) if o.code == 0 => {
+                        tracing::info!(lease_id, first = next, end, "serving batch claimed");
+                        next = end;
+                    }
+                    Ok(o) => {
+                        tracing::warn!(lease_id, code = o.code, log = %o.log, "claim refused");
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(lease_id, error = %e, "claim not sent");
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reveals the receipt an audit drew from one of this provider's claims.
+    async fn reveal(&self, config: &ServingConfig, claim_id: u64, lease_id: u64) {
+        match self.reveal_msg(config, claim_id, lease_id).await {
+            Ok(msg) => self.submit_serving(msg, "receipt reveal").await,
+            Err(e) => {
+                tracing::error!(claim_id, error = %format!("{e:#}"), "cannot reveal an audited receipt")
+            }
+        }
+    }
+
+    async fn reveal_msg(
+        &self,
+        config: &ServingConfig,
+        claim_id: u64,
+        lease_id: u64,
+    ) -> Result<ServingMsg> {
+        let claim: Claim = self
+            .chain
+            .client
+            .get(&gpuchain_serving::state_key::claim(claim_id))
+            .await?
+            .context("the claim is gone")?;
+        let ClaimStage::AwaitingReveal { index, .. } = claim.stage else {
+            anyhow::bail!("the claim waits for no reveal");
+        };
+        let batch = acked_batches(&config.receipts, lease_id)
+            .into_iter()
+            .find(|b| b.signed.ack.first_seq == claim.first_seq)
+            .context("no acknowledged batch starts at the claim's first request")?;
+        let all = receipts_of(&config.receipts, lease_id);
+        let batch_receipts: Vec<Receipt> = batch
+            .seqs
+            .iter()
+            .map(|s| all.iter().find(|r| r.seq == *s).cloned())
+            .collect::<Option<Vec<_>>>()
+            .context("a receipt of the batch is missing from receipts.jsonl")?;
+        let leaves: Vec<[u8; 32]> = batch_receipts.iter().map(Receipt::leaf).collect();
+        let position = usize::try_from(index)?;
+        let receipt = batch_receipts
+            .get(position)
+            .cloned()
+            .context("the drawn position is outside the batch")?;
+        let bodies = lease_dir(&config.receipts, lease_id).join("bodies");
+        let read = |ext: &str| {
+            let path = bodies.join(format!("{}.{ext}", receipt.seq));
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+        };
+        Ok(ServingMsg::Reveal(MsgRevealReceipt {
+            claim_id,
+            proof: merkle_proof(&leaves, position).context("no proof")?,
+            request: read("request")?,
+            response: read("response")?,
+            receipt,
+        }))
+    }
+}

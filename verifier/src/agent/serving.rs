@@ -1,0 +1,206 @@
+//! Judging audited serving receipts: when drawn (`serving.juror`), read the revealed request
+//! and answer from the claim, re-check the answer on the named model off the async runtime
+//! (a generated answer by teacher forcing, `compute::serving::audit_answer`; embeddings by
+//! re-embedding within tolerance) and post `honest` or `faulty` before the deadline.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Context, Result};
+use gpuchain_compute::serving::{audit_answer, ChatModel};
+use gpuchain_serving::{
+    Claim, ClaimStage, ModelRef, MsgServingVerdict, ServingKind, ServingLease, ServingMsg,
+};
+use gpuchain_tx::Msg;
+
+use super::{Agent, Done};
+use crate::config::ServingAuditConfig;
+
+/// Least cosine similarity between a served embedding and the verifier's own: MiniLM on two
+/// CPU backends agrees far closer; another model or a truncated input does not come near.
+const MIN_COSINE: f64 = 0.999;
+
+/// Chat models loaded for audits, by name.
+#[derive(Default, Clone)]
+pub(crate) struct Loaded(Arc<Mutex<BTreeMap<String, Arc<ChatModel>>>>);
+
+fn find<'a>(
+    list: &'a [crate::config::AuditedModel],
+    model: &ModelRef,
+) -> Result<&'a crate::config::AuditedModel> {
+    let hash = hex::encode(model.blake3);
+    list.iter()
+        .find(|m| m.name == model.name && m.blake3.eq_ignore_ascii_case(&hash))
+        .ok_or_else(|| {
+            anyhow!(
+                "model {} ({hash}) is not configured under [serving]: this verifier cannot judge it",
+                model.name
+            )
+        })
+}
+
+/// Whether the revealed answer is what the model gives.
+fn judge(
+    config: &ServingAuditConfig,
+    loaded: &Loaded,
+    model: &ModelRef,
+    request: &[u8],
+    response: &[u8],
+    units: u64,
+) -> Result<bool> {
+    match model.kind {
+        ServingKind::Generation => {
+            let entry = find(&config.models, model)?;
+            let chat = {
+                let mut cache = loaded
+                    .0
+                    .lock()
+                    .map_err(|_| anyhow!("model cache poisoned"))?;
+                match cache.get(&entry.name) {
+                    Some(m) => m.clone(),
+                    None => {
+                        let m = Arc::new(ChatModel::load(&entry.path, entry.name.clone())?);
+                        cache.insert(entry.name.clone(), m.clone());
+                        m
+                    }
+                }
+            };
+            match audit_answer(&chat, request, response, units) {
+                Ok(()) => Ok(true),
+                Err(why) => {
+                    tracing::warn!(%why, "served answer fails its audit");
+                    Ok(false)
+                }
+            }
+        }
+        ServingKind::Embedding => {
+            let entry = find(&config.embedders, model)?;
+            judge_embeddings(&entry.path, request, response, units)
+        }
+    }
+}
+
+fn judge_embeddings(
+    dir: &std::path::Path,
+    request: &[u8],
+    response: &[u8],
+    units: u64,
+) -> Result<bool> {
+    let read = |f: &str| std::fs::read(dir.join(f)).with_context(|| format!("reading {f}"));
+    let embedder = gpuchain_compute::embed::Embedder::new(
+        &read("model.safetensors")?,
+        &read("tokenizer.json")?,
+    )?;
+    let request: serde_json::Value = serde_json::from_slice(request)?;
+    let inputs: Vec<String> = match request.get("input") {
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        Some(v) => serde_json::from_value(v.clone())?,
+        None => return Ok(false),
+    };
+    if inputs.len() as u64 != units {
+        return Ok(false);
+    }
+    let Ok(answer) = serde_json::from_slice::<serde_json::Value>(response) else {
+        return Ok(false);
+    };
+    let served: Vec<Vec<f64>> = answer["data"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| serde_json::from_value(i["embedding"].clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let (mine, _) = embedder.embed(&inputs, 32)?;
+    let hidden = embedder.hidden();
+    if served.len() != inputs.len() || mine.len() != inputs.len() * hidden {
+        return Ok(false);
+    }
+    Ok(mine.chunks(hidden).zip(&served).all(|(a, b)| {
+        let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum();
+        let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+        b.len() == hidden && na > 0.0 && nb > 0.0 && dot / (na * nb) >= MIN_COSINE
+    }))
+}
+
+impl Agent {
+    /// Drawn to judge `claim_id`: reads it and checks it in the background.
+    pub(super) async fn drawn_for_claim(&mut self, claim_id: u64) {
+        let read = async {
+            let claim: Claim = self
+                .chain
+                .client
+                .get(&gpuchain_serving::state_key::claim(claim_id))
+                .await?
+                .context("the claim is gone")?;
+            let lease: ServingLease = self
+                .chain
+                .client
+                .get(&gpuchain_serving::state_key::lease(claim.lease_id))
+                .await?
+                .context("the lease is gone")?;
+            Ok::<_, anyhow::Error>((claim, lease))
+        };
+        let (claim, lease) = match read.await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(claim_id, error = %format!("{e:#}"), "cannot read a drawn claim");
+                return;
+            }
+        };
+        let ClaimStage::Judging(judgement) = claim.stage else {
+            return;
+        };
+        let (config, loaded, tx) = (
+            self.config.serving.clone(),
+            self.serving_models.clone(),
+            self.done_tx.clone(),
+        );
+        tokio::spawn(async move {
+            let found = tokio::task::spawn_blocking(move || {
+                judge(
+                    &config,
+                    &loaded,
+                    &lease.model,
+                    &judgement.request,
+                    &judgement.response,
+                    judgement.receipt.units,
+                )
+            })
+            .await
+            .map_err(|e| anyhow!("audit task: {e}"))
+            .and_then(|r| r);
+            let _ = tx
+                .send(Done::Judged(claim_id, found.map_err(|e| format!("{e:#}"))))
+                .await;
+        });
+    }
+
+    /// Posts the verdict of a finished audit.
+    pub(super) async fn judged(
+        &mut self,
+        claim_id: u64,
+        found: Result<bool, String>,
+    ) -> Result<()> {
+        let honest = match found {
+            Ok(h) => h,
+            Err(why) => {
+                tracing::error!(claim_id, %why, "cannot judge a drawn serving audit");
+                return Ok(());
+            }
+        };
+        let msg = Msg::Serving(ServingMsg::Verdict(MsgServingVerdict { claim_id, honest }));
+        match self.chain.submit(msg).await {
+            Ok(o) if o.code == 0 => {
+                tracing::info!(claim_id, honest, "serving verdict posted");
+            }
+            Ok(o) => {
+                tracing::warn!(claim_id, code = o.code, log = %o.log, "serving verdict refused")
+            }
+            Err(e) => tracing::warn!(claim_id, error = %e, "serving verdict not sent"),
+        }
+        Ok(())
+    }
+}
