@@ -107,6 +107,35 @@ pub fn serve_model_with(
     start(cmd, log)
 }
 
+/// The SmolLM2-135M-Instruct GGUF file (fetched when absent).
+pub fn smollm2_path() -> std::path::PathBuf {
+    models::smollm2_file()
+}
+
+/// `gpuchain-provider serve-model` with SmolLM2 (as `smollm2`) serving chain leases of
+/// `operator`: receipts under `receipts`, leases read from `node`; logs to `log`.
+pub fn serve_model_on_leases(
+    receipts: &Path,
+    node: &str,
+    operator: &str,
+    log: &Path,
+) -> Result<Server> {
+    let mut cmd = Command::new(provider_path());
+    cmd.args([
+        "serve-model",
+        "--listen",
+        "127.0.0.1:0",
+        "--name",
+        "smollm2",
+    ])
+    .arg("--model")
+    .arg(models::smollm2_file())
+    .arg("--receipts")
+    .arg(receipts)
+    .args(["--node", node, "--operator", operator]);
+    start(cmd, Some(log))
+}
+
 /// `gpuchain-gateway` beside `gpuchaind` (or `GPUCHAIN_GATEWAY_BIN`).
 pub fn gateway_path() -> std::path::PathBuf {
     match std::env::var_os("GPUCHAIN_GATEWAY_BIN") {
