@@ -10,7 +10,7 @@ use std::path::Path;
 use gpuchain_jobspec::Sampling;
 use serde::Deserialize;
 
-pub use gpuchain_serving::receipt::AnswerRecord;
+pub use gpuchain_jobspec::AnswerRecord;
 
 use crate::gguf::{self, Gguf};
 use crate::llama::{first_unjustified, LlamaConfig, RowDecoder};

@@ -174,15 +174,11 @@ impl Leases {
             let Some(oldest) = book.pending.values().map(|p| p.kept_at).min() else {
                 continue;
             };
-            let mut run = Vec::new();
-            let mut expect = book.next_first;
-            for (seq, p) in &book.pending {
-                if *seq != expect {
-                    break;
-                }
-                run.push(p.receipt.clone());
-                expect += 1;
-            }
+            let run: Vec<Receipt> = (book.next_first..)
+                .zip(book.pending.iter())
+                .take_while(|(expect, (seq, _))| *seq == expect)
+                .map(|(_, (_, p))| p.receipt.clone())
+                .collect();
             let waited = oldest.elapsed();
             let batch: Vec<Receipt> = if run.len() >= self.policy.every
                 || (!run.is_empty() && waited >= self.policy.after)

@@ -24,6 +24,7 @@
     )
 )]
 
+mod answer;
 mod arch;
 mod blob;
 mod error;
@@ -34,6 +35,7 @@ mod tolerance;
 mod training;
 mod validate;
 
+pub use answer::AnswerRecord;
 pub use arch::{LlamaShape, ModelArch};
 pub use blob::{BlobHash, BlobRef};
 pub use error::SpecError;

@@ -37,7 +37,7 @@ pub(super) fn execute(
             got: m.first_seq,
         });
     }
-    let span = m.end_seq.checked_sub(m.first_seq).unwrap_or(0);
+    let span = m.end_seq.saturating_sub(m.first_seq);
     if m.count == 0 || m.units == 0 || m.count > span {
         return Err(ServingError::EmptyClaim);
     }
