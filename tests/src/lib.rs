@@ -9,6 +9,7 @@ mod net;
 mod ports;
 mod provider;
 pub mod serving;
+pub mod serving_market;
 mod verifier;
 
 pub use cli_json::{event_attr, run_json, tx_fee, NodeCli};

@@ -113,11 +113,13 @@ pub fn smollm2_path() -> std::path::PathBuf {
 }
 
 /// `gpuchain-provider serve-model` with SmolLM2 (as `smollm2`) serving chain leases of
-/// `operator`: receipts under `receipts`, leases read from `node`; logs to `log`.
+/// `operator`: receipts under `receipts`, leases read from `node`, `extra` arguments; logs to
+/// `log`.
 pub fn serve_model_on_leases(
     receipts: &Path,
     node: &str,
     operator: &str,
+    extra: &[&str],
     log: &Path,
 ) -> Result<Server> {
     let mut cmd = Command::new(provider_path());
@@ -132,7 +134,8 @@ pub fn serve_model_on_leases(
     .arg(models::smollm2_file())
     .arg("--receipts")
     .arg(receipts)
-    .args(["--node", node, "--operator", operator]);
+    .args(["--node", node, "--operator", operator])
+    .args(extra);
     start(cmd, Some(log))
 }
 

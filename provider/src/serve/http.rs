@@ -31,6 +31,8 @@ pub(super) struct Served {
     pub(super) max_concurrent: usize,
     pub(super) stats: Arc<Stats>,
     pub(super) ledger: Option<Arc<Ledger>>,
+    /// Test only: shift every generated token (a cheaper model's answer).
+    pub(super) dishonest: bool,
 }
 
 /// A request answered on a lease: where its receipt goes, and what it hashes.
@@ -87,6 +89,7 @@ pub(super) fn router(
     embedder: Option<Arc<EmbedModel>>,
     max_concurrent: usize,
     ledger: Option<Arc<Ledger>>,
+    dishonest: bool,
 ) -> Router {
     Router::new()
         .route("/v1/models", get(models))
@@ -102,6 +105,7 @@ pub(super) fn router(
             max_concurrent,
             stats: Arc::default(),
             ledger,
+            dishonest,
         })
 }
 
@@ -194,12 +198,19 @@ fn generate(
     stats: &Stats,
     arrived: Instant,
     slot: OwnedSemaphorePermit,
+    dishonest: bool,
 ) {
     let started = Instant::now();
     let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
     let (mut tokens, mut sent, mut stopped) = (Vec::new(), 0usize, false);
+    let vocab = u32::try_from(model.decoder.vocab()).unwrap_or(u32::MAX);
     for n in 0..p.max_tokens {
         let t = seq.next_token();
+        let t = if dishonest && Some(t) != model.eos {
+            (t + 1) % vocab
+        } else {
+            t
+        };
         if n == 0 {
             stats.first_token(arrived.elapsed());
         }
@@ -423,7 +434,8 @@ async fn answer(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let name = model.name.clone();
     let stats = s.stats.clone();
-    tokio::task::spawn_blocking(move || generate(model, p, tx, &stats, arrived, slot));
+    let dishonest = s.dishonest;
+    tokio::task::spawn_blocking(move || generate(model, p, tx, &stats, arrived, slot, dishonest));
     let id = format!(
         "{}-{:016x}",
         shape.id_prefix(),

@@ -69,6 +69,12 @@ pub(crate) struct ServeArgs {
     /// This provider's account (gpu1…): only its leases are served.
     #[arg(long)]
     operator: Option<gpuchain_types::Address>,
+    /// Test only: answer with every generated token shifted by one id, as a cheaper model
+    /// would answer, with text and receipts consistent with what is sent (audits must catch
+    /// it).
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true)]
+    dishonest_answers: bool,
 }
 
 fn named_model(s: &str) -> std::result::Result<(String, PathBuf), String> {
@@ -114,6 +120,16 @@ impl EmbedModel {
 /// A loaded chat model (shared with the verifier's audits of served answers).
 pub(crate) use gpuchain_compute::serving::ChatModel as Model;
 
+#[cfg(feature = "test-hooks")]
+fn dishonest(a: &ServeArgs) -> bool {
+    a.dishonest_answers
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn dishonest(_: &ServeArgs) -> bool {
+    false
+}
+
 pub(crate) fn run(a: ServeArgs) -> Result<()> {
     let first = api_name(a.name.clone(), a.model.file_stem(), "--name")?;
     let mut offered = vec![(first.clone(), a.model.clone())];
@@ -156,7 +172,13 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
         println!("listening on {}", listener.local_addr()?);
         axum::serve(
             listener,
-            http::router(models, embedder, a.max_concurrent.max(1), ledger),
+            http::router(
+                models,
+                embedder,
+                a.max_concurrent.max(1),
+                ledger,
+                dishonest(&a),
+            ),
         )
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -1,0 +1,278 @@
+//! A serving market on a localnet for end-to-end tests: verifier agents that can audit
+//! SmolLM2 answers, a provider agent that bids on SmolLM2 serving orders, a serving order
+//! opened by the client with the CLI and cleared to that provider, the provider's
+//! `serve-model` on the lease and the client's gateway paying on it. Every claim is audited.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use gpuchain_client::ChainClient;
+use gpuchain_serving::{ServingLease, ServingRead};
+use serde_json::Value;
+
+use crate::net::{cli, TestNet};
+use crate::ports::free_port_block;
+use crate::provider::{provider_cli, AgentSpec, ProviderAgent};
+use crate::serving::{gateway_logged, serve_model_on_leases, smollm2_path, Server};
+use crate::verifier::{verifier_cli, write_provider_config, VerifierAgent, VerifierSpec};
+
+const GPU: u128 = 1_000_000;
+/// The provider's bid, ugpu per million tokens.
+pub const SERVING_PRICE: u64 = 400_000;
+/// The client's deposit.
+pub const SERVING_DEPOSIT: u128 = 50 * GPU;
+
+/// Everything of one serving market; processes stop on drop.
+pub struct ServingMarket {
+    /// The localnet.
+    pub net: TestNet,
+    /// Its node's RPC.
+    pub node: String,
+    /// The keys' home.
+    pub home: String,
+    /// A client of the node.
+    pub chain: ChainClient,
+    /// The lease the provider won.
+    pub lease: ServingLease,
+    /// The client's gateway.
+    pub gateway: Server,
+    /// The provider's endpoint.
+    pub server: Server,
+    _verifiers: Vec<VerifierAgent>,
+    _provider: ProviderAgent,
+    /// Files of the agents and servers (logs, receipts).
+    pub dir: tempfile::TempDir,
+}
+
+fn append(path: &Path, text: &str) -> Result<()> {
+    let mut all = std::fs::read_to_string(path)?;
+    all.push('\n');
+    all.push_str(text);
+    std::fs::write(path, all)?;
+    Ok(())
+}
+
+/// The address of key `name`.
+pub fn key_address(home: &str, name: &str) -> Result<String> {
+    let out = cli(&["keys", "show", name, "--home", home, "--output", "json"])?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(v["address"].as_str().context("address")?.to_string())
+}
+
+impl ServingMarket {
+    /// Starts the market with `verifiers` verifier agents and a provider whose `serve-model`
+    /// gets `serve_extra` arguments (e.g. a test-only cheat).
+    pub async fn start(verifiers: usize, serve_extra: &[&str]) -> Result<ServingMarket> {
+        let mut accounts = vec![("client", 1_000 * GPU), ("provider", 3_000 * GPU)];
+        let names: Vec<String> = (0..verifiers).map(|i| format!("verifier{i}")).collect();
+        accounts.extend(names.iter().map(|n| (n.as_str(), 3_000 * GPU)));
+        let net = TestNet::start_with(1, &accounts, |spec| {
+            let p = &mut spec.genesis.serving.params;
+            // Every claim is audited, so the whole audit path runs.
+            p.audit_ppm = 1_000_000;
+            p.second_opinion_ppm = 0;
+            p.reveal_window_blocks = 100;
+            p.verdict_window_blocks = 200;
+            p.claim_grace_blocks = 10;
+        })
+        .await?;
+        let node = net.net.nodes[0].rpc_url.clone();
+        let keys = net.keys_home();
+        let home = keys.to_string_lossy().to_string();
+        let dir = tempfile::tempdir()?;
+        let model = smollm2_path();
+        let hash = blake3::hash(&std::fs::read(&model)?).to_hex().to_string();
+
+        let mut agents = Vec::new();
+        for name in &names {
+            let config = VerifierSpec {
+                node: node.clone(),
+                keys_home: keys.clone(),
+                key: name.clone(),
+                dir: dir.path().join(name),
+                metrics_port: free_port_block(1),
+                backend: "cpu".into(),
+                bond: 1_000 * GPU,
+                challenge: String::new(),
+            }
+            .write_config()?;
+            append(
+                &config,
+                &format!(
+                    "[serving]\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\npath = \"{}\"\n",
+                    model.display()
+                ),
+            )?;
+            let out = verifier_cli(&["register", "--config", &config.to_string_lossy()])?;
+            ensure!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            agents.push(VerifierAgent::spawn(&config)?);
+        }
+
+        let receipts = dir.path().join("provider-receipts");
+        let ports = free_port_block(2);
+        let pconfig = write_provider_config(
+            &AgentSpec {
+                node: node.clone(),
+                keys_home: keys.clone(),
+                key: "provider".into(),
+                dir: dir.path().join("provider"),
+                blob_port: ports,
+                metrics_port: ports + 1,
+                cpu_price: 100_000,
+                max_jobs: 1,
+                archs: vec!["digits_mlp".into()],
+                bond: 1_000 * GPU,
+            },
+            "local",
+            "cpu",
+        )?;
+        append(
+            &pconfig,
+            &format!(
+                "[serving]\nreceipts = \"{}\"\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\nprice = {SERVING_PRICE}\n",
+                receipts.display()
+            ),
+        )?;
+        let out = provider_cli(&["register", "--config", &pconfig.to_string_lossy()])?;
+        ensure!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let provider = ProviderAgent::spawn(&pconfig, &[])?;
+        let provider_addr = key_address(&home, "provider")?;
+
+        let out = cli(&[
+            "tx",
+            "serving",
+            "open",
+            "client",
+            "--model",
+            "smollm2",
+            "--model-hash",
+            &hash,
+            "--providers",
+            "1",
+            "--max-price",
+            "1000000",
+            "--duration",
+            "2000",
+            "--bid-window",
+            "15",
+            "--deposit",
+            &SERVING_DEPOSIT.to_string(),
+            "--home",
+            &home,
+            "--node",
+            &node,
+            "--output",
+            "json",
+        ])?;
+        ensure!(
+            out.status.success(),
+            "open: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let chain = net.client(0)?;
+        let mut found = None;
+        for _ in 0..150 {
+            let state = chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            if let Some(l) = state.serving_leases().into_iter().next() {
+                found = Some(l);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let lease = found.context("no lease: the provider agent did not win the order")?;
+        ensure!(lease.provider.to_string() == provider_addr);
+
+        let server = serve_model_on_leases(
+            &receipts,
+            &node,
+            &provider_addr,
+            serve_extra,
+            &dir.path().join("serve.log"),
+        )?;
+        let upstream = format!("{},lease={}", server.url, lease.id);
+        let client_receipts: PathBuf = dir.path().join("client-receipts");
+        let gateway = gateway_logged(
+            &[upstream],
+            &[
+                "--node",
+                &node,
+                "--home",
+                &home,
+                "--key",
+                "client",
+                "--receipts",
+                &client_receipts.to_string_lossy(),
+                "--ack-every",
+                "2",
+                "--ack-after-ms",
+                "500",
+            ],
+            Some(&dir.path().join("gateway.log")),
+        )?;
+        Ok(ServingMarket {
+            net,
+            node,
+            home,
+            chain,
+            lease,
+            gateway,
+            server,
+            _verifiers: agents,
+            _provider: provider,
+            dir,
+        })
+    }
+
+    /// Sends `body` to the gateway's `path`; the answer.
+    pub async fn ask(&self, path: &str, body: &Value) -> Result<Value> {
+        let bytes = reqwest::Client::new()
+            .post(format!("{}{path}", self.gateway.url))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?;
+        Ok(serde_json::from_slice(&bytes)?)
+    }
+
+    /// The lease once `requests` request numbers are claimed and no claim of it is open.
+    pub async fn settled(&self, requests: u64, secs: u64) -> Result<ServingLease> {
+        for _ in 0..secs * 4 {
+            let state = self
+                .chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            let l = state.serving_lease(self.lease.id).context("the lease")?;
+            let open = state
+                .serving_claims()
+                .iter()
+                .any(|c| c.lease_id == self.lease.id);
+            if l.next_seq >= requests && !open {
+                return Ok(l);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        anyhow::bail!(
+            "not every answer was claimed and settled within {secs} s (logs in {})",
+            self.dir.path().display()
+        )
+    }
+}

@@ -1,0 +1,61 @@
+//! A provider that answers its lease with a cheaper model's tokens (test-only
+//! `--dishonest-answers`: every token shifted, the text and receipt consistent with what it
+//! sent, so the client's gateway acknowledges it) is caught: every claim is audited, the
+//! provider agent reveals the answer it served, two drawn verifiers find tokens the model
+//! does not pick, and the chain slashes the provider for a wrong result, refunds the whole
+//! claim to the client and takes the lease from the provider. Nothing is paid for it.
+
+use anyhow::{ensure, Context};
+use gpuchain_serving::ServingLeaseState;
+use gpuchain_tests::serving_market::ServingMarket;
+use gpuchain_tests::slash_records;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_client(
+) -> anyhow::Result<()> {
+    let m = ServingMarket::start(2, &["--dishonest-answers"]).await?;
+    for content in ["Name a colour.", "Count to three."] {
+        let answer = m
+            .ask(
+                "/v1/chat/completions",
+                &json!({"model": "smollm2", "max_tokens": 6, "temperature": 0,
+                        "messages": [{"role": "user", "content": content}]}),
+            )
+            .await?;
+        ensure!(answer["usage"]["total_tokens"].as_u64().is_some());
+    }
+    let caught = m.settled(2, 300).await?;
+    ensure!(caught.paid == 0, "the cheat was paid {}", caught.paid);
+    ensure!(
+        caught.state == ServingLeaseState::Dropped,
+        "the lease is taken from the cheat: {:?}",
+        caught.state
+    );
+    let slashes = slash_records(&m.node)?;
+    let wrong: Vec<_> = slashes
+        .iter()
+        .filter(|s| s.to_string().contains("wrong_result"))
+        .collect();
+    ensure!(
+        !wrong.is_empty(),
+        "the provider is slashed for a wrong result: {slashes:?}"
+    );
+    let escrow = m
+        .chain
+        .balance(&gpuchain_serving::module_account::serving_escrow())
+        .await?;
+    let order = m
+        .chain
+        .get::<gpuchain_serving::ServingOrder>(&gpuchain_serving::state_key::order(
+            m.lease.order_id,
+        ))
+        .await?
+        .context("the order")?;
+    ensure!(
+        escrow == order.deposit,
+        "the claim left escrow for the client, not the provider: escrow {escrow}, deposit {}",
+        order.deposit
+    );
+    Ok(())
+}
