@@ -229,11 +229,49 @@ impl Leases {
         }
     }
 
-    /// Acknowledges due batches until the process ends.
-    pub(crate) async fn run(self: std::sync::Arc<Self>, http: reqwest::Client) {
+    /// Reports on chain each lease whose provider went down and is still down (once per
+    /// time it went down): its provider must show it is alive or lose the lease.
+    async fn report_dead(
+        &self,
+        upstreams: &[std::sync::Arc<crate::pool::Upstream>],
+        reported: &mut BTreeMap<u64, u64>,
+    ) {
+        for u in upstreams {
+            let Some(lease_id) = u.spec.lease else {
+                continue;
+            };
+            let downs = u.went_down.load(std::sync::atomic::Ordering::Relaxed);
+            if u.is_up() || reported.get(&lease_id).copied().unwrap_or(0) >= downs {
+                continue;
+            }
+            reported.insert(lease_id, downs);
+            let msg = gpuchain_tx::Msg::Serving(gpuchain_serving::ServingMsg::Report(
+                gpuchain_serving::MsgReportUnresponsive { lease_id },
+            ));
+            match self.chain.submit(msg).await {
+                Ok(o) if o.code == 0 => {
+                    tracing::warn!(lease = lease_id, upstream = %u.spec.url, "provider reported on chain as unresponsive");
+                }
+                Ok(o) => {
+                    tracing::warn!(lease = lease_id, code = o.code, log = %o.log, "report refused")
+                }
+                Err(e) => tracing::warn!(lease = lease_id, error = %e, "report not sent"),
+            }
+        }
+    }
+
+    /// Acknowledges due batches, and reports providers that went down, until the process
+    /// ends.
+    pub(crate) async fn run(
+        self: std::sync::Arc<Self>,
+        http: reqwest::Client,
+        upstreams: Vec<std::sync::Arc<crate::pool::Upstream>>,
+    ) {
         let tick = (self.policy.after / 4).max(Duration::from_millis(100));
+        let mut reported = BTreeMap::new();
         loop {
             tokio::time::sleep(tick).await;
+            self.report_dead(&upstreams, &mut reported).await;
             for (url, batch) in self.due() {
                 let sent = http
                     .post(format!("{url}/v1/gpuchain/acks"))

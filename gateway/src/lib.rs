@@ -50,7 +50,7 @@ pub fn run(a: GatewayArgs) -> Result<()> {
             leases.clone(),
         )?);
         if let Some(leases) = leases {
-            tokio::spawn(leases.run(pool.http.clone()));
+            tokio::spawn(leases.run(pool.http.clone(), pool.upstreams.clone()));
         }
         pool.probe_all().await;
         tokio::spawn(

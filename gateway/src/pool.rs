@@ -78,6 +78,11 @@ impl Upstream {
     }
 
     /// It failed a request or a probe: no more requests until a probe finds it again.
+    /// Whether it answered its last probe or request.
+    pub(crate) fn is_up(&self) -> bool {
+        self.health().up
+    }
+
     pub(crate) fn failed(&self, why: &str) {
         self.failures.fetch_add(1, Ordering::Relaxed);
         let mut h = self.health();

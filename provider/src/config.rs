@@ -37,6 +37,10 @@ pub(crate) struct Config {
 pub(crate) struct ServingConfig {
     /// `serve-model --receipts DIR`.
     pub(crate) receipts: PathBuf,
+    /// The `serve-model` endpoint: a report is answered with a heartbeat only while it
+    /// answers `GET /v1/models` (without it, every report is answered).
+    #[serde(default)]
+    pub(crate) endpoint: Option<String>,
     /// What it bids on.
     #[serde(default)]
     pub(crate) models: Vec<ServedModel>,

@@ -112,30 +112,26 @@ pub fn smollm2_path() -> std::path::PathBuf {
     models::smollm2_file()
 }
 
-/// `gpuchain-provider serve-model` with SmolLM2 (as `smollm2`) serving chain leases of
-/// `operator`: receipts under `receipts`, leases read from `node`, `extra` arguments; logs to
-/// `log`.
+/// `gpuchain-provider serve-model` with SmolLM2 (as `smollm2`) on 127.0.0.1:`port` serving
+/// chain leases of `operator`: receipts under `receipts`, leases read from `node`, `extra`
+/// arguments; logs to `log`.
 pub fn serve_model_on_leases(
+    port: u16,
     receipts: &Path,
     node: &str,
     operator: &str,
     extra: &[&str],
     log: &Path,
 ) -> Result<Server> {
+    let listen = format!("127.0.0.1:{port}");
     let mut cmd = Command::new(provider_path());
-    cmd.args([
-        "serve-model",
-        "--listen",
-        "127.0.0.1:0",
-        "--name",
-        "smollm2",
-    ])
-    .arg("--model")
-    .arg(models::smollm2_file())
-    .arg("--receipts")
-    .arg(receipts)
-    .args(["--node", node, "--operator", operator])
-    .args(extra);
+    cmd.args(["serve-model", "--listen", &listen, "--name", "smollm2"])
+        .arg("--model")
+        .arg(models::smollm2_file())
+        .arg("--receipts")
+        .arg(receipts)
+        .args(["--node", node, "--operator", operator])
+        .args(extra);
     start(cmd, Some(log))
 }
 

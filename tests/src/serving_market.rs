@@ -119,7 +119,8 @@ impl ServingMarket {
         }
 
         let receipts = dir.path().join("provider-receipts");
-        let ports = free_port_block(2);
+        let ports = free_port_block(3);
+        let serve_port = ports + 2;
         let pconfig = write_provider_config(
             &AgentSpec {
                 node: node.clone(),
@@ -139,7 +140,7 @@ impl ServingMarket {
         append(
             &pconfig,
             &format!(
-                "[serving]\nreceipts = \"{}\"\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\nprice = {SERVING_PRICE}\n",
+                "[serving]\nreceipts = \"{}\"\nendpoint = \"http://127.0.0.1:{serve_port}\"\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\nprice = {SERVING_PRICE}\n",
                 receipts.display()
             ),
         )?;
@@ -199,6 +200,7 @@ impl ServingMarket {
         ensure!(lease.provider.to_string() == provider_addr);
 
         let server = serve_model_on_leases(
+            serve_port,
             &receipts,
             &node,
             &provider_addr,

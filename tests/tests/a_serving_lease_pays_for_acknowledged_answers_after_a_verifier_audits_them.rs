@@ -5,8 +5,11 @@
 //! receipt against what arrived and acknowledges batches; the provider agent claims them;
 //! with audits on every claim, the provider agent reveals the drawn receipt and a verifier
 //! agent re-checks the answer by teacher forcing and calls it honest, so the provider is paid
-//! exactly for the units the client was told, nobody is slashed, and when the client ends
-//! the order the rest of the deposit goes back and escrow is empty.
+//! exactly for the units the client was told and nobody is slashed. Then the endpoint dies:
+//! the gateway reports the lease on chain, the provider agent finds its endpoint down and
+//! sends no heartbeat, and the provider loses the lease and the abandoned-lease share of its
+//! bond. When the client ends the order the rest of the deposit goes back and escrow is
+//! empty.
 
 use std::time::Duration;
 
@@ -19,7 +22,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_them(
 ) -> anyhow::Result<()> {
-    let m = ServingMarket::start(1, &[]).await?;
+    let mut m = ServingMarket::start(1, &[]).await?;
     ensure!(
         m.lease.price == u128::from(SERVING_PRICE),
         "uniform price is the only bid"
@@ -76,6 +79,41 @@ async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_t
     ensure!(
         verifier.verdicts >= 1,
         "the verifier judged the audited claims"
+    );
+
+    // The endpoint dies: reported by the gateway, no heartbeat, the lease is lost.
+    m.server.kill();
+    let _ = m
+        .ask(
+            "/v1/chat/completions",
+            &json!({"model": "smollm2", "max_tokens": 2, "temperature": 0,
+                    "messages": [{"role": "user", "content": "Hello?"}]}),
+        )
+        .await;
+    let mut dropped = None;
+    for _ in 0..240 {
+        let lease = m
+            .chain
+            .get::<gpuchain_serving::ServingLease>(&gpuchain_serving::state_key::lease(m.lease.id))
+            .await?
+            .context("the lease")?;
+        if lease.state == gpuchain_serving::ServingLeaseState::Dropped {
+            dropped = Some(lease);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    ensure!(
+        dropped.is_some(),
+        "the dead provider kept its lease (logs in {})",
+        m.dir.path().display()
+    );
+    let slashes = slash_records(&m.node)?;
+    ensure!(
+        slashes
+            .iter()
+            .any(|s| s.to_string().contains("abandoned_lease")),
+        "the dead provider loses the abandoned-lease share: {slashes:?}"
     );
 
     // The client ends the order; after the grace the rest of the deposit is back.

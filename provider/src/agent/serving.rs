@@ -47,6 +47,24 @@ fn receipts_of(receipts: &Path, lease_id: u64) -> Vec<Receipt> {
         .collect()
 }
 
+/// Whether the serving endpoint answers `GET /v1/models` (no endpoint configured: yes).
+async fn endpoint_answers(endpoint: Option<&str>) -> bool {
+    let Some(url) = endpoint else {
+        return true;
+    };
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build();
+    match client {
+        Ok(c) => c
+            .get(format!("{}/v1/models", url.trim_end_matches('/')))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success()),
+        Err(_) => false,
+    }
+}
+
 impl Agent {
     fn serving(&self) -> Option<&ServingConfig> {
         self.config.serving.as_ref()
@@ -77,10 +95,17 @@ impl Agent {
                 }
             } else if let Some(report) = e.decode::<ServingReportEvent>() {
                 if report.provider == me {
-                    let msg = ServingMsg::Heartbeat(MsgServingHeartbeat {
-                        lease_id: report.lease_id,
-                    });
-                    self.submit_serving(msg, "heartbeat").await;
+                    if endpoint_answers(config.endpoint.as_deref()).await {
+                        let msg = ServingMsg::Heartbeat(MsgServingHeartbeat {
+                            lease_id: report.lease_id,
+                        });
+                        self.submit_serving(msg, "heartbeat").await;
+                    } else {
+                        tracing::warn!(
+                            lease_id = report.lease_id,
+                            "reported, and the serving endpoint does not answer: no heartbeat"
+                        );
+                    }
                 }
             }
         }
