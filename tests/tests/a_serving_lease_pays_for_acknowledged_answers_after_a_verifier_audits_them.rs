@@ -53,6 +53,23 @@ async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_t
             .context("usage in the answer")?;
     }
 
+    // An answer too large to reveal on chain if audited is refused, not served unpaid.
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", m.gateway.url))
+        .header("content-type", "application/json")
+        .body(
+            json!({"model": "smollm2", "max_tokens": 4000, "temperature": 0,
+                   "messages": [{"role": "user", "content": "Write a long story."}]})
+            .to_string(),
+        )
+        .send()
+        .await?;
+    ensure!(refused.status().as_u16() == 413, "{}", refused.status());
+    ensure!(refused
+        .text()
+        .await?
+        .contains("too large to serve on a lease"));
+
     // Acknowledged, claimed, audited, revealed, judged honest and paid.
     let paid = m.settled(3, 240).await?;
     ensure!(

@@ -88,6 +88,15 @@ async fn embedding_answer(
         Some("base64") => true,
         Some(other) => return bad(format!("encoding_format `{other}`: float or base64")),
     };
+    if let Some(on) = &lease {
+        let most = inputs
+            .len()
+            .saturating_mul(super::http::ANSWER_BYTES_PER_EMBEDDING)
+            + 256;
+        if let Err(refused) = on.fits(most) {
+            return refused;
+        }
+    }
     let Some(slot) = s.take_slot() else {
         return busy();
     };

@@ -43,7 +43,21 @@ pub(super) struct OnLease {
     request: Bytes,
 }
 
+/// Most bytes one generated token adds to an answer record: its id in the token list and its
+/// text, JSON-escaped at worst.
+pub(super) const RECORD_BYTES_PER_TOKEN: usize = 32;
+
+/// Most bytes one embedding adds to an embeddings answer (384 floats as JSON).
+pub(super) const ANSWER_BYTES_PER_EMBEDDING: usize = 9_000;
+
 impl OnLease {
+    /// Whether the answer, at most `answer_bytes`, could be revealed with this request.
+    pub(super) fn fits(&self, answer_bytes: usize) -> Result<(), Response> {
+        self.ledger
+            .fits(self.request.len(), answer_bytes)
+            .map_err(|why| error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", why))
+    }
+
     /// Writes the receipt of `response` for `units`; the receipt as JSON.
     pub(super) fn receipt(&self, response: &[u8], units: u64) -> Result<Value, String> {
         let r = self.ledger.record(
@@ -316,6 +330,12 @@ async fn completion<R: Completion>(
     let fallback_seed = rand_core::RngCore::next_u64(&mut rand_core::OsRng);
     match req.prepare(&model, fallback_seed) {
         Ok(p) => {
+            if let Some(on) = &lease {
+                let most = p.max_tokens.saturating_mul(RECORD_BYTES_PER_TOKEN) + 64;
+                if let Err(refused) = on.fits(most) {
+                    return refused;
+                }
+            }
             let stream = req.stream().then_some(req.include_usage());
             answer(s, model, p, stream, shape, arrived, lease).await
         }

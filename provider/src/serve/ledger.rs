@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use gpuchain_client::ChainClient;
 use gpuchain_serving::receipt::{request_signed_by, AckedBatch, BatchAck, Receipt};
-use gpuchain_serving::{ServingLease, ServingLeaseState};
+use gpuchain_serving::{ServingLease, ServingLeaseState, ServingParams};
 use gpuchain_types::Address;
 
 /// How long a lease read from the chain is trusted before it is read again.
@@ -41,6 +41,8 @@ pub(crate) struct Ledger {
     chain: ChainClient,
     chain_id: String,
     operator: Address,
+    /// The chain's `max_reveal_bytes`.
+    max_reveal: u64,
     books: Mutex<BTreeMap<u64, Book>>,
 }
 
@@ -65,13 +67,34 @@ impl Ledger {
         std::fs::create_dir_all(dir)?;
         let chain = ChainClient::new(node)?;
         let chain_id = chain.chain_id().await?;
+        let params: ServingParams = chain
+            .get(gpuchain_serving::state_key::params())
+            .await?
+            .unwrap_or_default();
         Ok(Ledger {
             dir: dir.to_path_buf(),
             chain,
             chain_id,
             operator,
+            max_reveal: params.max_reveal_bytes,
             books: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// Whether an answer of at most `answer_bytes` to a `request_bytes` request could be
+    /// revealed on chain if audited; the error is a 413 answer's message. An honest provider
+    /// answers nothing it could not reveal: a withheld reveal is slashed as a wrong result.
+    pub(crate) fn fits(&self, request_bytes: usize, answer_bytes: usize) -> Result<(), String> {
+        let total = request_bytes.saturating_add(answer_bytes) as u64;
+        if total > self.max_reveal {
+            return Err(format!(
+                "a request of {request_bytes} bytes with an answer of up to {answer_bytes} bytes \
+                 is too large to serve on a lease: an audit reveals both on chain, at most {} \
+                 bytes (send a shorter request, a smaller max_tokens or fewer inputs)",
+                self.max_reveal
+            ));
+        }
+        Ok(())
     }
 
     fn lease_dir(&self, lease_id: u64) -> PathBuf {
