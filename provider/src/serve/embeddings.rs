@@ -93,7 +93,7 @@ async fn embedding_answer(
             .len()
             .saturating_mul(super::http::ANSWER_BYTES_PER_EMBEDDING)
             + 256;
-        if let Err(refused) = on.fits(most) {
+        if let Some(refused) = on.too_large(most) {
             return refused;
         }
     }

@@ -51,11 +51,13 @@ pub(super) const RECORD_BYTES_PER_TOKEN: usize = 32;
 pub(super) const ANSWER_BYTES_PER_EMBEDDING: usize = 9_000;
 
 impl OnLease {
-    /// Whether the answer, at most `answer_bytes`, could be revealed with this request.
-    pub(super) fn fits(&self, answer_bytes: usize) -> Result<(), Response> {
+    /// The 413 refusal when an answer of up to `answer_bytes` could not be revealed with
+    /// this request; `None` when it could.
+    pub(super) fn too_large(&self, answer_bytes: usize) -> Option<Response> {
         self.ledger
             .fits(self.request.len(), answer_bytes)
-            .map_err(|why| error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", why))
+            .err()
+            .map(|why| error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", why))
     }
 
     /// Writes the receipt of `response` for `units`; the receipt as JSON.
@@ -332,7 +334,7 @@ async fn completion<R: Completion>(
         Ok(p) => {
             if let Some(on) = &lease {
                 let most = p.max_tokens.saturating_mul(RECORD_BYTES_PER_TOKEN) + 64;
-                if let Err(refused) = on.fits(most) {
+                if let Some(refused) = on.too_large(most) {
                     return refused;
                 }
             }
