@@ -46,10 +46,6 @@ pub(crate) struct Leases {
     books: Mutex<BTreeMap<u64, Book>>,
 }
 
-fn hex_of(bytes: &[u8]) -> String {
-    hex::encode(bytes)
-}
-
 impl Leases {
     /// Opens the client's key and the receipts directory; reads each lease's next request
     /// number from the chain (and from acknowledgements already given).
@@ -100,9 +96,12 @@ impl Leases {
         let signature = self.chain.sign(&request_sign_bytes(lease_id, &nonce, body));
         vec![
             ("x-gpuchain-lease", lease_id.to_string()),
-            ("x-gpuchain-nonce", hex_of(&nonce)),
-            ("x-gpuchain-client-key", hex_of(&self.chain.public_key())),
-            ("x-gpuchain-signature", hex_of(&signature)),
+            ("x-gpuchain-nonce", hex::encode(nonce)),
+            (
+                "x-gpuchain-client-key",
+                hex::encode(self.chain.public_key()),
+            ),
+            ("x-gpuchain-signature", hex::encode(signature)),
         ]
     }
 

@@ -9,7 +9,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::http::{busy, error, json_answer, Served};
+use super::http::{busy, error, Served};
 
 /// Most inputs in one request (OpenAI's limit).
 const MAX_INPUTS: usize = 2048;
@@ -132,29 +132,28 @@ async fn embedding_answer(
         })
         .collect();
     let count = data.len() as u64;
-    let mut answer = json_answer(&json!({"object": "list", "data": data, "model": model.name,
-                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}));
-    if let Some(on) = lease {
-        // The receipt hashes the body exactly as sent; it travels in a header.
-        let body = json!({"object": "list", "data": data, "model": model.name,
-                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
-        .to_string();
-        match on.receipt(body.as_bytes(), count) {
-            Ok(r) => match axum::http::HeaderValue::from_str(&r.to_string()) {
-                Ok(v) => {
-                    answer = json_answer_text(body);
-                    answer.headers_mut().insert("x-gpuchain-receipt", v);
-                }
-                Err(e) => {
-                    return error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "server_error",
-                        e.to_string(),
-                    )
-                }
-            },
-            Err(why) => return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why),
-        }
+    // One body, so that a receipt hashes exactly the bytes sent.
+    let body = json!({"object": "list", "data": data, "model": model.name,
+                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+    .to_string();
+    let receipt = match lease.map(|on| on.receipt(body.as_bytes(), count)) {
+        None => None,
+        Some(Ok(r)) => match axum::http::HeaderValue::from_str(&r.to_string()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    e.to_string(),
+                )
+            }
+        },
+        Some(Err(why)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", why),
+    };
+    let mut answer = json_answer_text(body);
+    if let Some(v) = receipt {
+        // The receipt travels in a header.
+        answer.headers_mut().insert("x-gpuchain-receipt", v);
     }
     answer
 }

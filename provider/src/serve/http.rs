@@ -39,7 +39,6 @@ pub(super) struct Served {
 pub(super) struct OnLease {
     ledger: Arc<Ledger>,
     admitted: Admitted,
-    headers: HeaderMap,
     request: Bytes,
 }
 
@@ -62,13 +61,9 @@ impl OnLease {
 
     /// Writes the receipt of `response` for `units`; the receipt as JSON.
     pub(super) fn receipt(&self, response: &[u8], units: u64) -> Result<Value, String> {
-        let r = self.ledger.record(
-            &self.admitted,
-            &self.headers,
-            &self.request,
-            response,
-            units,
-        )?;
+        let r = self
+            .ledger
+            .record(&self.admitted, &self.request, response, units)?;
         serde_json::to_value(r).map_err(|e| e.to_string())
     }
 }
@@ -93,7 +88,6 @@ pub(super) async fn on_lease(
         Ok(admitted) => Ok(Some(OnLease {
             ledger,
             admitted,
-            headers: headers.clone(),
             request: body.clone(),
         })),
         Err(why) => Err(error(StatusCode::FORBIDDEN, "permission_error", why)),

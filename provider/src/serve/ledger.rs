@@ -25,6 +25,7 @@ const LEASE_TTL: Duration = Duration::from_secs(5);
 /// A request admitted on a lease.
 pub(crate) struct Admitted {
     pub(crate) lease_id: u64,
+    nonce: [u8; 16],
 }
 
 struct Book {
@@ -192,22 +193,18 @@ impl Ledger {
         if !book.nonces.insert(nonce) {
             return Err("this request was already answered (nonce used)".into());
         }
-        Ok(Admitted { lease_id })
+        Ok(Admitted { lease_id, nonce })
     }
 
     /// Writes the receipt of an answered request and its bodies; returns the receipt.
     pub(crate) fn record(
         &self,
         admitted: &Admitted,
-        nonce_headers: &HeaderMap,
         request: &[u8],
         response: &[u8],
         units: u64,
     ) -> Result<Receipt, String> {
-        let nonce: [u8; 16] = hex_array(
-            header(nonce_headers, "x-gpuchain-nonce"),
-            "x-gpuchain-nonce",
-        )?;
+        let nonce = admitted.nonce;
         let mut books = self.books.lock().map_err(|_| "ledger poisoned")?;
         let book = books
             .get_mut(&admitted.lease_id)
