@@ -7,7 +7,8 @@
 # weights, embeds sentences with MiniLM, asks SmolLM2 a question through the market and
 # serves both models through the client's OpenAI-compatible gateway over the three
 # providers (one killed mid-answer). Every auction, lease, verdict, payout and slash
-# is printed as it happens, then a summary. Everything stops on exit or Ctrl-C; a second
+# is printed as it happens, then a summary; the web explorer (http://127.0.0.1:8088, or
+# --explorer-port) shows the same market live in a browser. Everything stops on exit or Ctrl-C; a second
 # run reuses the builds. Pass --with-cheater to make one provider cheat.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -34,6 +35,11 @@ if python=$(bash scripts/openai-env.sh); then
   export GPUCHAIN_OPENAI_PYTHON="$python"
 else
   echo "could not install the openai package; the serving stage runs without it"
+fi
+
+step "the explorer's chart library (uPlot) from the npm registry (cached after the first run)"
+if ! bash scripts/fetch-explorer-assets.sh >/dev/null; then
+  echo "could not fetch uPlot; the explorer runs without its charts"
 fi
 
 step "building (first build takes ~20 min on 2 cores; later runs reuse it)"

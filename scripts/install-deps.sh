@@ -10,6 +10,9 @@
 #   python3-venv     python3 -m venv with ensurepip (the Python reference client's environment)
 #   unzip            unzip (wheel members)
 #   golang-go        go (CometBFT is installed with go install), only when no go is on PATH
+#   chromium         chromium (the explorer's browser tests drive it with Playwright)
+#   npm              npm (the explorer's chart library comes from the npm registry)
+#   openssl          openssl (checks that library's sha512 integrity)
 #
 # Usage: scripts/install-deps.sh [--check]
 #   --check  print the Debian packages that are missing, one a line, and exit 1 if any are;
@@ -72,6 +75,9 @@ python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 
 if $check_only; then
   [ ${#missing[@]} -gt 0 ] && printf '%s\n' "${missing[@]}" && exit 1

@@ -10,6 +10,10 @@ bash scripts/install-cometbft.sh >/dev/null
 export COMETBFT_BIN
 # The Python reference client's environment (PyNaCl, blake3); its test runs it on a localnet.
 bash scripts/python-env.sh >/dev/null
+# The explorer's chart library (npm registry) and its browser test's Playwright environment
+# (Debian's chromium is installed by install-deps.sh).
+bash scripts/fetch-explorer-assets.sh >/dev/null
+bash scripts/browser-env.sh >/dev/null
 # Formatting is checked first: it takes a second and a diff is cheaper to read than a review.
 command -v rustfmt >/dev/null || rustup component add rustfmt
 cargo fmt --all -- --check

@@ -50,6 +50,8 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
         // The official client against the gateway is the gateway test's part.
         openai_python: None,
         keep_logs: false,
+        // The explorer's own test runs the scenario with it, in a browser.
+        explorer_port: None,
     };
     let say = |line: &str| println!("{line}");
     let report = run(&opts, &say).await?;

@@ -21,13 +21,13 @@ struct Image {
 
 impl Image {
     /// What the project's fresh image has (env's installed-go.txt): g++, python3 with pip and
-    /// venv, unzip, Go, LLVM 14's runtime libraries including libclang-cpp.so.14, and no
-    /// clang or libclang-dev.
+    /// venv, unzip, Go, npm, openssl, LLVM 14's runtime libraries including
+    /// libclang-cpp.so.14, and no clang, libclang-dev or chromium.
     fn fresh() -> Image {
         let image = Image {
             root: tempfile::tempdir().unwrap(),
         };
-        for cmd in ["c++", "unzip", "go", "bash"] {
+        for cmd in ["c++", "unzip", "go", "npm", "openssl", "bash"] {
             image.command(cmd, 0);
         }
         image.command("python3", 0);
@@ -99,15 +99,16 @@ fn root_path(image: &Image) -> &Path {
 }
 
 #[test]
-fn a_fresh_image_gets_libclang_dev_and_clang() {
+fn a_fresh_image_gets_libclang_dev_clang_and_chromium() {
     let image = Image::fresh();
-    assert_eq!(image.missing(), ["libclang-dev", "clang"]);
+    assert_eq!(image.missing(), ["libclang-dev", "clang", "chromium"]);
 }
 
 #[test]
 fn libclang_counts_only_as_the_file_bindgen_loads() {
     let image = Image::fresh();
     image.command("clang", 0);
+    image.command("chromium", 0);
     // The runtime library alone (libclang1-14) is not what the build links.
     image.lib("usr/lib/llvm-14/lib/libclang-14.so.1");
     assert_eq!(image.missing(), ["libclang-dev"]);
@@ -126,11 +127,13 @@ fn libclang_counts_only_as_the_file_bindgen_loads() {
 fn a_versioned_libclang_or_libclang_path_is_accepted() {
     let image = Image::fresh();
     image.command("clang", 0);
+    image.command("chromium", 0);
     image.lib("usr/lib/x86_64-linux-gnu/libclang-16.so");
     assert!(image.missing().is_empty());
 
     let custom = Image::fresh();
     custom.command("clang", 0);
+    custom.command("chromium", 0);
     custom.lib("opt/llvm/lib/libclang.so");
     assert_eq!(custom.missing(), ["libclang-dev"], "not on a searched path");
     let out = Command::new("/bin/bash")
@@ -149,8 +152,16 @@ fn a_versioned_libclang_or_libclang_path_is_accepted() {
 fn each_missing_tool_names_its_package() {
     let image = Image::fresh();
     image.command("clang", 0);
+    image.command("chromium", 0);
     image.lib("usr/lib/llvm-14/lib/libclang.so");
-    for (cmd, package) in [("c++", "g++"), ("unzip", "unzip"), ("go", "golang-go")] {
+    for (cmd, package) in [
+        ("c++", "g++"),
+        ("unzip", "unzip"),
+        ("go", "golang-go"),
+        ("chromium", "chromium"),
+        ("npm", "npm"),
+        ("openssl", "openssl"),
+    ] {
         image.remove_command(cmd);
         assert_eq!(image.missing(), [package], "without {cmd}");
         image.command(cmd, 0);

@@ -35,6 +35,12 @@ struct Args {
     /// Skip serving both models through the gateway at the end.
     #[arg(long)]
     no_serve: bool,
+    /// Do not start the web explorer beside the localnet.
+    #[arg(long)]
+    no_explorer: bool,
+    /// Port of the web explorer on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 8088)]
+    explorer_port: u16,
     /// Write the summary as JSON to this file too.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -57,6 +63,7 @@ async fn main() -> anyhow::Result<()> {
         openai_python: std::env::var_os("GPUCHAIN_OPENAI_PYTHON").map(std::path::PathBuf::from),
         smollm2_file: (!args.no_chat && smollm2.exists()).then_some(smollm2),
         keep_logs: true,
+        explorer_port: (!args.no_explorer).then_some(args.explorer_port),
     };
     let started = Instant::now();
     let say = move |line: &str| {

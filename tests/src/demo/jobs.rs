@@ -59,12 +59,19 @@ fn order(job: JobSpec, replicas: u32, max_price: u128, exec_deadline: u64) -> Ms
     }
 }
 
-async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
-    let key = m.key("client")?;
-    let out = m
-        .chain
+pub(crate) async fn post(m: &Market, order: MsgPostOrder) -> Result<u64> {
+    post_as(&m.chain, &m.key("client")?, order).await
+}
+
+/// Posts `order` signed by `key`; its id.
+pub(crate) async fn post_as(
+    chain: &gpuchain_client::ChainClient,
+    key: &ed25519_dalek::SigningKey,
+    order: MsgPostOrder,
+) -> Result<u64> {
+    let out = chain
         .submit(
-            &key,
+            key,
             vec![Msg::Auction(AuctionMsg::PostOrder(order))],
             "demo",
         )
@@ -190,36 +197,42 @@ pub(crate) async fn digits(
     w: &mut Watcher,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<JobRow>> {
-    let data = Digits::parse_gz(DIGITS_CSV_GZ)?;
-    let weights = blob(weights, m.host.put("trained.safetensors", weights.to_vec()));
     let mut ids = Vec::new();
     for i in 0..opts.digits_orders {
-        let input = digits_input(&data, 64, 64 * i as usize);
-        let input = blob(
-            &input,
-            m.host.put(&format!("digits-{i}.gct"), input.clone()),
-        );
-        let job = JobSpec::Inference(InferenceSpec {
-            arch: ModelArch::DigitsMlp,
-            weights: weights.clone(),
-            tokenizer: None,
-            input,
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        });
         say(&format!(
             "client: classifying 64 digits with the trained weights (order {} of {}, 2 replicas)",
             i + 1,
             opts.digits_orders
         ));
-        let id = post(m, order(job, 2, GPU, 40)).await?;
+        let id = post(m, digits_order(m, weights, i)?).await?;
         w.track(id, "inference: digits MLP, 2 replicas");
         ids.push(id);
     }
     settle(w, &ids, Duration::from_secs(600), say).await?;
     ids.iter().map(|id| w.row(*id)).collect()
+}
+
+/// The `i`-th 2-replica order classifying 64 digits with `weights`, its blobs on the demo's
+/// blob host.
+pub(crate) fn digits_order(m: &Market, weights: &[u8], i: u32) -> Result<MsgPostOrder> {
+    let data = Digits::parse_gz(DIGITS_CSV_GZ)?;
+    let weights = blob(weights, m.host.put("trained.safetensors", weights.to_vec()));
+    let input = digits_input(&data, 64, 64 * i as usize);
+    let input = blob(
+        &input,
+        m.host.put(&format!("digits-{i}.gct"), input.clone()),
+    );
+    let job = JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::DigitsMlp,
+        weights,
+        tokenizer: None,
+        input,
+        batch_size: 64,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    });
+    Ok(order(job, 2, GPU, 40))
 }
 
 /// One embedding order with all-MiniLM-L6-v2 (1 replica, audited at the chain's rate).

@@ -12,7 +12,10 @@
 //!    mid-answer,
 //!
 //! and prints every auction, lease, verdict, payout and slash as it happens, then a summary.
+//! With `explorer_port` set, `gpuchain-explorer` follows the localnet from its first block, so
+//! the same story can be watched in a browser.
 
+mod explorer;
 mod gateway;
 mod jobs;
 mod report;
@@ -25,6 +28,7 @@ use anyhow::{Context, Result};
 use gpuchain_client::keys::Keystore;
 use gpuchain_client::ChainClient;
 
+pub use explorer::{explorer_path, ExplorerProcess};
 pub use gateway::ServingReport;
 pub use report::{DemoReport, JobRow, LeaseRow};
 
@@ -57,6 +61,8 @@ pub struct DemoOptions {
     pub openai_python: Option<PathBuf>,
     /// Keep the localnet directory and logs after the run.
     pub keep_logs: bool,
+    /// Start `gpuchain-explorer` on this port (0: a free one) beside the localnet.
+    pub explorer_port: Option<u16>,
 }
 
 impl Default for DemoOptions {
@@ -71,17 +77,40 @@ impl Default for DemoOptions {
             serve: false,
             openai_python: None,
             keep_logs: false,
+            explorer_port: None,
         }
+    }
+}
+
+/// The market still running after the scenario, handed to [`run_with`]'s `after`: the
+/// explorer's address and what it takes to post one more digits order as the client.
+pub struct Live {
+    /// `http://127.0.0.1:<port>` of the explorer, when one runs.
+    pub explorer: Option<String>,
+    /// A client of the first node.
+    pub chain: ChainClient,
+    client_key: ed25519_dalek::SigningKey,
+    digits: gpuchain_auction::MsgPostOrder,
+}
+
+impl Live {
+    /// Posts one more 2-replica digits order (the trained weights, blobs on the demo's host);
+    /// its id. The provider agents bid on it and run it like the scenario's own.
+    pub async fn post_digits_order(&self) -> Result<u64> {
+        jobs::post_as(&self.chain, &self.client_key, self.digits.clone()).await
     }
 }
 
 /// The provider agents: name, price per CPU-second (ugpu).
 pub const PROVIDERS: [(&str, u64); 3] = [("p1", 100_000), ("p2", 150_000), ("p3", 120_000)];
+/// The providers' declared regions, in [`PROVIDERS`] order.
+pub const REGIONS: [&str; 3] = ["eu-west", "us-east", "ap-south"];
 /// The cheater when `with_cheater` (the third provider, priced to win).
 pub const CHEATER: &str = "p3";
 
 /// Everything the demo started; dropped in reverse order (agents before the chain).
 pub(crate) struct Market {
+    pub(crate) explorer: Option<ExplorerProcess>,
     pub(crate) providers: Vec<(String, ProviderAgent)>,
     pub(crate) verifier: VerifierAgent,
     pub(crate) host: BlobHost,
@@ -137,7 +166,19 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     let dir = net.dir().join("agents");
     let node = net.net.nodes[0].rpc_url.clone();
     let chain = net.client(0)?;
-    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 2);
+    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 3);
+    let explorer = match opts.explorer_port {
+        Some(port) => {
+            let port = if port == 0 { ports + 2 * PROVIDERS.len() as u16 + 2 } else { port };
+            let process = ExplorerProcess::start(&node, port, &dir).await?;
+            say(&format!(
+                "explorer: {} (providers, orders, leases, verdicts and blocks, live)",
+                process.url
+            ));
+            Some(process)
+        }
+        None => None,
+    };
 
     say("registering verifier v1 (bond 1,000 GPU) and starting its agent");
     let vconfig = VerifierSpec {
@@ -191,7 +232,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             },
             bond: 1_000 * GPU,
         };
-        let config = write_provider_config(&spec, "local", "cpu")?;
+        let config = write_provider_config(&spec, REGIONS[i % REGIONS.len()], "cpu")?;
         let path = config.to_str().context("config path")?;
         ensure_ok(
             provider_cli(&["register", "--config", path])?,
@@ -205,6 +246,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         providers.push((name.to_string(), ProviderAgent::spawn(&config, &extra)?));
     }
     let market = Market {
+        explorer,
         providers,
         verifier,
         host: BlobHost::start()?,
@@ -246,6 +288,20 @@ where
 
 /// Runs the whole scenario; `say` prints progress lines.
 pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<DemoReport> {
+    run_with(opts, say, |_| async { Ok(()) }).await
+}
+
+/// Runs the whole scenario, then `after` with the market still running (the explorer's
+/// browser test looks at it and posts one more order); everything stops when it returns.
+pub async fn run_with<F, Fut>(
+    opts: &DemoOptions,
+    say: &(dyn Fn(&str) + Sync),
+    after: F,
+) -> Result<DemoReport>
+where
+    F: FnOnce(Live) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
     let started = Instant::now();
     let market = start_market(opts, say).await?;
     let supply_start = crate::supply(&market.chain).await?;
@@ -274,6 +330,13 @@ pub async fn run(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Demo
     let mut report = report::collect(&market, opts, rows, training, supply_start, started).await?;
     report.chat_answer = chat_answer;
     report.serving = serving;
+    let live = Live {
+        explorer: market.explorer.as_ref().map(|e| e.url.clone()),
+        chain: market.chain.clone(),
+        client_key: market.key("client")?,
+        digits: jobs::digits_order(&market, &weights, opts.digits_orders)?,
+    };
+    after(live).await?;
     Ok(report)
 }
 
