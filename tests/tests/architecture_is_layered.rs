@@ -149,6 +149,24 @@ fn dependencies_follow_the_architecture_invariants() {
                 );
             }
         }
+        // The explorer reads the chain through the client and the modules' types; it never
+        // links the app (a node's state is read over RPC, never opened) or runs a job.
+        if name == "gpuchain-explorer" {
+            for banned in [
+                "gpuchain-chain",
+                "gpuchain-node",
+                "gpuchain-compute",
+                "gpuchain-provider",
+                "gpuchain-verifier",
+                "rocksdb",
+                "burn",
+            ] {
+                assert!(
+                    !uses(banned),
+                    "the explorer reads the chain over RPC, it does not link {banned}"
+                );
+            }
+        }
         // The node serves the app over ABCI; the test harnesses (tests/, sim/) call the app's
         // ABCI handlers as CometBFT does.
         let knows_abci = [

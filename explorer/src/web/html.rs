@@ -101,7 +101,7 @@ pub fn addr_at(base: &str, address: &str) -> String {
     format!(
         "<span class=\"addr\"><a href=\"{base}/{a}\" title=\"{a}\">{s}</a>\
          <button type=\"button\" class=\"copy\" data-copy=\"{a}\" title=\"copy {a}\" \
-         aria-label=\"copy address\">⧉</button></span>",
+         aria-label=\"copy address\">copy</button></span>",
         a = esc(address),
         s = esc(&short)
     )
@@ -222,4 +222,42 @@ pub fn layout(title: &str, active: &str, chain_id: &str, head: u64, body: &str) 
         title = esc(title),
         chain = esc(chain_id),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_shown_in_gpu_with_their_decimals() {
+        assert_eq!(gpu(0), "0 GPU");
+        assert_eq!(gpu(1_000_000_000), "1,000 GPU");
+        assert_eq!(gpu(1_500_000), "1.5 GPU");
+        assert_eq!(gpu(120), "0.00012 GPU");
+        assert_eq!(gpu(1_234_567_890_123), "1,234,567.890123 GPU");
+    }
+
+    #[test]
+    fn memory_percentages_and_ages_carry_units() {
+        assert_eq!(mib(0), "—");
+        assert_eq!(mib(81_920), "81,920 MiB (80 GiB)");
+        assert_eq!(mib(24_564), "24,564 MiB");
+        assert_eq!(percent(987_654), "98.7%");
+        assert_eq!(blocks_ago(10, 10), "this block");
+        assert_eq!(blocks_ago(9, 10), "1 block ago");
+        assert_eq!(blocks_ago(1, 1_001), "1,000 blocks ago");
+        assert_eq!(duration(3_725), "1 h 2 min");
+    }
+
+    #[test]
+    fn text_from_the_chain_cannot_inject_markup() {
+        assert_eq!(
+            esc("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        let cell = addr_at("/providers", "gpu1\"><script>");
+        assert!(!cell.contains("<script>"), "{cell}");
+        let page = layout("<b>", "/", "chain<", 3, "");
+        assert!(page.contains("&lt;b&gt;") && page.contains("chain&lt;"));
+    }
 }

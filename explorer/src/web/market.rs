@@ -120,7 +120,7 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         &["Order", "Client", "Kind", "Replicas", "Max price", "Bids", "Best bid", "Bidding ends"]
             .map(String::from),
         &rows,
-        "No order is taking bids. A client posts one with `gpuchaind tx auction post-order` (docs/client.md).",
+        "No order is taking bids. A client posts one with `gpuchaind tx auction post-order` (README, Using the CLI).",
     ));
 
     body.push_str("<h2>Prices over time</h2>");

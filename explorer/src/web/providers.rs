@@ -330,7 +330,7 @@ pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Repl
         })
         .collect();
     let empty = if total == 0 {
-        "No provider has registered yet. A provider joins with `gpuchain-provider init` and `gpuchain-provider stake` (docs/provider.md)."
+        "No provider has registered yet. A provider joins with `gpuchain-provider init` and `gpuchain-provider register` (docs/provider.md)."
     } else {
         "No provider matches these filters; clear them to see all."
     };
@@ -357,7 +357,7 @@ pub(super) fn parse_address(raw: &str) -> Result<Address, Problem> {
         Problem::bad(
             format!("{raw:?} is not an address"),
             format!(
-                "addresses are bech32 strings that start with gpu1 ({e}); copy one with its ⧉ button"
+                "addresses are bech32 strings that start with gpu1 ({e}); copy one with the copy button beside it"
             ),
         )
     })

@@ -132,3 +132,40 @@ pub(super) async fn search(app: &App, q: &BTreeMap<String, String>) -> Result<Re
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_read_as_what_they_name() {
+        let hash = "ab".repeat(32);
+        assert_eq!(parse(&hash).ok(), Some(Query::Tx(hash.to_uppercase())));
+        assert_eq!(parse(" order 12 ").ok(), Some(Query::Order(12)));
+        assert_eq!(parse("Lease 3").ok(), Some(Query::Lease(3)));
+        assert_eq!(parse("height 7").ok(), Some(Query::Block(7)));
+        assert_eq!(parse("#1,234").ok(), Some(Query::Number(1_234)));
+        let address = gpuchain_types::Address([3; 20]).to_string();
+        assert_eq!(parse(&address).ok(), Some(Query::Address(address.clone())));
+    }
+
+    #[test]
+    fn what_cannot_be_looked_up_is_a_clear_bad_request() {
+        for bad in [
+            "",
+            "   ",
+            "gpu1notanaddress",
+            "<script>",
+            "order x",
+            "ab".repeat(31).as_str(),
+        ] {
+            let problem = parse(bad).expect_err(bad);
+            assert_eq!(
+                problem.status,
+                axum::http::StatusCode::BAD_REQUEST,
+                "{bad:?}"
+            );
+            assert!(!problem.detail.is_empty());
+        }
+    }
+}

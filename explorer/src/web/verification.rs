@@ -58,7 +58,7 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         "verifiers",
         &["Verifier", "Bond", "Verdicts", "Missed", "Overturned", "Open cases", "Jailed"].map(String::from),
         &rows,
-        "No verifier has registered. One joins with `gpuchain-verifier init` and `stake` (docs/verifier.md).",
+        "No verifier has registered. One joins with `gpuchain-verifier init` and `register` (docs/verifier.md).",
     ));
 
     body.push_str("<h2>Open cases</h2>");

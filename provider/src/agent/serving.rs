@@ -157,6 +157,21 @@ impl Agent {
                 .get(&gpuchain_serving::state_key::lease(lease_id))
                 .await
                 .with_context(|| format!("reading serving lease {lease_id}"))?;
+            // A lease retired from state, or ended with no claim left open, can take no claim
+            // and draw no audit: its directory is moved aside (kept, not deleted) so the
+            // agent's work per block stays with the leases still live.
+            let finished = match &lease {
+                None => true,
+                Some(l) => l.state != ServingLeaseState::Serving && l.open_claims == 0,
+            };
+            if finished {
+                let dir = lease_dir(&config.receipts, lease_id);
+                let aside = config.receipts.join(format!("finished-lease-{lease_id}"));
+                if let Err(e) = std::fs::rename(&dir, &aside) {
+                    tracing::warn!(lease_id, error = %e, "could not move a finished lease aside");
+                }
+                continue;
+            }
             let Some(lease) = lease.filter(|l| {
                 l.provider == self.chain.address && l.state != ServingLeaseState::Closed
             }) else {

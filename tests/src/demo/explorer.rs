@@ -73,6 +73,13 @@ impl ExplorerProcess {
     }
 }
 
+impl ExplorerProcess {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for ExplorerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -169,7 +169,11 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     let ports = free_port_block(2 * PROVIDERS.len() as u16 + 3);
     let explorer = match opts.explorer_port {
         Some(port) => {
-            let port = if port == 0 { ports + 2 * PROVIDERS.len() as u16 + 2 } else { port };
+            let port = if port == 0 {
+                ports + 2 * PROVIDERS.len() as u16 + 2
+            } else {
+                port
+            };
             let process = ExplorerProcess::start(&node, port, &dir).await?;
             say(&format!(
                 "explorer: {} (providers, orders, leases, verdicts and blocks, live)",

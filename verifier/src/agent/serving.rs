@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context, Result};
+use gpuchain_compute::embed::Embedder;
 use gpuchain_compute::serving::{audit_answer, ChatModel};
 use gpuchain_serving::{
     Claim, ClaimStage, ModelRef, MsgServingVerdict, ServingKind, ServingLease, ServingMsg,
@@ -20,9 +21,33 @@ use crate::config::ServingAuditConfig;
 /// CPU backends agrees far closer; another model or a truncated input does not come near.
 const MIN_COSINE: f64 = 0.999;
 
-/// Chat models loaded for audits, by name.
+/// Models loaded for audits, by name: chat models, and embedders (one audit at a time each).
 #[derive(Default, Clone)]
-pub(crate) struct Loaded(Arc<Mutex<BTreeMap<String, Arc<ChatModel>>>>);
+pub(crate) struct Loaded {
+    chat: Arc<Mutex<BTreeMap<String, Arc<ChatModel>>>>,
+    embedders: Arc<Mutex<BTreeMap<String, Arc<Mutex<Embedder>>>>>,
+}
+
+impl Loaded {
+    /// The embedder configured as `entry`, read from disk the first time only.
+    fn embedder(&self, entry: &crate::config::AuditedModel) -> Result<Arc<Mutex<Embedder>>> {
+        let mut cache = self
+            .embedders
+            .lock()
+            .map_err(|_| anyhow!("embedder cache poisoned"))?;
+        if let Some(e) = cache.get(&entry.name) {
+            return Ok(e.clone());
+        }
+        let read =
+            |f: &str| std::fs::read(entry.path.join(f)).with_context(|| format!("reading {f}"));
+        let embedder = Arc::new(Mutex::new(Embedder::new(
+            &read("model.safetensors")?,
+            &read("tokenizer.json")?,
+        )?));
+        cache.insert(entry.name.clone(), embedder.clone());
+        Ok(embedder)
+    }
+}
 
 fn find<'a>(
     list: &'a [crate::config::AuditedModel],
@@ -53,7 +78,7 @@ fn judge(
             let entry = find(&config.models, model)?;
             let chat = {
                 let mut cache = loaded
-                    .0
+                    .chat
                     .lock()
                     .map_err(|_| anyhow!("model cache poisoned"))?;
                 match cache.get(&entry.name) {
@@ -75,22 +100,19 @@ fn judge(
         }
         ServingKind::Embedding => {
             let entry = find(&config.embedders, model)?;
-            judge_embeddings(&entry.path, request, response, units)
+            let embedder = loaded.embedder(entry)?;
+            let embedder = embedder.lock().map_err(|_| anyhow!("embedder poisoned"))?;
+            judge_embeddings(&embedder, request, response, units)
         }
     }
 }
 
 fn judge_embeddings(
-    dir: &std::path::Path,
+    embedder: &Embedder,
     request: &[u8],
     response: &[u8],
     units: u64,
 ) -> Result<bool> {
-    let read = |f: &str| std::fs::read(dir.join(f)).with_context(|| format!("reading {f}"));
-    let embedder = gpuchain_compute::embed::Embedder::new(
-        &read("model.safetensors")?,
-        &read("tokenizer.json")?,
-    )?;
     let request: serde_json::Value = serde_json::from_slice(request)?;
     let inputs: Vec<String> = match request.get("input") {
         Some(serde_json::Value::String(s)) => vec![s.clone()],

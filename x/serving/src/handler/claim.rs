@@ -15,15 +15,7 @@ pub(super) fn execute(
     signer: &Address,
     m: &MsgClaimServing,
 ) -> Result<(), ServingError> {
-    let mut lease = state
-        .serving_lease(m.lease_id)
-        .ok_or(ServingError::UnknownLease(m.lease_id))?;
-    if lease.provider != *signer {
-        return Err(ServingError::NotAllowed {
-            signer: *signer,
-            allowed: "the lease's provider",
-        });
-    }
+    let mut lease = super::lease_for(state, m.lease_id, signer, super::Party::Provider)?;
     let mut order = state
         .serving_order(lease.order_id)
         .ok_or(ServingError::UnknownOrder(lease.order_id))?;

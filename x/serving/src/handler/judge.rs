@@ -39,15 +39,7 @@ pub(super) fn reveal(
     if ctx.height > deadline {
         return Err(ServingError::NotAwaitingReveal(claim.id));
     }
-    let lease = state
-        .serving_lease(claim.lease_id)
-        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
-    if *signer != lease.provider && *signer != lease.client {
-        return Err(ServingError::NotAllowed {
-            signer: *signer,
-            allowed: "the lease's provider or client",
-        });
-    }
+    super::lease_for(state, claim.lease_id, signer, super::Party::Either)?;
     let bad = |why: &str| Err(ServingError::BadReveal(why.to_string()));
     let r = &m.receipt;
     if r.lease_id != claim.lease_id || r.seq < claim.first_seq || r.seq >= claim.end_seq {

@@ -8,9 +8,48 @@ mod judge;
 mod open;
 mod report;
 
-use gpuchain_types::{Address, BlockCtx, StateWrite};
+use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 
-use crate::{ServingError, ServingMsg, ServingParams};
+use crate::{ServingError, ServingLease, ServingMsg, ServingParams, ServingRead};
+
+/// Who may act on a lease with a message.
+#[derive(Clone, Copy)]
+enum Party {
+    /// Its provider (claims, heartbeats).
+    Provider,
+    /// Its client (liveness reports).
+    Client,
+    /// Either (reveals).
+    Either,
+}
+
+/// Lease `id`, when `signer` is the party that may act on it; otherwise the error says who may.
+fn lease_for(
+    state: &impl StateRead,
+    id: u64,
+    signer: &Address,
+    party: Party,
+) -> Result<ServingLease, ServingError> {
+    let lease = state
+        .serving_lease(id)
+        .ok_or(ServingError::UnknownLease(id))?;
+    let (allowed, who) = match party {
+        Party::Provider => (lease.provider == *signer, "the lease's provider"),
+        Party::Client => (lease.client == *signer, "the lease's client"),
+        Party::Either => (
+            lease.provider == *signer || lease.client == *signer,
+            "the lease's provider or client",
+        ),
+    };
+    if allowed {
+        Ok(lease)
+    } else {
+        Err(ServingError::NotAllowed {
+            signer: *signer,
+            allowed: who,
+        })
+    }
+}
 
 /// Checks what needs no state.
 pub fn check_stateless(msg: &ServingMsg, params: &ServingParams) -> Result<(), ServingError> {

@@ -11,15 +11,7 @@ pub(super) fn report(
     signer: &Address,
     m: &MsgReportUnresponsive,
 ) -> Result<(), ServingError> {
-    let mut lease = state
-        .serving_lease(m.lease_id)
-        .ok_or(ServingError::UnknownLease(m.lease_id))?;
-    if lease.client != *signer {
-        return Err(ServingError::NotAllowed {
-            signer: *signer,
-            allowed: "the lease's client",
-        });
-    }
+    let mut lease = super::lease_for(state, m.lease_id, signer, super::Party::Client)?;
     if lease.state != ServingLeaseState::Serving
         || ctx.height > lease.end_height
         || lease.report_deadline.is_some()
@@ -50,15 +42,7 @@ pub(super) fn heartbeat(
     signer: &Address,
     m: &MsgServingHeartbeat,
 ) -> Result<(), ServingError> {
-    let mut lease = state
-        .serving_lease(m.lease_id)
-        .ok_or(ServingError::UnknownLease(m.lease_id))?;
-    if lease.provider != *signer {
-        return Err(ServingError::NotAllowed {
-            signer: *signer,
-            allowed: "the lease's provider",
-        });
-    }
+    let mut lease = super::lease_for(state, m.lease_id, signer, super::Party::Provider)?;
     let Some(deadline) = lease.report_deadline.filter(|d| ctx.height <= *d) else {
         return Err(ServingError::NoReport(lease.id));
     };

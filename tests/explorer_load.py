@@ -1,0 +1,53 @@
+"""First contentful paint of the explorer's providers and market pages, in headless Chromium
+(Debian's package, driven by Playwright): a fresh page for each load, the two pages
+alternated, seven loads each after one warm-up; prints the median and the spread.
+Run by tests/examples/explorer_load.rs:
+
+    python explorer_load.py EXPLORER_URL
+"""
+
+import shutil
+import statistics
+import sys
+import os
+
+from playwright.sync_api import sync_playwright
+
+FCP = """() => new Promise(resolve => {
+    const got = performance.getEntriesByName('first-contentful-paint');
+    if (got.length) return resolve(got[0].startTime);
+    new PerformanceObserver(list => {
+        const e = list.getEntriesByName('first-contentful-paint');
+        if (e.length) resolve(e[0].startTime);
+    }).observe({type: 'paint', buffered: true});
+    setTimeout(() => resolve(null), 5000);
+})"""
+
+
+def main():
+    base = sys.argv[1]
+    chromium = os.environ.get("GPUCHAIN_CHROMIUM") or shutil.which("chromium")
+    times = {"/providers": [], "/market": []}
+    sizes = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        for round_ in range(8):
+            for path in times:
+                page = browser.new_page(viewport={"width": 1360, "height": 1000})
+                response = page.goto(base + path)
+                value = page.evaluate(FCP)
+                sizes[path] = len(response.body())
+                if round_ > 0 and value is not None:
+                    times[path].append(value)
+                page.close()
+        browser.close()
+    for path, values in times.items():
+        print(
+            f"first contentful paint {path}: median {statistics.median(values):.0f} ms, "
+            f"min {min(values):.0f}, max {max(values):.0f} over {len(values)} loads "
+            f"({sizes[path] // 1024} KiB of HTML)"
+        )
+
+
+if __name__ == "__main__":
+    main()
