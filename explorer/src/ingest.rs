@@ -79,8 +79,9 @@ pub async fn read_block(client: &ChainClient, results: FollowedBlock) -> Result<
     })
 }
 
-/// Follows the chain into `model` for as long as the process runs, publishing each new head
-/// height on `heads` and the rebuild's progress on `progress`.
+/// Follows the chain into `model` for as long as the process runs, publishing each height
+/// read on `heads` (once the rebuild has caught up: pages are not refreshed for every old
+/// block) and the rebuild's progress on `progress`.
 pub async fn run(
     client: ChainClient,
     node: String,
@@ -129,7 +130,9 @@ pub async fn run(
                 tracing::info!(height, ms, "read model rebuilt from the chain");
             }
         }
-        heads.send_replace(height);
+        if height.saturating_add(1) >= target {
+            heads.send_replace(height);
+        }
     }
     Ok(())
 }

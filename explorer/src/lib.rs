@@ -52,11 +52,25 @@ pub async fn run(args: ExplorerArgs) -> Result<()> {
     let client = ChainClient::new(&args.node)?;
     let model = Arc::new(RwLock::new(model::ReadModel::default()));
     let progress = Arc::new(RwLock::new(ingest::Progress::default()));
+    // Blocks read go to `ingested`; the refresher brings the state pages use up to each
+    // one and only then announces it on `heads` (pages and /live).
+    let (ingested_tx, mut ingested) = watch::channel(0u64);
     let (heads_tx, heads) = watch::channel(0u64);
+    let cache = Arc::new(state::StateCache::new(client.clone()));
+    let refresher = cache.clone();
+    tokio::spawn(async move {
+        while ingested.changed().await.is_ok() {
+            let height = *ingested.borrow_and_update();
+            if let Err(e) = refresher.refresh(height).await {
+                tracing::warn!(error = %e, height, "refreshing state failed; pages fetch it");
+            }
+            heads_tx.send_replace(height);
+        }
+    });
     let assets = args.assets.clone().unwrap_or_else(default_assets);
     let app = web::App(Arc::new(web::Inner {
         model: model.clone(),
-        cache: state::StateCache::new(client.clone()),
+        cache,
         client: client.clone(),
         node: args.node.clone(),
         heads,
@@ -73,7 +87,7 @@ pub async fn run(args: ExplorerArgs) -> Result<()> {
         client,
         args.node.clone(),
         model,
-        heads_tx,
+        ingested_tx,
         progress,
     ));
     let server = axum::serve(listener, web::router(app));

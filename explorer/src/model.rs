@@ -269,6 +269,23 @@ pub fn object_keys(kind: &str, attrs: &[(String, String)]) -> Vec<String> {
     keys
 }
 
+/// Events every transaction emits that say nothing about the market: its `tx` and `message`
+/// envelope and the fee it paid into the fee pool (the transaction page still shows them).
+pub fn is_bookkeeping(event: &ChainEvent) -> bool {
+    match event.kind.as_str() {
+        "tx" | "message" => true,
+        "bank.transfer" => {
+            event.attr("to")
+                == Some(
+                    gpuchain_bank::module_account::fee_pool()
+                        .to_string()
+                        .as_str(),
+                )
+        }
+        _ => false,
+    }
+}
+
 /// The object key of every verification event (verdicts, appeals, ringers, audits, slashes).
 pub const VERIFICATION: &str = "verification";
 
@@ -410,6 +427,9 @@ impl ReadModel {
     }
 
     fn ingest_event(&mut self, height: u64, tx: Option<&str>, event: &ChainEvent) {
+        if is_bookkeeping(event) {
+            return;
+        }
         let row = EventRow {
             height,
             tx: tx.map(str::to_string),

@@ -214,5 +214,12 @@ async fn main() -> Result<()> {
         load.trim(),
         load_after.trim()
     );
+    if let Some(secs) = std::env::var("EXPLORER_LOAD_HOLD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        println!("holding the market for {secs} s: {}", explorer.url);
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
     Ok(())
 }

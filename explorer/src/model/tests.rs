@@ -244,3 +244,46 @@ fn history_is_bounded_per_object_and_blocks_to_the_recent_ones() {
     );
     assert_eq!(m.recent_events.len(), RECENT_EVENTS);
 }
+
+#[test]
+fn a_transactions_envelope_and_fee_are_not_market_history() {
+    let mut m = ReadModel::new("test".into(), 1);
+    let event = |kind: &str, attrs: &[(&str, String)]| ChainEvent {
+        kind: kind.into(),
+        attrs: attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    };
+    let fee_pool = gpuchain_bank::module_account::fee_pool().to_string();
+    let signer = addr(4).to_string();
+    let events = vec![
+        event("tx", &[("signer", signer.clone()), ("fee", "40".into())]),
+        event("message", &[("sender", signer.clone())]),
+        event(
+            "bank.transfer",
+            &[
+                ("from", signer.clone()),
+                ("to", fee_pool),
+                ("amount", "40".into()),
+            ],
+        ),
+        event(
+            "bank.transfer",
+            &[
+                ("from", signer.clone()),
+                ("to", addr(5).to_string()),
+                ("amount", "7".into()),
+            ],
+        ),
+    ];
+    m.ingest(block(1, vec![tx("T1", 4, vec![], 0, events)], vec![]));
+    let history = m.history(&format!("account/{signer}"));
+    assert_eq!(
+        history.len(),
+        1,
+        "only the transfer to another account: {history:?}"
+    );
+    assert_eq!(history[0].attr("amount"), Some("7"));
+    assert_eq!(m.recent_events.len(), 1);
+}

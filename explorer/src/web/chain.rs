@@ -14,6 +14,7 @@ use super::providers::parse_address;
 use super::{App, Page, Problem, Reply};
 use crate::ingest::read_block;
 use crate::model::EventRow;
+use crate::state::Module;
 
 /// Attributes that hold ugpu amounts.
 const AMOUNTS: [&str; 14] = [
@@ -105,7 +106,14 @@ pub(super) fn event_table(id: &str, events: &[EventRow], limit: usize, empty: &s
 
 /// `/`.
 pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[
+            Module::Staking,
+            Module::Auction,
+            Module::Verify,
+            Module::Bank,
+        ])
+        .await?;
     let state = &snap.state;
     let (blocks, events, chain_id, head_row, tx_count) = {
         let m = app.0.model.read().await;
@@ -517,7 +525,7 @@ pub(super) async fn tx(app: &App, raw: &str) -> Result<Reply, Problem> {
 
 /// `/validators`.
 pub(super) async fn validators(app: &App, _q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app.snapshot(&[Module::Staking, Module::Slashing]).await?;
     let state = &snap.state;
     let params = state.staking_params();
     let proposed: BTreeMap<String, usize> = {
@@ -583,7 +591,14 @@ pub(super) async fn validators(app: &App, _q: &BTreeMap<String, String>) -> Resu
 /// `/accounts/{address}`.
 pub(super) async fn account(app: &App, raw: &str) -> Result<Reply, Problem> {
     let address = parse_address(raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[
+            Module::Staking,
+            Module::Verify,
+            Module::Auction,
+            Module::Bank,
+        ])
+        .await?;
     let state = &snap.state;
     let balance = app
         .0

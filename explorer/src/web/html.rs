@@ -148,6 +148,66 @@ pub fn table(id: &str, headers: &[String], rows: &[Vec<String>], empty: &str) ->
     out
 }
 
+/// Percent-encodes a query-string value (everything but unreserved characters).
+pub fn query_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Rows shown per page of a long table.
+pub const PER_PAGE: usize = 100;
+
+/// The 1-based page asked for in `?page=`, or why it is not one.
+pub fn page_number(q: &std::collections::BTreeMap<String, String>) -> Result<usize, String> {
+    match q.get("page").map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        None => Ok(1),
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| format!("page must be a whole number from 1, not {p:?}")),
+    }
+}
+
+/// The range of `total` rows page `page` shows.
+pub fn page_range(page: usize, total: usize) -> std::ops::Range<usize> {
+    let start = page.saturating_sub(1).saturating_mul(PER_PAGE).min(total);
+    start..start.saturating_add(PER_PAGE).min(total)
+}
+
+/// Links to the previous and next pages of a table of `total` rows; `link(n)` is page n's URL.
+pub fn pager(id: &str, page: usize, total: usize, link: impl Fn(usize) -> String) -> String {
+    let pages = total.div_ceil(PER_PAGE).max(1);
+    if pages == 1 {
+        return String::new();
+    }
+    let mut out = format!("<p class=\"pager\" id=\"{id}\">");
+    if page > 1 {
+        let _ = write!(
+            out,
+            "<a rel=\"prev\" href=\"{}\">← previous</a> ",
+            esc(&link(page - 1))
+        );
+    }
+    let _ = write!(out, "page {page} of {pages}");
+    if page < pages {
+        let _ = write!(
+            out,
+            " <a rel=\"next\" href=\"{}\">next →</a>",
+            esc(&link(page + 1))
+        );
+    }
+    out.push_str("</p>");
+    out
+}
+
 /// A definition list of (label, value HTML) pairs.
 pub fn facts(pairs: &[(&str, String)]) -> String {
     let mut out = String::from("<dl class=\"facts\">");

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 
 use gpuchain_auction::{AuctionRead, Order, OrderState};
 use gpuchain_serving::{ServingLeaseState, ServingOrderState, ServingRead};
-use gpuchain_types::{MemState, StateReadExt};
+use gpuchain_types::{StateRead, StateReadExt};
 use gpuchain_verify::VerifyRead;
 use serde_json::json;
 
 use super::html::{self, esc};
 use super::{parse_id, App, Page, Problem, Reply};
+use crate::state::Module;
 
 /// A lease state as a coloured tag.
 pub(super) fn lease_state(name: &str) -> String {
@@ -49,7 +50,7 @@ fn order_state(state: OrderState) -> &'static str {
     }
 }
 
-fn next_id(state: &MemState, key: &str) -> u64 {
+fn next_id(state: &impl StateRead, key: &str) -> u64 {
     state.get::<u64>(key).unwrap_or(1)
 }
 
@@ -72,8 +73,10 @@ fn order_row(o: &Order, head: u64, bids: &[gpuchain_auction::Bid]) -> Vec<String
 }
 
 /// `/market`.
-pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
-    let (head, snap) = app.snapshot().await?;
+pub(super) async fn overview(app: &App, q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
+    let page =
+        html::page_number(q).map_err(|e| Problem::bad(e, "remove page= or give a page number"))?;
+    let (head, snap) = app.snapshot(&[Module::Auction, Module::Serving]).await?;
     let state = &snap.state;
     let orders = state.orders();
     let open: Vec<&Order> = orders
@@ -109,10 +112,11 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         next_id(state, gpuchain_auction::state_key::next_order_id())
     );
     body.push_str("<h2>Open orders</h2>");
-    let rows: Vec<Vec<String>> = open
+    // Newest first, one page at a time.
+    let newest: Vec<&Order> = open.iter().rev().copied().collect();
+    let shown = &newest[html::page_range(page, newest.len())];
+    let rows: Vec<Vec<String>> = shown
         .iter()
-        .rev()
-        .take(200)
         .map(|o| order_row(o, head, &state.bids(o.id)))
         .collect();
     body.push_str(&html::table(
@@ -122,6 +126,9 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         &rows,
         "No order is taking bids. A client posts one with `gpuchaind tx auction post-order` (README, Using the CLI).",
     ));
+    body.push_str(&html::pager("open-orders-pages", page, newest.len(), |n| {
+        format!("/market?page={n}")
+    }));
 
     body.push_str("<h2>Prices over time</h2>");
     let series: Vec<(String, Vec<(u64, f64)>)> = prices
@@ -262,7 +269,10 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         json: json!({
             "height": head,
             "next_order_id": next_id(state, gpuchain_auction::state_key::next_order_id()),
-            "open_orders": open,
+            "open_orders_total": open.len(),
+            "page": page,
+            "per_page": html::PER_PAGE,
+            "open_orders": shown,
             "clearings": clearings,
             "prices": prices,
             "lease_states": by_state,
@@ -277,7 +287,7 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
 /// `/orders/{id}`.
 pub(super) async fn order(app: &App, raw: &str) -> Result<Reply, Problem> {
     let id = parse_id("order", raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app.snapshot(&[Module::Auction]).await?;
     let state = &snap.state;
     let (history, meta) = {
         let m = app.0.model.read().await;
@@ -422,7 +432,7 @@ pub(super) async fn order(app: &App, raw: &str) -> Result<Reply, Problem> {
 /// `/leases/{id}`.
 pub(super) async fn lease(app: &App, raw: &str) -> Result<Reply, Problem> {
     let id = parse_id("lease", raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app.snapshot(&[Module::Auction, Module::Verify]).await?;
     let state = &snap.state;
     let history = app
         .0
@@ -518,7 +528,7 @@ pub(super) async fn lease(app: &App, raw: &str) -> Result<Reply, Problem> {
 /// `/serving/orders/{id}`.
 pub(super) async fn serving_order(app: &App, raw: &str) -> Result<Reply, Problem> {
     let id = parse_id("serving order", raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app.snapshot(&[Module::Serving]).await?;
     let state = &snap.state;
     let history = app
         .0
@@ -633,7 +643,7 @@ fn thousands_units(units: u128) -> String {
 /// `/serving/leases/{id}`.
 pub(super) async fn serving_lease(app: &App, raw: &str) -> Result<Reply, Problem> {
     let id = parse_id("serving lease", raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app.snapshot(&[Module::Serving]).await?;
     let state = &snap.state;
     let history = app
         .0

@@ -26,14 +26,14 @@ use tokio::sync::{watch, RwLock};
 
 use crate::ingest::Progress;
 use crate::model::ReadModel;
-use crate::state::{Snapshot, StateCache};
+use crate::state::{Module, Snapshot, StateCache};
 
 /// What every handler shares.
 pub struct Inner {
     /// The read model the ingest task fills.
     pub model: Arc<RwLock<ReadModel>>,
-    /// Current state, per height.
-    pub cache: StateCache,
+    /// Current state, per module.
+    pub cache: Arc<StateCache>,
     /// The node.
     pub client: ChainClient,
     /// The node's URL, for error messages.
@@ -109,10 +109,11 @@ impl From<Page> for Reply {
 }
 
 impl App {
-    /// The head height and the state at least that new; 503 when the node does not answer.
-    pub async fn snapshot(&self) -> Result<(u64, Arc<Snapshot>), Problem> {
+    /// The head height and the state of `modules` at least that new; 503 when the node does
+    /// not answer.
+    pub async fn snapshot(&self, modules: &[Module]) -> Result<(u64, Snapshot), Problem> {
         let head = *self.0.heads.borrow();
-        match self.0.cache.at_least(head).await {
+        match self.0.cache.snapshot(head, modules).await {
             Ok(s) => Ok((head, s)),
             Err(e) => Err(self.unreachable(&e)),
         }

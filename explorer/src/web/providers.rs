@@ -16,6 +16,7 @@ use serde_json::json;
 use super::html::{self, esc};
 use super::{App, Page, Problem, Reply};
 use crate::model::{AskingPrice, ProviderActivity};
+use crate::state::Module;
 
 /// One row of the providers table.
 #[derive(Clone, Debug, Serialize)]
@@ -60,7 +61,7 @@ fn class_name(class: ProviderClass) -> &'static str {
 }
 
 fn row(
-    state: &gpuchain_types::MemState,
+    state: &crate::state::View,
     head: u64,
     provider: &Provider,
     activity: ProviderActivity,
@@ -144,7 +145,9 @@ fn text<'a>(q: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
 
 /// `/providers`.
 pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[Module::Staking, Module::Reputation, Module::Slashing])
+        .await?;
     let min_vram = number(q, "min_vram")?;
     let gpu_model = text(q, "gpu_model");
     let region = text(q, "region");
@@ -165,6 +168,8 @@ pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Repl
         ));
     }
     let descending = text(q, "dir") == Some("desc");
+    let page =
+        html::page_number(q).map_err(|e| Problem::bad(e, "remove page= or give a page number"))?;
     let all = snap.state.providers();
     let total = all.len();
     let mut rows: Vec<ProviderRow> = {
@@ -249,7 +254,7 @@ pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Repl
 
     let keep = |k: &str| {
         text(q, k)
-            .map(|v| format!("&{k}={}", esc(v)))
+            .map(|v| format!("&{k}={}", html::query_value(v)))
             .unwrap_or_default()
     };
     let kept = format!(
@@ -263,16 +268,22 @@ pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Repl
         .iter()
         .map(|(key, label)| {
             let (dir, arrow) = if *key == sort {
-                if descending { ("asc", " ▼") } else { ("desc", " ▲") }
+                if descending {
+                    ("asc", " ▼")
+                } else {
+                    ("desc", " ▲")
+                }
             } else {
                 ("asc", "")
             };
             format!(
-                "<a class=\"sort\" data-sort=\"{key}\" href=\"/providers?sort={key}&dir={dir}{kept}\">{label}{arrow}</a>"
+                "<a class=\"sort\" data-sort=\"{key}\" href=\"{}\">{label}{arrow}</a>",
+                esc(&format!("/providers?sort={key}&dir={dir}{kept}"))
             )
         })
         .collect();
-    let cells: Vec<Vec<String>> = rows
+    let shown = html::page_range(page, rows.len());
+    let cells: Vec<Vec<String>> = rows[shown.clone()]
         .iter()
         .map(|r| {
             vec![
@@ -334,18 +345,27 @@ pub(super) async fn list(app: &App, q: &BTreeMap<String, String>) -> Result<Repl
     } else {
         "No provider matches these filters; clear them to see all."
     };
+    let pager = html::pager("providers-pages", page, rows.len(), |n| {
+        format!(
+            "/providers?sort={sort}&dir={}{kept}&page={n}",
+            if descending { "desc" } else { "asc" }
+        )
+    });
     let body = format!(
         "<p class=\"lead\">{} of {} registered providers. Uptime is the share of a provider's closed \
          batch leases it delivered; the asking price is its latest bid (per replica, or per million \
          tokens on serving orders).</p>{filters}{}",
         rows.len(),
         total,
-        html::table("providers", &headers, &cells, empty)
+        html::table("providers", &headers, &cells, empty) + &pager
     );
     Ok(Page {
         title: "Providers".into(),
         active: "/providers",
-        json: json!({"height": head, "total": total, "providers": rows}),
+        json: json!({
+            "height": head, "total": total, "matching": rows.len(), "page": page,
+            "per_page": html::PER_PAGE, "providers": &rows[shown],
+        }),
         body,
     }
     .into())
@@ -366,7 +386,15 @@ pub(super) fn parse_address(raw: &str) -> Result<Address, Problem> {
 /// `/providers/{address}`.
 pub(super) async fn one(app: &App, raw: &str) -> Result<Reply, Problem> {
     let address = parse_address(raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[
+            Module::Staking,
+            Module::Reputation,
+            Module::Slashing,
+            Module::Auction,
+            Module::Serving,
+        ])
+        .await?;
     let state = &snap.state;
     let Some(provider) = state.provider(&address) else {
         return Err(Problem::absent(

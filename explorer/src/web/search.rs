@@ -12,6 +12,7 @@ use super::chain::is_tx_hash;
 use super::html::esc;
 use super::providers::parse_address;
 use super::{App, Page, Problem, Reply};
+use crate::state::Module;
 
 /// What a query names, before looking anything up.
 #[derive(Debug, PartialEq, Eq)]
@@ -71,7 +72,9 @@ pub(super) fn parse(raw: &str) -> Result<Query, Problem> {
 pub(super) async fn search(app: &App, q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
     let raw = q.get("q").map(String::as_str).unwrap_or_default();
     let query = parse(raw)?;
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[Module::Staking, Module::Auction, Module::Serving])
+        .await?;
     let state = &snap.state;
     match query {
         Query::Tx(hash) => Ok(Reply::Redirect(format!("/txs/{hash}"))),

@@ -10,10 +10,13 @@ use serde_json::json;
 use super::html::{self, esc};
 use super::{App, Page, Problem, Reply};
 use crate::model::VERIFICATION;
+use crate::state::Module;
 
 /// `/verification`.
 pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
-    let (head, snap) = app.snapshot().await?;
+    let (head, snap) = app
+        .snapshot(&[Module::Verify, Module::Slashing, Module::Bank])
+        .await?;
     let state = &snap.state;
     let verifiers = state.verifiers();
     let cases = state.cases();
