@@ -3,7 +3,7 @@
 alternated, seven loads each after one warm-up; prints the median and the spread.
 Run by tests/examples/explorer_load.rs:
 
-    python explorer_load.py EXPLORER_URL
+    python explorer_load.py EXPLORER_URL [SCREENSHOT_DIR]
 """
 
 import shutil
@@ -40,6 +40,14 @@ def main():
                 if round_ > 0 and value is not None:
                     times[path].append(value)
                 page.close()
+        if len(sys.argv) > 2:
+            # Pictures of the large market for the README.
+            page = browser.new_page(viewport={"width": 1360, "height": 900})
+            page.goto(base + "/providers?sort=price&dir=asc")
+            page.screenshot(path=os.path.join(sys.argv[2], "explorer-providers-1000.png"))
+            page.goto(base + "/market")
+            page.screenshot(path=os.path.join(sys.argv[2], "explorer-market-10000.png"))
+            page.close()
         browser.close()
     for path, values in times.items():
         print(

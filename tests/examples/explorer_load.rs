@@ -7,7 +7,8 @@
 //! pages alternated, median and spread), with the machine's load average beside them.
 //!
 //! `cargo run --example explorer_load [PROVIDERS ORDERS]` (after `cargo build --workspace`
-//! and `scripts/browser-env.sh`)
+//! and `scripts/browser-env.sh`); `EXPLORER_LOAD_SCREENSHOTS=DIR` saves pictures of the two
+//! pages there, `EXPLORER_LOAD_HOLD=SECONDS` keeps the market up afterwards.
 
 use std::time::{Duration, Instant};
 
@@ -194,6 +195,7 @@ async fn main() -> Result<()> {
     let out = std::process::Command::new(&python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/explorer_load.py"))
         .arg(&explorer.url)
+        .args(std::env::var("EXPLORER_LOAD_SCREENSHOTS").ok())
         .output()
         .context("running tests/explorer_load.py")?;
     anyhow::ensure!(
