@@ -1,15 +1,53 @@
 use std::borrow::Cow;
 
-use gpuchain_auction::test_utils::{addr, order_msg};
 use gpuchain_auction::{
-    AuctionMsg, BidPlacedEvent, LeaseCreatedEvent, LeasePaidEvent, LeaseStateEvent,
-    OrderClearedEvent, OrderPostedEvent,
+    AuctionMsg, BidPlacedEvent, LeaseCreatedEvent, LeasePaidEvent, LeaseStateEvent, MsgPostOrder,
+    OrderClearedEvent, OrderPostedEvent, Requirements, TooFewBids,
 };
 use gpuchain_client::follow::ChainEvent;
+use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tx::Msg;
 use gpuchain_types::Event;
 
 use super::*;
+
+fn addr(seed: u8) -> Address {
+    Address([seed; 20])
+}
+
+/// A GPU order for the digits MLP.
+fn order_msg(replicas: u32, max: u128) -> MsgPostOrder {
+    let blob = |size| BlobRef {
+        blake3: [7; 32],
+        size,
+        urls: vec!["https://data.example.org/blob".into()],
+    };
+    MsgPostOrder {
+        job: JobSpec::Inference(InferenceSpec {
+            arch: ModelArch::DigitsMlp,
+            weights: blob(40_000),
+            tokenizer: None,
+            input: blob(1_000),
+            batch_size: 64,
+            llama: None,
+            generation: None,
+            tolerance: None,
+        }),
+        requirements: Requirements {
+            class: ClassRequirement::Gpu,
+            gpu_model: None,
+            min_vram_mib: 40_000,
+            min_gpu_count: 1,
+            min_cuda_version: 0,
+            region: None,
+        },
+        replicas,
+        max_price_per_replica: max,
+        bid_window_blocks: 3,
+        exec_deadline_blocks: 5,
+        on_too_few_bids: TooFewBids::Refund,
+    }
+}
 
 fn chain_event(event: impl Into<Event>) -> ChainEvent {
     let e: Event = event.into();
