@@ -8,7 +8,7 @@
 # serves both models through the client's OpenAI-compatible gateway over the three
 # providers (one killed mid-answer). Every auction, lease, verdict, payout and slash
 # is printed as it happens, then a summary; the web explorer (http://127.0.0.1:8088, or
-# --explorer-port) shows the same market live in a browser. Everything stops on exit or Ctrl-C; a second
+# --explorer-port; another free port when that one is taken) shows the same market live in a browser. Everything stops on exit or Ctrl-C; a second
 # run reuses the builds. Pass --with-cheater to make one provider cheat.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"

@@ -169,8 +169,13 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     let ports = free_port_block(2 * PROVIDERS.len() as u16 + 3);
     let explorer = match opts.explorer_port {
         Some(port) => {
-            let port = if port == 0 {
-                ports + 2 * PROVIDERS.len() as u16 + 2
+            let spare = ports + 2 * PROVIDERS.len() as u16 + 2;
+            // A chosen port someone else holds is not worth failing the demo for.
+            let port = if port == 0 || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+                if port != 0 {
+                    say(&format!("port {port} is taken; the explorer uses {spare}"));
+                }
+                spare
             } else {
                 port
             };
