@@ -18,6 +18,8 @@ import urllib.request
 
 from playwright.sync_api import sync_playwright
 
+from explorer_paint import first_contentful_paint
+
 
 def check(cond, what):
     if not cond:
@@ -28,22 +30,6 @@ def fetch_json(url):
     req = urllib.request.Request(url, headers={"Accept": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
-
-
-def fcp(page):
-    """First contentful paint of the page just loaded, in ms."""
-    value = page.evaluate(
-        """() => new Promise(resolve => {
-            const got = performance.getEntriesByName('first-contentful-paint');
-            if (got.length) return resolve(got[0].startTime);
-            new PerformanceObserver(list => {
-                const e = list.getEntriesByName('first-contentful-paint');
-                if (e.length) resolve(e[0].startTime);
-            }).observe({type: 'paint', buffered: true});
-            setTimeout(() => resolve(null), 3000);
-        })"""
-    )
-    return value
 
 
 def wait_for(what, timeout_s, probe, interval=0.2):
@@ -80,7 +66,7 @@ def main():
 
         # The providers table: the three providers with their hardware, sortable by price.
         page.goto(base + "/providers")
-        figures["fcp_providers_ms"] = fcp(page)
+        figures["fcp_providers_ms"] = first_contentful_paint(page, 3000)
         rows = page.locator("#providers tbody tr")
         check(rows.count() == 3, f"three providers listed, got {rows.count()}")
         table = page.inner_text("#providers")
@@ -162,7 +148,7 @@ def main():
 
         # The market page, with its price chart drawn by uPlot.
         page.goto(base + "/market")
-        figures["fcp_market_ms"] = fcp(page)
+        figures["fcp_market_ms"] = first_contentful_paint(page, 3000)
         page.wait_for_selector("#price-chart .uplot canvas", timeout=10_000)
         page.screenshot(path=os.path.join(shots, "market.png"), full_page=True)
         page.goto(base + "/verification")

@@ -13,15 +13,7 @@ import os
 
 from playwright.sync_api import sync_playwright
 
-FCP = """() => new Promise(resolve => {
-    const got = performance.getEntriesByName('first-contentful-paint');
-    if (got.length) return resolve(got[0].startTime);
-    new PerformanceObserver(list => {
-        const e = list.getEntriesByName('first-contentful-paint');
-        if (e.length) resolve(e[0].startTime);
-    }).observe({type: 'paint', buffered: true});
-    setTimeout(() => resolve(null), 5000);
-})"""
+from explorer_paint import first_contentful_paint
 
 
 def main():
@@ -35,7 +27,7 @@ def main():
             for path in times:
                 page = browser.new_page(viewport={"width": 1360, "height": 1000})
                 response = page.goto(base + path)
-                value = page.evaluate(FCP)
+                value = first_contentful_paint(page, 5000)
                 sizes[path] = len(response.body())
                 if round_ > 0 and value is not None:
                     times[path].append(value)

@@ -661,7 +661,6 @@ pub(super) async fn account(app: &App, raw: &str) -> Result<Reply, Problem> {
         100,
         "No event names this account.",
     ));
-    let _ = state.slash_records_of(&address);
     Ok(Page {
         title: format!("Account {}", super::providers::short(&address.to_string())),
         active: "",
