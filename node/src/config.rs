@@ -38,14 +38,21 @@ pub struct AppConfig {
     /// Size a snapshot chunk is cut at, in bytes.
     #[serde(default = "default_snapshot_chunk_bytes")]
     pub snapshot_chunk_bytes: usize,
-    /// The event attributes CometBFT's transaction indexer indexes, for `tx_search` and
-    /// event subscriptions: `"kind"` (every attribute of that event, e.g. `"bank.transfer"`)
-    /// or `"kind.attribute"` (`"message.sender"`). Absent: every attribute; `[]`: none,
-    /// so the index keeps only what looking a transaction up by hash needs. Node-local:
-    /// indexing is not part of consensus.
+    /// The event attributes CometBFT's transaction indexer indexes for `tx_search` (event
+    /// subscriptions see every attribute whatever this says): `"kind"` (every attribute of
+    /// that event, e.g. `"bank.transfer"`) or `"kind.attribute"` (`"message.sender"`).
+    /// Absent: [`DEFAULT_INDEX_EVENTS`]; `["*"]`: every attribute; `[]`: none, so the index
+    /// keeps only what looking a transaction up by hash needs. Node-local: indexing is not
+    /// part of consensus.
     #[serde(default)]
     pub index_events: Option<Vec<String>>,
 }
+
+/// What a node indexes unless app.toml says otherwise: each transaction's senders, the one
+/// search clients make (an account's transactions). Every indexed attribute is a write to
+/// CometBFT's index per transaction, kept for good: indexing all of them cost a validator
+/// about a fifth of its throughput at the ceiling (docs/benchmarks.md).
+pub const DEFAULT_INDEX_EVENTS: &[&str] = &["message.sender"];
 
 fn default_snapshot_interval() -> u64 {
     1_000
@@ -93,9 +100,13 @@ impl AppConfig {
 
     /// The attributes to index: `None` for all of them.
     pub fn event_index(&self) -> Option<EventIndex> {
-        self.index_events
-            .as_ref()
-            .map(|names| EventIndex::new(names.iter().cloned()))
+        match &self.index_events {
+            None => Some(EventIndex::new(
+                DEFAULT_INDEX_EVENTS.iter().map(|n| n.to_string()),
+            )),
+            Some(names) if names.iter().any(|n| n == "*") => None,
+            Some(names) => Some(EventIndex::new(names.iter().cloned())),
+        }
     }
 
     /// Absolute database path.
@@ -116,7 +127,18 @@ mod tests {
             config.proof_window(),
             Some(gpuchain_chain::store::DEFAULT_PROOF_HEIGHTS)
         );
-        assert_eq!(config.event_index(), None, "absent: index everything");
+        assert_eq!(
+            config.event_index(),
+            Some(EventIndex::new(["message.sender".to_string()])),
+            "absent: an account's transactions can be searched, nothing else is indexed"
+        );
+        let all: AppConfig = toml::from_str(&format!("{good}index_events = [\"*\"]\n")).unwrap();
+        assert_eq!(all.event_index(), None, "`*`: every attribute");
+        let none: AppConfig = toml::from_str(&format!("{good}index_events = []\n")).unwrap();
+        assert_eq!(
+            none.event_index(),
+            Some(EventIndex::new(Vec::<String>::new()))
+        );
         let listed: AppConfig =
             toml::from_str(&format!("{good}index_events = [\"bank.transfer\"]\n")).unwrap();
         assert_eq!(

@@ -4,6 +4,7 @@
 //! `gpuchaind testnet` and the end-to-end harness write localnets with [`localnet`].
 //! The state machine itself knows nothing of any of this.
 
+mod abci_server;
 pub mod cli;
 mod comet_config;
 pub mod config;

@@ -55,7 +55,8 @@ pub struct LocalnetSpec {
     pub snapshot_chunk_bytes: usize,
     /// Blocks CometBFT keeps behind the head (0 = all).
     pub min_retain_blocks: u64,
-    /// Event attributes CometBFT's indexer indexes (app.toml `index_events`); `None`: all.
+    /// Event attributes CometBFT's indexer indexes (app.toml `index_events`); `None`: the
+    /// app's default ([`crate::config::DEFAULT_INDEX_EVENTS`]).
     pub index_events: Option<Vec<String>>,
 }
 

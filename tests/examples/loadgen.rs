@@ -33,6 +33,7 @@ use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, Requirements,
 use gpuchain_bank::{BankMsg, MsgSend};
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
+use gpuchain_loadgen::cpu;
 use gpuchain_tests::TestNet;
 use gpuchain_tx::build_signed_tx;
 use gpuchain_tx::Msg;
@@ -404,7 +405,7 @@ fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serd
             rss_kib += kib;
             processes += 1;
         }
-        let ticks = cpu_ticks(&path.join("stat"));
+        let ticks = cpu::process_ticks(&path.join("stat"));
         if String::from_utf8_lossy(&cmdline).contains("cometbft") {
             comet_ticks += ticks;
         } else {
@@ -417,31 +418,9 @@ fn resources(dir: &Path, app_homes: &[std::path::PathBuf], at_secs: u64) -> serd
         "rss_mib": rss_kib / 1024,
         "disk_mib": disk_bytes(dir) / (1 << 20),
         "app_state_mib": app_homes.iter().map(|h| disk_bytes(h)).sum::<u64>() / (1 << 20),
-        "app_cpu_secs": app_ticks / CLOCK_TICKS_PER_SEC,
-        "cometbft_cpu_secs": comet_ticks / CLOCK_TICKS_PER_SEC,
+        "app_cpu_secs": app_ticks / cpu::CLOCK_TICKS_PER_SEC,
+        "cometbft_cpu_secs": comet_ticks / cpu::CLOCK_TICKS_PER_SEC,
     })
-}
-
-/// Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ) on every platform
-/// this runs on.
-const CLOCK_TICKS_PER_SEC: u64 = 100;
-
-/// User plus system CPU ticks of a process, from `/proc/<pid>/stat` (fields 14 and 15,
-/// counted after the parenthesised command name, which may hold spaces).
-fn cpu_ticks(stat: &Path) -> u64 {
-    let text = std::fs::read_to_string(stat).unwrap_or_default();
-    let Some((_, rest)) = text.rsplit_once(')') else {
-        return 0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // After ")": state is field 3, so utime (14) and stime (15) are at 11 and 12.
-    field(11) + field(12)
 }
 
 fn disk_bytes(dir: &Path) -> u64 {

@@ -132,6 +132,12 @@ impl TestNet {
         for i in nodes.clone() {
             self.start_app(i, &[])?;
         }
+        self.start_comets_and_wait(nodes).await
+    }
+
+    /// Starts the CometBFTs of `nodes`, whose apps are already listening, and waits until
+    /// each has committed a block.
+    async fn start_comets_and_wait(&mut self, nodes: std::ops::Range<usize>) -> Result<()> {
         for i in nodes.clone() {
             self.start_comet(i)?;
         }
@@ -188,6 +194,66 @@ impl TestNet {
             .context("starting cometbft (run scripts/install-cometbft.sh)")?;
         self.procs[i].comet = Some(child);
         Ok(())
+    }
+
+    /// Starts the CometBFTs of `nodes` with CometBFT's built-in `kvstore` app in place of
+    /// gpuchaind, the rest of their config unchanged (the anchor the engine benchmark holds
+    /// gpuchain to), and waits until each has committed a block.
+    pub async fn start_builtin_kvstore_nodes(
+        &mut self,
+        nodes: std::ops::Range<usize>,
+    ) -> Result<()> {
+        for i in nodes.clone() {
+            let path = self.net.nodes[i]
+                .comet_home
+                .join("config")
+                .join("config.toml");
+            let text = std::fs::read_to_string(&path)?;
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("proxy_app"))
+                .ok_or_else(|| anyhow::anyhow!("{} has no proxy_app", path.display()))?
+                .to_string();
+            std::fs::write(&path, text.replace(&line, "proxy_app = \"kvstore\""))?;
+        }
+        self.start_comets_and_wait(nodes).await
+    }
+
+    /// Starts CometBFT's `kvstore` example app as a separate process (`abci-cli kvstore`,
+    /// served over the ABCI socket as gpuchaind is) in place of each of `nodes`' apps, then
+    /// their CometBFTs unchanged, and waits until each has committed a block: what the
+    /// socket transport costs, apart from what gpuchain's app costs.
+    pub async fn start_socket_kvstore_nodes(
+        &mut self,
+        nodes: std::ops::Range<usize>,
+        abci_cli: &Path,
+    ) -> Result<()> {
+        for i in nodes.clone() {
+            let addr = format!("tcp://{}", self.net.nodes[i].abci_addr);
+            let child = Command::new(abci_cli)
+                .args(["kvstore", "--address", &addr, "--log_level", "error"])
+                .stdout(self.log(&format!("node{i}-app.log"))?)
+                .stderr(self.log(&format!("node{i}-app.log"))?)
+                .spawn()
+                .with_context(|| format!("starting {}", abci_cli.display()))?;
+            self.procs[i].app = Some(child);
+            wait_for_port(&self.net.nodes[i].abci_addr)?;
+        }
+        self.start_comets_and_wait(nodes).await
+    }
+
+    /// The running processes, labelled `app` (gpuchaind) or `cometbft`, with their pids.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        let mut pids = Vec::new();
+        for p in &self.procs {
+            if let Some(app) = &p.app {
+                pids.push(("app".to_string(), app.id()));
+            }
+            if let Some(comet) = &p.comet {
+                pids.push(("cometbft".to_string(), comet.id()));
+            }
+        }
+        pids
     }
 
     /// kill -9 node `i`'s app.

@@ -96,6 +96,12 @@ fn dependencies_follow_the_architecture_invariants() {
                 );
             }
         }
+        if name == "gpuchain-loadgen" {
+            assert!(
+                deps.iter().all(|d| !d.starts_with("gpuchain-")),
+                "the load generator measures any CometBFT chain and knows nothing of gpuchain, not {deps:?}"
+            );
+        }
         if name == "gpuchain-kernels" {
             assert!(
                 deps.is_empty(),

@@ -1,6 +1,8 @@
 //! The ABCI application. CometBFT opens four connections (consensus, mempool, query,
-//! snapshot); tendermint-abci serves each on its own thread with a clone of [`App`], so all
-//! clones share one [`Node`] behind a mutex.
+//! snapshot), each served on its own thread with a clone of [`App`], so all clones share
+//! one [`Node`] behind a read-write lock: executing a block only reads the committed state,
+//! so CheckTx and queries go on beside it, and only genesis, Commit and snapshot restores
+//! take the lock for writing. The mempool's own writes sit behind a mutex of their own.
 
 mod ante;
 mod convert;
@@ -13,7 +15,7 @@ mod query;
 mod statesync;
 mod upgrade;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use anyhow::Result;
 use gpuchain_genesis::AppGenesis;
@@ -44,8 +46,6 @@ struct Node {
     genesis: Option<Write>,
     /// The executed but not yet committed block.
     pending: Option<PreparedBlock>,
-    /// Mempool view: writes of transactions accepted by CheckTx since the last commit.
-    check_writes: Write,
     /// Test hook: abort at Commit of this height, after FinalizeBlock, before writing.
     crash_before_commit_at: Option<u64>,
     /// State-sync snapshots this node takes and serves, if configured.
@@ -63,7 +63,10 @@ struct Node {
 /// The gpuchain ABCI application.
 #[derive(Clone)]
 pub struct App {
-    node: Arc<Mutex<Node>>,
+    node: Arc<RwLock<Node>>,
+    /// Mempool view: writes of transactions accepted by CheckTx since the last commit.
+    /// Taken after the node's lock, never before it.
+    check_writes: Arc<Mutex<Write>>,
 }
 
 /// A broken invariant: stop loudly rather than diverge from the network.
@@ -89,11 +92,11 @@ impl App {
         let crash_before_commit_at = crash_before_commit_at()?;
         tracing::info!(height = store.height(), app_hash = %hex::encode(store.app_hash()), "state opened");
         Ok(App {
-            node: Arc::new(Mutex::new(Node {
+            check_writes: Arc::new(Mutex::new(Write::new())),
+            node: Arc::new(RwLock::new(Node {
                 store,
                 genesis: None,
                 pending: None,
-                check_writes: Write::new(),
                 crash_before_commit_at,
                 snapshots: None,
                 restore: None,
@@ -106,7 +109,7 @@ impl App {
 
     /// Takes state-sync snapshots as `policy` says, and serves them to joining nodes.
     pub fn with_snapshots(self, policy: SnapshotPolicy) -> App {
-        self.lock().snapshots = Some(Snapshotter::new(policy));
+        self.write().snapshots = Some(Snapshotter::new(policy));
         self
     }
 
@@ -115,7 +118,7 @@ impl App {
     /// already ran, or this binary is the release for a plan whose height is still ahead.
     pub fn with_upgrades(self, upgrades: Upgrades) -> Result<App> {
         {
-            let mut node = self.lock();
+            let mut node = self.write();
             let next = node.store.height().saturating_add(1);
             upgrades.check_startup(&node.store, next)?;
             tracing::info!(registered = ?upgrades.names(), "upgrade migrations");
@@ -126,14 +129,14 @@ impl App {
 
     /// Marks only the event attributes `index` names for CometBFT's indexer (`None`: all).
     pub fn with_event_index(self, index: Option<EventIndex>) -> App {
-        self.lock().event_index = index;
+        self.write().event_index = index;
         self
     }
 
     /// Lets CometBFT delete blocks older than the last `blocks` (0 keeps all), never one
     /// a snapshot this node serves still needs to be followed from.
     pub fn with_block_retention(self, blocks: u64) -> App {
-        self.lock().min_retain_blocks = blocks;
+        self.write().min_retain_blocks = blocks;
         self
     }
 
@@ -149,20 +152,32 @@ impl App {
         retain
     }
 
-    fn lock(&self) -> MutexGuard<'_, Node> {
+    fn read(&self) -> RwLockReadGuard<'_, Node> {
         self.node
+            .read()
+            .unwrap_or_else(|e| halt("app state lock poisoned", e))
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Node> {
+        self.node
+            .write()
+            .unwrap_or_else(|e| halt("app state lock poisoned", e))
+    }
+
+    fn check_writes(&self) -> MutexGuard<'_, Write> {
+        self.check_writes
             .lock()
-            .unwrap_or_else(|e| halt("app state mutex poisoned", e))
+            .unwrap_or_else(|e| halt("mempool state mutex poisoned", e))
     }
 
     /// Runs `f` on the committed state (for tests, simulations and tools).
     pub fn read_committed<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
-        f(&self.lock().store)
+        f(&self.read().store)
     }
 
     /// Last committed height and app hash.
     pub fn committed(&self) -> (u64, [u8; 32]) {
-        let node = self.lock();
+        let node = self.read();
         (node.store.height(), node.store.app_hash())
     }
 
@@ -184,7 +199,7 @@ impl App {
         initial_height: u64,
         genesis: &AppGenesis,
     ) -> Result<([u8; 32], Vec<ValidatorUpdate>)> {
-        let mut node = self.lock();
+        let mut node = self.write();
         let (writes, validators) =
             genesis::genesis_writes(&node.store, chain_id, initial_height, genesis)?;
         let root = node.store.genesis_root(initial_height, &writes)?;
@@ -204,8 +219,10 @@ impl App {
     /// Executes a block (as FinalizeBlock does) and returns its outcome and app hash. The
     /// outcome's `writes` come back empty: the pending block holds them until Commit.
     pub fn finalize(&self, input: &BlockInput<'_>) -> Result<(BlockOutcome, [u8; 32])> {
-        let mut node = self.lock();
-        let genesis = node.genesis.take();
+        let genesis = self.write().genesis.take();
+        // Only the consensus connection finalizes and commits, one call after the other:
+        // nothing changes `pending` between this read and the write below.
+        let node = self.read();
         let mut outcome = execute_block(
             &node.store,
             genesis.clone().unwrap_or_default(),
@@ -216,14 +233,15 @@ impl App {
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
         let writes = std::mem::take(&mut outcome.writes);
         let prepared = node.store.prepare(input.height, genesis, writes)?;
+        drop(node);
         let app_hash = prepared.app_hash;
-        node.pending = Some(prepared);
+        self.write().pending = Some(prepared);
         Ok((outcome, app_hash))
     }
 
     /// Persists the pending block (as Commit does).
     pub fn commit(&self) -> Result<u64> {
-        let mut node = self.lock();
+        let mut node = self.write();
         let Some(block) = node.pending.take() else {
             anyhow::bail!("commit without a finalized block");
         };
@@ -235,7 +253,7 @@ impl App {
             std::process::abort();
         }
         node.store.commit(block)?;
-        node.check_writes = Write::new();
+        *self.check_writes() = Write::new();
         let height = node.store.height();
         if let Some(snapshots) = node.snapshots.as_ref().filter(|s| s.due(height)) {
             // A snapshot that fails to start costs this node its snapshot, never the block.
@@ -251,22 +269,24 @@ impl App {
     /// before a block: the bytes, and so the signature, are unchanged, so only the stateful
     /// checks run again (as the Cosmos SDK's ante handler does on recheck).
     fn check_tx(&self, raw: &[u8], recheck: bool) -> TxResult {
-        let mut node = self.lock();
-        let node = &mut *node;
+        // Decoding and the signature need no state, so they run before the lock is taken:
+        // a CheckTx verifying a signature does not hold up FinalizeBlock or Commit.
+        let decoded = Tx::decode(raw);
+        let sig_ok = decoded
+            .as_ref()
+            .is_ok_and(|tx| recheck || execute::signature_ok(tx));
+        let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
         let ctx = BlockCtx {
             height: node.store.height().saturating_add(1),
             chain_id,
             entropy: [0; 32],
         };
-        let decoded = Tx::decode(raw);
-        let sig_ok = decoded
-            .as_ref()
-            .is_ok_and(|tx| recheck || tx.verify_signature().is_ok());
         let mut top = Write::new();
+        let mut check_writes = self.check_writes();
         let result = {
             let accepted = layered::Layered {
-                top: &node.check_writes,
+                top: &check_writes,
                 base: &node.store,
             };
             execute::run_tx(
@@ -280,7 +300,7 @@ impl App {
             )
         };
         if result.code == 0 {
-            node.check_writes.extend(top);
+            check_writes.extend(top);
         }
         result
     }
@@ -319,7 +339,7 @@ impl tendermint_abci::Application for App {
     }
 
     fn query(&self, req: RequestQuery) -> ResponseQuery {
-        let node = self.lock();
+        let node = self.read();
         query::query(&node.store, &req)
     }
 
@@ -329,7 +349,7 @@ impl tendermint_abci::Application for App {
     }
 
     fn prepare_proposal(&self, req: RequestPrepareProposal) -> ResponsePrepareProposal {
-        let node = self.lock();
+        let node = self.read();
         let (_, params) = execute::chain_settings(&node.store);
         ResponsePrepareProposal {
             txs: convert::select_txs(req.txs, req.max_tx_bytes, &params),
@@ -337,7 +357,7 @@ impl tendermint_abci::Application for App {
     }
 
     fn process_proposal(&self, req: RequestProcessProposal) -> ResponseProcessProposal {
-        let node = self.lock();
+        let node = self.read();
         let (_, params) = execute::chain_settings(&node.store);
         convert::process_proposal(&req.txs, &params)
     }
@@ -357,33 +377,33 @@ impl tendermint_abci::Application for App {
         let (outcome, app_hash) = self
             .finalize(&input)
             .unwrap_or_else(|e| halt("executing block", e));
-        let node = self.lock();
+        let node = self.read();
         convert::finalize_response(outcome, app_hash, node.event_index.as_ref())
     }
 
     fn commit(&self) -> ResponseCommit {
         let height = App::commit(self).unwrap_or_else(|e| halt("committing block", e));
         tracing::debug!(height, "committed");
-        let retain = App::retain_height(&self.lock());
+        let retain = App::retain_height(&self.read());
         ResponseCommit {
             retain_height: i64::try_from(retain).unwrap_or(0),
         }
     }
 
     fn list_snapshots(&self) -> ResponseListSnapshots {
-        statesync::list(&self.lock())
+        statesync::list(&self.read())
     }
 
     fn load_snapshot_chunk(&self, req: RequestLoadSnapshotChunk) -> ResponseLoadSnapshotChunk {
-        statesync::load_chunk(&self.lock(), &req)
+        statesync::load_chunk(&self.read(), &req)
     }
 
     fn offer_snapshot(&self, req: RequestOfferSnapshot) -> ResponseOfferSnapshot {
-        statesync::offer(&mut self.lock(), &req)
+        statesync::offer(&mut self.write(), &req)
     }
 
     fn apply_snapshot_chunk(&self, req: RequestApplySnapshotChunk) -> ResponseApplySnapshotChunk {
-        statesync::apply_chunk(&mut self.lock(), req)
+        statesync::apply_chunk(&mut self.write(), req)
     }
 }
 

@@ -37,11 +37,10 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs, upgrades: Upgrades) -> Result<Exi
     if let Some(listen) = &config.metrics_listen {
         serve_metrics(listen, app.render())?;
     }
-    let server = tendermint_abci::ServerBuilder::new(1 << 20)
-        .bind(&addr, app)
+    let listener = std::net::TcpListener::bind(&addr)
         .with_context(|| format!("binding ABCI server to {addr}"))?;
     tracing::info!(%addr, "ABCI server listening; start CometBFT with proxy_app=tcp://{addr}");
-    server.listen().context("ABCI server stopped")?;
+    crate::abci_server::serve(listener, app).context("ABCI server stopped")?;
     Ok(ExitCode::SUCCESS)
 }
 
