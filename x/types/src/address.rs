@@ -72,7 +72,7 @@ impl Address {
     /// The state key `prefix` followed by this address in hex, e.g.
     /// `"bank/accounts/" + hex`.
     pub fn key_under(&self, prefix: &str) -> String {
-        let mut out = String::with_capacity(prefix.len() + 2 * ADDRESS_LEN);
+        let mut out = String::with_capacity(prefix.len().saturating_add(2 * ADDRESS_LEN));
         out.push_str(prefix);
         address_text::push_hex(&mut out, &self.0);
         out

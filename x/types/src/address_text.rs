@@ -17,6 +17,11 @@ pub(crate) const BECH32_LEN: usize = ADDRESS_HRP.len() + 1 + DATA_GROUPS + CHECK
 
 /// For each value of the checksum's top five bits, the XOR of the generators they select:
 /// one table lookup per character instead of five conditional XORs.
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "evaluated at compile time: an index out of range fails the build"
+)]
 const GENERATOR_XOR: [u32; 32] = {
     let mut table = [0u32; 32];
     let mut top = 0;
@@ -33,12 +38,21 @@ const GENERATOR_XOR: [u32; 32] = {
     table
 };
 
+#[allow(
+    clippy::indexing_slicing,
+    reason = "the index is masked to 0..32, the table's length"
+)]
 const fn polymod_step(checksum: u32, value: u8) -> u32 {
-    ((checksum & 0x1ff_ffff) << 5) ^ value as u32 ^ GENERATOR_XOR[(checksum >> 25) as usize]
+    ((checksum & 0x1ff_ffff) << 5) ^ value as u32 ^ GENERATOR_XOR[((checksum >> 25) & 31) as usize]
 }
 
 /// The checksum state after the expanded prefix: high bits of each character, a zero, low
 /// bits of each character.
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    reason = "only called to compute PREFIX_CHECKSUM at compile time"
+)]
 const fn prefix_checksum() -> u32 {
     let hrp = ADDRESS_HRP.as_bytes();
     let mut checksum = 1;
@@ -58,43 +72,57 @@ const fn prefix_checksum() -> u32 {
 
 const PREFIX_CHECKSUM: u32 = prefix_checksum();
 
+/// The charset character of a five-bit group.
+fn charset(group: u32) -> u8 {
+    let index = usize::try_from(group & 31).unwrap_or(0);
+    BECH32_CHARSET.get(index).copied().unwrap_or(b'q')
+}
+
 /// The bech32 text of `bytes` with the `gpu` prefix, as ASCII.
 pub(crate) fn bech32(bytes: &[u8; ADDRESS_LEN]) -> [u8; BECH32_LEN] {
     let mut out = [0u8; BECH32_LEN];
-    let hrp = ADDRESS_HRP.len();
-    out[..hrp].copy_from_slice(ADDRESS_HRP.as_bytes());
-    out[hrp] = b'1';
+    // BECH32_LEN is exactly the characters written below; the tests compare every byte
+    // with the reference encoder.
+    let mut slots = out.iter_mut();
+    let mut put = |c: u8| {
+        if let Some(slot) = slots.next() {
+            *slot = c;
+        }
+    };
+    ADDRESS_HRP.bytes().for_each(&mut put);
+    put(b'1');
     let mut checksum = PREFIX_CHECKSUM;
-    let (mut acc, mut bits, mut at) = (0u32, 0u32, hrp + 1);
+    // `acc` keeps the bits not yet written in its low `bits` bits (at most 12).
+    let (mut acc, mut bits) = (0u32, 0u32);
     for &byte in bytes {
-        acc = (acc << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            let group = ((acc >> bits) & 31) as u8;
-            checksum = polymod_step(checksum, group);
-            out[at] = BECH32_CHARSET[group as usize];
-            at += 1;
+        acc = (acc & 0xf).wrapping_shl(8) | u32::from(byte);
+        bits = bits.wrapping_add(8);
+        while let Some(rest) = bits.checked_sub(5) {
+            bits = rest;
+            let group = acc.wrapping_shr(bits) & 31;
+            checksum = polymod_step(checksum, group as u8);
+            put(charset(group));
         }
     }
     for _ in 0..CHECKSUM_LEN {
         checksum = polymod_step(checksum, 0);
     }
     checksum ^= 1;
-    for i in 0..CHECKSUM_LEN {
-        let group = (checksum >> (5 * (CHECKSUM_LEN - 1 - i))) & 31;
-        out[at] = BECH32_CHARSET[group as usize];
-        at += 1;
+    for shift in [25, 20, 15, 10, 5, 0] {
+        put(charset(checksum.wrapping_shr(shift)));
     }
     out
 }
 
 /// Appends the lower-case hex of `bytes` to `out`.
 pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
-    out.reserve(bytes.len() * 2);
+    out.reserve(bytes.len().saturating_mul(2));
     for &b in bytes {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 15)] as char);
+        for nibble in [b >> 4, b & 15] {
+            out.push(char::from(
+                HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+            ));
+        }
     }
 }
 

@@ -31,6 +31,7 @@ impl BlockCtx {
         let first = draw
             .first_chunk::<8>()
             .map_or(0, |b| u64::from_be_bytes(*b));
-        first % u64::from(crate::PPM_ONE)
+        // PPM_ONE is a non-zero constant: the remainder always exists.
+        first.checked_rem(u64::from(crate::PPM_ONE)).unwrap_or(0)
     }
 }

@@ -35,7 +35,7 @@ pub fn draw(
         .filter(|t| *t > 0)?;
     let seed = ctx.draw(purpose, subject);
     let first = seed.first_chunk::<16>()?;
-    let mut r = u128::from_be_bytes(*first) % total;
+    let mut r = u128::from_be_bytes(*first).checked_rem(total)?;
     for (verifier, bond) in candidates {
         match r.checked_sub(bond) {
             Some(rest) => r = rest,

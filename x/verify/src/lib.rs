@@ -100,14 +100,21 @@
         clippy::expect_used,
         clippy::panic,
         clippy::todo,
-        clippy::unimplemented
+        clippy::unimplemented,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
     )
 )]
 
 mod assign;
 // The economics check is analysis the tests and the sweep example run over chosen job
-// values, never part of executing a block.
-#[allow(clippy::unwrap_used, clippy::expect_used)]
+// values, never part of executing a block: exact i128 arithmetic over bounded job values
+// (overflow checks are on in every profile) reads as the formulas it checks.
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects
+)]
 pub mod economics;
 mod end_block;
 mod error;

@@ -203,11 +203,16 @@ fn pay_fee(
     if n == 0 {
         return Ok(());
     }
-    let part = fee / n;
+    let part = fee.checked_div(n).ok_or(VerifyError::Overflow)?;
+    // The first verifier also gets the remainder, so the parts add up to the fee.
+    let first = part
+        .checked_mul(n.saturating_sub(1))
+        .and_then(|others| fee.checked_sub(others))
+        .ok_or(VerifyError::Overflow)?;
     for (i, verifier) in verifiers.iter().enumerate() {
-        let due = if i == 0 { fee - part * (n - 1) } else { part };
+        let due = if i == 0 { first } else { part };
         let paid = pool_pay(state, height, lease_id, verifier, due)?;
-        let owed = due - paid;
+        let owed = due.checked_sub(paid).ok_or(VerifyError::Overflow)?;
         if owed > 0 {
             let id = state.take_verify_id(state_key::next_owed_fee_id())?;
             state.put_owed_fee(&OwedFee {
@@ -280,7 +285,10 @@ pub(crate) fn pay_owed_fees(state: &mut impl StateWrite, height: u64) -> Result<
             break;
         }
         let paid = pool_pay(state, height, fee.lease_id, &fee.verifier, fee.amount)?;
-        fee.amount -= paid;
+        fee.amount = fee
+            .amount
+            .checked_sub(paid)
+            .ok_or(VerifyError::Overflow)?;
         state.put_owed_fee(&fee);
     }
     Ok(())
