@@ -22,6 +22,17 @@ pub trait Agent {
     async fn on_done(&mut self, done: Self::Done) -> Result<()>;
 }
 
+/// Resolves on Ctrl-C or SIGTERM (or at once, if SIGTERM cannot be watched).
+pub async fn stop_requested() {
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: stopping"),
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+    }
+}
+
 /// Follows blocks from `from` and drives `agent` until Ctrl-C or SIGTERM (then returns
 /// `Ok`), or until the follower stops or the agent fails (an error).
 pub async fn follow_until_stopped<A: Agent>(

@@ -30,11 +30,29 @@ pub struct GatewayArgs {
     pub listen: SocketAddr,
     /// A provider's serving endpoint (`gpuchain-provider serve-model`): its base URL, then
     /// optionally `,price=N` (ugpu per million tokens), `,provider=ADDRESS` (its account on
-    /// the chain, whose reputation then counts), `,region=NAME` and `,lease=ID` (its serving
-    /// lease for this gateway's key: requests are signed, receipts kept and acknowledged).
+    /// the chain, whose reputation then counts), `,region=NAME`, `,lease=ID` (its serving
+    /// lease for this gateway's key: requests are signed, receipts kept and acknowledged) and
+    /// `,model=NAME` (only this model is sent there, as on a lease, which serves one model).
     /// Repeat for each provider.
-    #[arg(long = "upstream", required = true, value_parser = UpstreamSpec::from_str)]
+    #[arg(long = "upstream", value_parser = UpstreamSpec::from_str)]
     pub upstreams: Vec<UpstreamSpec>,
+    /// Open a serving order with the client's key and route over its leases once it clears:
+    /// `model=NAME,hash=BLAKE3,max-price=P,blocks=D,deposit=X` and optionally
+    /// `,providers=N` (1), `,kind=generation|embedding`, `,bid-window=W` (5 blocks),
+    /// `,region=R`. Each lease's endpoint is where its provider said, in its bid, it answers.
+    /// Repeat for each model. Needs --node, --home, --key and --receipts.
+    #[arg(long = "open", value_parser = crate::orders::OrderSpec::from_str)]
+    pub open: Vec<crate::orders::OrderSpec>,
+    /// Route over the serving leases of this client's existing order ID. Repeatable.
+    #[arg(long = "order")]
+    pub orders: Vec<u64>,
+    /// How long to wait for an order to clear before giving up, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub order_wait_s: u64,
+    /// Leave the orders opened with --open running when the gateway stops (by default they
+    /// are ended, and the rest of their deposits come back after the claim grace).
+    #[arg(long)]
+    pub keep_orders: bool,
     /// CometBFT RPC of a node, to read the providers' reputation (every 10 s).
     #[arg(long)]
     pub node: Option<String>,
@@ -90,6 +108,8 @@ pub struct UpstreamSpec {
     /// The chain lease this provider serves the gateway's key on: requests are signed and
     /// receipts kept and acknowledged.
     pub lease: Option<u64>,
+    /// The only model sent to it (a lease serves one model); `None`: every model it lists.
+    pub model: Option<String>,
 }
 
 impl FromStr for UpstreamSpec {
@@ -107,6 +127,7 @@ impl FromStr for UpstreamSpec {
             provider: None,
             region: None,
             lease: None,
+            model: None,
         };
         for part in parts {
             let (key, value) = part
@@ -128,6 +149,7 @@ impl FromStr for UpstreamSpec {
                     )
                 }
                 "region" => spec.region = Some(value.to_string()),
+                "model" => spec.model = Some(value.to_string()),
                 "lease" => {
                     spec.lease = Some(
                         value
@@ -137,7 +159,7 @@ impl FromStr for UpstreamSpec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown `{key}` (price, provider, region or lease)"
+                        "unknown `{key}` (price, provider, region, lease or model)"
                     ))
                 }
             }
@@ -158,8 +180,9 @@ mod tests {
         assert_eq!(spec.region.as_deref(), Some("eu"));
         assert_eq!(spec.provider, None);
         assert_eq!(spec.lease, None);
-        let spec: UpstreamSpec = "http://h:1,lease=12".parse().unwrap();
+        let spec: UpstreamSpec = "http://h:1,lease=12,model=smollm2".parse().unwrap();
         assert_eq!(spec.lease, Some(12));
+        assert_eq!(spec.model.as_deref(), Some("smollm2"));
         for bad in [
             "10.0.0.2:8081",
             "http://h:1,price=cheap",

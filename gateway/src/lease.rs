@@ -162,9 +162,9 @@ impl Leases {
     }
 
     /// The batches due now: the run of kept receipts from each lease's next number, once it
-    /// is long or old enough; past a missing number (an answer that never arrived) only once
-    /// what follows it has waited ten times the delay.
-    fn due(&self) -> Vec<(String, AckedBatch)> {
+    /// is long or old enough (or at once, when `flush`); past a missing number (an answer
+    /// that never arrived) only once what follows it has waited ten times the delay.
+    fn due(&self, flush: bool) -> Vec<(String, AckedBatch)> {
         let Ok(mut books) = self.books.lock() else {
             return Vec::new();
         };
@@ -180,7 +180,7 @@ impl Leases {
                 .collect();
             let waited = oldest.elapsed();
             let batch: Vec<Receipt> = if run.len() >= self.policy.every
-                || (!run.is_empty() && waited >= self.policy.after)
+                || (!run.is_empty() && (flush || waited >= self.policy.after))
             {
                 run
             } else if waited >= self.policy.after * 10 {
@@ -271,32 +271,42 @@ impl Leases {
         loop {
             tokio::time::sleep(tick).await;
             self.report_dead(&upstreams, &mut reported).await;
-            for (url, batch) in self.due() {
-                let sent = http
-                    .post(format!("{url}/v1/gpuchain/acks"))
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(serde_json::to_vec(&batch).unwrap_or_default())
-                    .send()
-                    .await;
-                match sent {
-                    Ok(r) if r.status().is_success() => {
-                        tracing::info!(
-                            lease = batch.signed.ack.lease_id,
-                            first = batch.signed.ack.first_seq,
-                            end = batch.signed.ack.end_seq,
-                            receipts = batch.seqs.len(),
-                            units = %batch.signed.ack.units,
-                            "batch acknowledged"
-                        );
-                        self.acknowledged(&batch);
-                    }
-                    Ok(r) => {
-                        let status = r.status();
-                        let text = r.text().await.unwrap_or_default();
-                        tracing::warn!(%url, %status, %text, "the provider refused an acknowledgement");
-                    }
-                    Err(e) => tracing::warn!(%url, error = %e, "sending an acknowledgement failed"),
+            self.send_due(&http, false).await;
+        }
+    }
+
+    /// Acknowledges every run of kept receipts now (when the gateway stops), so the
+    /// providers can claim what they served.
+    pub(crate) async fn flush(&self, http: &reqwest::Client) {
+        self.send_due(http, true).await;
+    }
+
+    async fn send_due(&self, http: &reqwest::Client, flush: bool) {
+        for (url, batch) in self.due(flush) {
+            let sent = http
+                .post(format!("{url}/v1/gpuchain/acks"))
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&batch).unwrap_or_default())
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => {
+                    tracing::info!(
+                        lease = batch.signed.ack.lease_id,
+                        first = batch.signed.ack.first_seq,
+                        end = batch.signed.ack.end_seq,
+                        receipts = batch.seqs.len(),
+                        units = %batch.signed.ack.units,
+                        "batch acknowledged"
+                    );
+                    self.acknowledged(&batch);
                 }
+                Ok(r) => {
+                    let status = r.status();
+                    let text = r.text().await.unwrap_or_default();
+                    tracing::warn!(%url, %status, %text, "the provider refused an acknowledgement");
+                }
+                Err(e) => tracing::warn!(%url, error = %e, "sending an acknowledgement failed"),
             }
         }
     }

@@ -14,15 +14,17 @@
 //!
 //! An upstream given `lease=ID` is paid on that chain lease (`lease.rs`): requests are signed
 //! with the client's key, every answer's receipt is checked against what arrived and kept,
-//! and batches are acknowledged to the provider, which claims them on chain. The client
-//! opens the serving order itself (`gpuchaind tx serving open`); the gateway does not open
-//! orders or report providers on chain yet.
+//! and batches are acknowledged to the provider, which claims them on chain. With `--open`
+//! the gateway opens the serving orders itself and routes over the leases they clear to, at
+//! the endpoints the providers named in their bids (`orders.rs`); `--order` attaches to an
+//! order opened before. Orders it opened are ended when it stops.
 
 mod args;
 mod attempt;
 mod generation;
 mod http;
 mod lease;
+mod orders;
 mod pool;
 mod score;
 mod sse;
@@ -34,24 +36,48 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 pub use args::{Cli, GatewayArgs, UpstreamSpec};
+pub use orders::OrderSpec;
 
-/// Serves the gateway until Ctrl-C.
-pub fn run(a: GatewayArgs) -> Result<()> {
+/// Serves the gateway until Ctrl-C or SIGTERM.
+pub fn run(mut a: GatewayArgs) -> Result<()> {
     let weights = score::Weights {
         latency: a.latency_weight,
         price: a.price_weight,
         reputation: a.reputation_weight,
     };
     gpuchain_agent_kit::cli::block_on(async move {
-        let leases = open_leases(&a).await?;
+        let chain = client_chain(&a)?;
+        let mut opened = Vec::new();
+        if let Some(chain) = &chain {
+            opened = orders::open(chain, &a.open).await?;
+            let mut ids = a.orders.clone();
+            ids.extend(&opened);
+            let found =
+                orders::upstreams(chain, &ids, Duration::from_secs(a.order_wait_s)).await;
+            match found {
+                Ok(found) => a.upstreams.extend(found),
+                Err(e) => {
+                    if !a.keep_orders {
+                        orders::end(chain, &opened).await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        anyhow::ensure!(
+            !a.upstreams.is_empty(),
+            "nothing to route over: give --upstream, --open or --order"
+        );
+        let leases = open_leases(&a, chain.clone()).await?;
         let pool = Arc::new(pool::Pool::new(
             a.upstreams.clone(),
             weights,
             leases.clone(),
         )?);
-        if let Some(leases) = leases {
+        if let Some(leases) = leases.clone() {
             tokio::spawn(leases.run(pool.http.clone(), pool.upstreams.clone()));
         }
+        let http_client = pool.http.clone();
         pool.probe_all().await;
         tokio::spawn(
             pool.clone()
@@ -81,31 +107,55 @@ pub fn run(a: GatewayArgs) -> Result<()> {
             hedge_after: Duration::from_millis(a.hedge_after_ms),
         };
         axum::serve(listener, http::router(gateway))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            .with_graceful_shutdown(gpuchain_agent_kit::run::stop_requested())
             .await?;
+        // What was served is acknowledged before the orders end, so providers are paid for it.
+        if let Some(leases) = &leases {
+            leases.flush(&http_client).await;
+        }
+        if let (Some(chain), false) = (&chain, a.keep_orders) {
+            orders::end(chain, &opened).await;
+        }
         Ok(())
     })
 }
 
+/// The client's key on the chain, when leases or orders need it.
+fn client_chain(a: &GatewayArgs) -> Result<Option<gpuchain_agent_kit::chain::AgentChain>> {
+    let needed = !a.open.is_empty()
+        || !a.orders.is_empty()
+        || a.upstreams.iter().any(|u| u.lease.is_some());
+    if !needed {
+        return Ok(None);
+    }
+    let (Some(node), Some(home), Some(key), Some(_)) = (&a.node, &a.home, &a.key, &a.receipts)
+    else {
+        anyhow::bail!(
+            "leases (--open, --order or an upstream's lease=): give --node, --home, --key and \
+             --receipts as well"
+        );
+    };
+    Ok(Some(gpuchain_agent_kit::chain::AgentChain::connect(
+        node, home, key, "gateway",
+    )?))
+}
+
 /// The leases of the upstreams that name one, with the client's key and receipts directory.
-async fn open_leases(a: &GatewayArgs) -> Result<Option<Arc<lease::Leases>>> {
+async fn open_leases(
+    a: &GatewayArgs,
+    chain: Option<gpuchain_agent_kit::chain::AgentChain>,
+) -> Result<Option<Arc<lease::Leases>>> {
     let on_lease: Vec<(u64, String)> = a
         .upstreams
         .iter()
         .filter_map(|u| u.lease.map(|l| (l, u.url.clone())))
         .collect();
+    let (Some(chain), Some(dir)) = (chain, &a.receipts) else {
+        return Ok(None);
+    };
     if on_lease.is_empty() {
         return Ok(None);
     }
-    let (Some(node), Some(home), Some(key), Some(dir)) = (&a.node, &a.home, &a.key, &a.receipts)
-    else {
-        anyhow::bail!(
-            "an upstream names a lease: give --node, --home, --key and --receipts as well"
-        );
-    };
-    let chain = gpuchain_agent_kit::chain::AgentChain::connect(node, home, key, "gateway")?;
     let policy = lease::AckPolicy {
         every: a.ack_every.max(1),
         after: Duration::from_millis(a.ack_after_ms.max(100)),

@@ -45,6 +45,12 @@ pub(crate) struct Health {
 }
 
 impl Upstream {
+    /// Whether requests for `model` may go here: it lists the model, and the model is the
+    /// one its spec (its lease) is limited to, if any.
+    fn serves(&self, model: &str, listed: &[String]) -> bool {
+        listed.iter().any(|m| m == model) && self.spec.model.as_deref().is_none_or(|m| m == model)
+    }
+
     fn new(spec: UpstreamSpec) -> Upstream {
         Upstream {
             spec,
@@ -190,7 +196,7 @@ impl Pool {
                 continue;
             }
             any_up = true;
-            if h.models.iter().any(|m| m == model) {
+            if u.serves(model, &h.models) {
                 serving.push((u.clone(), h));
             }
         }
@@ -226,7 +232,7 @@ impl Pool {
             let h = u.snapshot();
             if h.up {
                 for m in h.models {
-                    if !all.contains(&m) {
+                    if u.spec.model.as_deref().is_none_or(|only| only == m) && !all.contains(&m) {
                         all.push(m);
                     }
                 }
@@ -394,6 +400,29 @@ mod tests {
         assert_eq!(urls(p.route("chat", None)), ["http://a:1", "http://b:1"]);
         up(&p.upstreams[3], &["chat"], 100);
         assert_eq!(urls(p.route("chat", None))[0], "http://d:1");
+    }
+
+    #[test]
+    fn an_upstream_limited_to_one_model_gets_only_that_model() {
+        // One provider endpoint serving two models on two leases: each lease's upstream
+        // carries only its own model, so an embedding is never paid at a chat lease's price.
+        let p = pool(&[
+            "http://a:1,lease=1,model=chat",
+            "http://a:1,lease=2,model=embed",
+        ]);
+        up(&p.upstreams[0], &["chat", "embed"], 50);
+        up(&p.upstreams[1], &["chat", "embed"], 10);
+        let leases = |r: Route| match r {
+            Route::To(v) => v.iter().map(|u| u.spec.lease).collect::<Vec<_>>(),
+            _ => panic!("no route"),
+        };
+        assert_eq!(leases(p.route("chat", None)), [Some(1)]);
+        assert_eq!(leases(p.route("embed", None)), [Some(2)]);
+        assert_eq!(p.models(), ["chat", "embed"]);
+        let only = pool(&["http://a:1,model=chat"]);
+        up(&only.upstreams[0], &["chat", "embed"], 10);
+        assert!(matches!(only.route("embed", None), Route::UnknownModel));
+        assert_eq!(only.models(), ["chat"]);
     }
 
     #[test]

@@ -109,6 +109,19 @@ impl Stats {
     }
 }
 
+/// An upstream's labels: its URL, and the one model it is limited to (a lease's), if any.
+fn labels(u: &crate::pool::Upstream) -> String {
+    let escape = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
+    match &u.spec.model {
+        Some(model) => format!(
+            "upstream=\"{}\",model=\"{}\"",
+            escape(&u.spec.url),
+            escape(model)
+        ),
+        None => format!("upstream=\"{}\"", escape(&u.spec.url)),
+    }
+}
+
 /// One labelled series per upstream for each of its figures.
 fn upstream_metrics(out: &mut String, pool: &Pool) {
     let series: [(&str, &str, &str); 6] = [
@@ -132,7 +145,7 @@ fn upstream_metrics(out: &mut String, pool: &Pool) {
                 "failures_total" => u.failures.load(Ordering::Relaxed) as f64,
                 _ => u.went_down.load(Ordering::Relaxed) as f64,
             };
-            let _ = writeln!(out, "{name}{{upstream=\"{}\"}} {value}", u.spec.url);
+            let _ = writeln!(out, "{name}{{{}}} {value}", labels(u));
         }
     }
 }

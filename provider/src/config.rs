@@ -37,10 +37,10 @@ pub(crate) struct Config {
 pub(crate) struct ServingConfig {
     /// `serve-model --receipts DIR`.
     pub(crate) receipts: PathBuf,
-    /// The `serve-model` endpoint: a report is answered with a heartbeat only while it
-    /// answers `GET /v1/models` (without it, every report is answered).
-    #[serde(default)]
-    pub(crate) endpoint: Option<String>,
+    /// The `serve-model` endpoint's base URL as clients reach it: each bid names it (the
+    /// lease keeps it, and the client's gateway sends requests there), and a report is
+    /// answered with a heartbeat only while it answers `GET /v1/models`.
+    pub(crate) endpoint: String,
     /// What it bids on.
     #[serde(default)]
     pub(crate) models: Vec<ServedModel>,
@@ -177,6 +177,15 @@ impl Config {
             !config.pricing.per_gpu_second.is_empty(),
             "pricing.per_gpu_second needs at least one class (e.g. cpu = 1000)"
         );
+        if let Some(serving) = &config.serving {
+            anyhow::ensure!(
+                gpuchain_serving::is_endpoint_url(serving.endpoint.trim_end_matches('/')),
+                "serving.endpoint `{}` must be an http:// or https:// URL (at most {} bytes, \
+                 no spaces) where clients reach serve-model",
+                serving.endpoint,
+                gpuchain_serving::MAX_ENDPOINT_BYTES
+            );
+        }
         Ok(config)
     }
 }
@@ -228,6 +237,21 @@ min_margin_ppm = 100000
         assert_eq!(c.chain.websocket_url(), "ws://127.0.0.1:26657/websocket");
         let again: Config = toml::from_str(&toml::to_string_pretty(&c).unwrap()).unwrap();
         assert_eq!(again.pricing.per_gpu_second, c.pricing.per_gpu_second);
+    }
+
+    #[test]
+    fn a_serving_section_must_say_where_its_endpoint_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("provider.toml");
+        let serving = "\n[serving]\nreceipts = \"/tmp/r\"\n";
+        std::fs::write(&path, format!("{SAMPLE}{serving}")).unwrap();
+        assert!(Config::load(&path).is_err(), "no endpoint");
+        std::fs::write(&path, format!("{SAMPLE}{serving}endpoint = \"127.0.0.1:8081\"\n")).unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("serving.endpoint"), "{err}");
+        std::fs::write(&path, format!("{SAMPLE}{serving}endpoint = \"http://10.0.0.2:8081/\"\n")).unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.serving.unwrap().endpoint, "http://10.0.0.2:8081/");
     }
 
     #[test]

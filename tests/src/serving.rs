@@ -25,6 +25,15 @@ pub struct Server {
 }
 
 impl Server {
+    /// SIGTERM, then waits for the exit; whether it exited successfully.
+    pub fn terminate(&mut self) -> Result<bool> {
+        std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()?;
+        Ok(self.child.wait()?.success())
+    }
+
     /// Kills it now (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -105,6 +114,29 @@ pub fn serve_model_with(
     .args(["--embedder-name", "minilm", "--embedder"])
     .arg(embedder);
     start(cmd, log)
+}
+
+/// `gpuchain-provider serve-model` with the GGUF `model` (as `smollm2`) and the MiniLM
+/// checkpoint in `embedder` (as `minilm`) on 127.0.0.1:`port`, serving chain leases of
+/// `operator` (receipts under `receipts`, leases read from `node`); logs to `log`.
+pub fn serve_both_on_leases(
+    model: &Path,
+    embedder: &Path,
+    port: u16,
+    lease: (&Path, &str, &str),
+    log: &Path,
+) -> Result<Server> {
+    let (receipts, node, operator) = lease;
+    let mut cmd = Command::new(provider_path());
+    cmd.args(["serve-model", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--max-concurrent", "2", "--name", "smollm2", "--model"])
+        .arg(model)
+        .args(["--embedder-name", "minilm", "--embedder"])
+        .arg(embedder)
+        .arg("--receipts")
+        .arg(receipts)
+        .args(["--node", node, "--operator", operator]);
+    start(cmd, Some(log))
 }
 
 /// The SmolLM2-135M-Instruct GGUF file (fetched when absent).

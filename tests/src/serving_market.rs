@@ -1,7 +1,8 @@
 //! A serving market on a localnet for end-to-end tests: verifier agents that can audit
-//! SmolLM2 answers, a provider agent that bids on SmolLM2 serving orders, a serving order
-//! opened by the client with the CLI and cleared to that provider, the provider's
-//! `serve-model` on the lease and the client's gateway paying on it. Every claim is audited.
+//! SmolLM2 answers, a provider agent that bids on SmolLM2 serving orders with its endpoint,
+//! a serving order opened by the client (with the CLI, or by its gateway) and cleared to that
+//! provider, the provider's `serve-model` on the lease and the client's gateway paying on
+//! it. Every claim is audited.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,15 @@ const GPU: u128 = 1_000_000;
 pub const SERVING_PRICE: u64 = 400_000;
 /// The client's deposit.
 pub const SERVING_DEPOSIT: u128 = 50 * GPU;
+
+/// Who opens the serving order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenedBy {
+    /// The client, with `gpuchaind tx serving open`; the gateway is told the lease.
+    Cli,
+    /// The client's gateway (`--open`), which finds the lease and its endpoint on chain.
+    Gateway,
+}
 
 /// Everything of one serving market; processes stop on drop.
 pub struct ServingMarket {
@@ -45,7 +55,8 @@ pub struct ServingMarket {
     pub dir: tempfile::TempDir,
 }
 
-fn append(path: &Path, text: &str) -> Result<()> {
+/// Appends `text` to the file at `path` (a config section).
+pub(crate) fn append(path: &Path, text: &str) -> Result<()> {
     let mut all = std::fs::read_to_string(path)?;
     all.push('\n');
     all.push_str(text);
@@ -65,10 +76,28 @@ pub fn key_address(home: &str, name: &str) -> Result<String> {
     Ok(v["address"].as_str().context("address")?.to_string())
 }
 
+/// The first serving lease on the chain, once there is one.
+async fn first_lease(chain: &ChainClient) -> Result<ServingLease> {
+    for _ in 0..150 {
+        let state = chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?;
+        if let Some(l) = state.serving_leases().into_iter().next() {
+            return Ok(l);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    anyhow::bail!("no lease: the provider agent did not win the order")
+}
+
 impl ServingMarket {
     /// Starts the market with `verifiers` verifier agents and a provider whose `serve-model`
-    /// gets `serve_extra` arguments (e.g. a test-only cheat).
-    pub async fn start(verifiers: usize, serve_extra: &[&str]) -> Result<ServingMarket> {
+    /// gets `serve_extra` arguments (e.g. a test-only cheat), the order opened `by`.
+    pub async fn start(
+        verifiers: usize,
+        serve_extra: &[&str],
+        by: OpenedBy,
+    ) -> Result<ServingMarket> {
         let mut accounts = vec![("client", 1_000 * GPU), ("provider", 3_000 * GPU)];
         let names: Vec<String> = (0..verifiers).map(|i| format!("verifier{i}")).collect();
         accounts.extend(names.iter().map(|n| (n.as_str(), 3_000 * GPU)));
@@ -153,80 +182,100 @@ impl ServingMarket {
         let provider = ProviderAgent::spawn(&pconfig, &[])?;
         let provider_addr = key_address(&home, "provider")?;
 
-        let out = cli(&[
-            "tx",
-            "serving",
-            "open",
-            "client",
-            "--model",
-            "smollm2",
-            "--model-hash",
-            &hash,
-            "--providers",
-            "1",
-            "--max-price",
-            "1000000",
-            "--duration",
-            "2000",
-            "--bid-window",
-            "15",
-            "--deposit",
-            &SERVING_DEPOSIT.to_string(),
-            "--home",
-            &home,
-            "--node",
-            &node,
-            "--output",
-            "json",
-        ])?;
-        ensure!(
-            out.status.success(),
-            "open: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let chain = net.client(0)?;
-        let mut found = None;
-        for _ in 0..150 {
-            let state = chain
-                .snapshot(gpuchain_serving::state_key::module_prefix())
-                .await?;
-            if let Some(l) = state.serving_leases().into_iter().next() {
-                found = Some(l);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        let lease = found.context("no lease: the provider agent did not win the order")?;
-        ensure!(lease.provider.to_string() == provider_addr);
-
-        let server = serve_model_on_leases(
-            serve_port,
-            &receipts,
-            &node,
-            &provider_addr,
-            serve_extra,
-            &dir.path().join("serve.log"),
-        )?;
-        let upstream = format!("{},lease={}", server.url, lease.id);
         let client_receipts: PathBuf = dir.path().join("client-receipts");
-        let gateway = gateway_logged(
-            &[upstream],
-            &[
-                "--node",
-                &node,
-                "--home",
-                &home,
-                "--key",
-                "client",
-                "--receipts",
-                &client_receipts.to_string_lossy(),
-                "--ack-every",
-                "2",
-                "--ack-after-ms",
-                "500",
-            ],
-            Some(&dir.path().join("gateway.log")),
-        )?;
+        let receipts_arg = client_receipts.to_string_lossy().to_string();
+        let client_args = [
+            "--node",
+            node.as_str(),
+            "--home",
+            home.as_str(),
+            "--key",
+            "client",
+            "--receipts",
+            receipts_arg.as_str(),
+            "--ack-every",
+            "2",
+            "--ack-after-ms",
+            "500",
+        ];
+        let chain = net.client(0)?;
+        let (lease, server, gateway) = match by {
+            OpenedBy::Cli => {
+                let out = cli(&[
+                    "tx",
+                    "serving",
+                    "open",
+                    "client",
+                    "--model",
+                    "smollm2",
+                    "--model-hash",
+                    &hash,
+                    "--providers",
+                    "1",
+                    "--max-price",
+                    "1000000",
+                    "--duration",
+                    "2000",
+                    "--bid-window",
+                    "15",
+                    "--deposit",
+                    &SERVING_DEPOSIT.to_string(),
+                    "--home",
+                    &home,
+                    "--node",
+                    &node,
+                    "--output",
+                    "json",
+                ])?;
+                ensure!(
+                    out.status.success(),
+                    "open: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let lease = first_lease(&chain).await?;
+                let server = serve_model_on_leases(
+                    serve_port,
+                    &receipts,
+                    &node,
+                    &provider_addr,
+                    serve_extra,
+                    &dir.path().join("serve.log"),
+                )?;
+                let upstream = format!("{},lease={}", server.url, lease.id);
+                let gateway = gateway_logged(
+                    &[upstream],
+                    &client_args,
+                    Some(&dir.path().join("gateway.log")),
+                )?;
+                (lease, server, gateway)
+            }
+            OpenedBy::Gateway => {
+                let server = serve_model_on_leases(
+                    serve_port,
+                    &receipts,
+                    &node,
+                    &provider_addr,
+                    serve_extra,
+                    &dir.path().join("serve.log"),
+                )?;
+                let order = format!(
+                    "model=smollm2,hash={hash},providers=1,max-price=1000000,blocks=2000,\
+                     bid-window=15,deposit={SERVING_DEPOSIT}"
+                );
+                let mut args = client_args.to_vec();
+                args.extend(["--open", order.as_str()]);
+                // It prints its address once the order has cleared and the lease is found.
+                let gateway =
+                    gateway_logged(&[], &args, Some(&dir.path().join("gateway.log")))?;
+                (first_lease(&chain).await?, server, gateway)
+            }
+        };
+        ensure!(lease.provider.to_string() == provider_addr);
+        ensure!(
+            lease.endpoint == format!("http://127.0.0.1:{serve_port}"),
+            "the lease keeps the endpoint the provider bid with: {}",
+            lease.endpoint
+        );
         Ok(ServingMarket {
             net,
             node,

@@ -7,14 +7,14 @@
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::ServingLeaseState;
-use gpuchain_tests::serving_market::ServingMarket;
+use gpuchain_tests::serving_market::{OpenedBy, ServingMarket};
 use gpuchain_tests::slash_records;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_client(
 ) -> anyhow::Result<()> {
-    let m = ServingMarket::start(2, &["--dishonest-answers"]).await?;
+    let m = ServingMarket::start(2, &["--dishonest-answers"], OpenedBy::Cli).await?;
     for content in ["Name a colour.", "Count to three."] {
         let answer = m
             .ask(

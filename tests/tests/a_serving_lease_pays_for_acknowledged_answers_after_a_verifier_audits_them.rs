@@ -1,28 +1,29 @@
-//! A serving lease on a real localnet, every process real: a client opens a serving order for
-//! SmolLM2 with `gpuchaind tx serving open`; a provider agent configured to serve that model
-//! bids and wins the lease; its `serve-model` endpoint answers on the lease and writes a
-//! receipt per answer; the client's `gpuchain-gateway` signs each request, checks every
+//! A serving lease on a real localnet, every process real: the client's `gpuchain-gateway`
+//! opens a serving order for SmolLM2 itself (`--open`); a provider agent configured to serve
+//! that model bids with its endpoint's URL and wins the lease; the gateway finds the lease and
+//! the endpoint on chain; the `serve-model` endpoint answers on the lease and writes a
+//! receipt per answer; the gateway signs each request, checks every
 //! receipt against what arrived and acknowledges batches; the provider agent claims them;
 //! with audits on every claim, the provider agent reveals the drawn receipt and a verifier
 //! agent re-checks the answer by teacher forcing and calls it honest, so the provider is paid
 //! exactly for the units the client was told and nobody is slashed. Then the endpoint dies:
 //! the gateway reports the lease on chain, the provider agent finds its endpoint down and
 //! sends no heartbeat, and the provider loses the lease and the abandoned-lease share of its
-//! bond. When the client ends the order the rest of the deposit goes back and escrow is
-//! empty.
+//! bond. When the gateway is stopped (SIGTERM) it ends the order it opened, and after the
+//! claim grace the rest of the deposit goes back and escrow is empty.
 
 use std::time::Duration;
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::{ServingOrder, ServingOrderState};
-use gpuchain_tests::serving_market::{key_address, ServingMarket, SERVING_PRICE};
-use gpuchain_tests::{cli, slash_records};
+use gpuchain_tests::serving_market::{key_address, OpenedBy, ServingMarket, SERVING_PRICE};
+use gpuchain_tests::slash_records;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_them(
 ) -> anyhow::Result<()> {
-    let mut m = ServingMarket::start(1, &[]).await?;
+    let mut m = ServingMarket::start(1, &[], OpenedBy::Gateway).await?;
     ensure!(
         m.lease.price == u128::from(SERVING_PRICE),
         "uniform price is the only bid"
@@ -133,24 +134,11 @@ async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_t
         "the dead provider loses the abandoned-lease share: {slashes:?}"
     );
 
-    // The client ends the order; after the grace the rest of the deposit is back.
-    let out = cli(&[
-        "tx",
-        "serving",
-        "end",
-        "client",
-        &m.lease.order_id.to_string(),
-        "--home",
-        &m.home,
-        "--node",
-        &m.node,
-        "--output",
-        "json",
-    ])?;
+    // The client stops its gateway, which ends the order it opened; after the grace the rest
+    // of the deposit is back.
     ensure!(
-        out.status.success(),
-        "end: {}",
-        String::from_utf8_lossy(&out.stderr)
+        m.gateway.terminate()?,
+        "the gateway stops cleanly on SIGTERM"
     );
     let mut closed = None;
     for _ in 0..240 {

@@ -3,8 +3,10 @@
 //! MLP over the three providers through its coordinator, classifies digits with the trained
 //! weights on 2-replica orders, embeds sentences with all-MiniLM-L6-v2 and asks
 //! SmolLM2-135M-Instruct a question (answered "Paris" through the market), then serves both
-//! models through the client's gateway over the three providers' endpoints, one of them
-//! killed mid-answer (the answer is finished whole on another). Every honest
+//! models on serving leases the client's gateway opens over the three providers' endpoints,
+//! one of them killed mid-answer (the answer is finished whole on another; the endpoint
+//! restarts and keeps its leases by answering the gateway's report), every acknowledged
+//! answer claimed, audited and paid on chain, and both orders ended. Every honest
 //! lease is paid once, the cheater's inference results are proven wrong by the verifier and
 //! slashed, the supply moves only by the burns the slash records show, and all validators
 //! end at one app hash.
@@ -70,6 +72,25 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
     assert!(
         serving.resumed_answer_whole && serving.resumed >= 1.0,
         "the answer streaming when a provider died was finished elsewhere: {serving:?}"
+    );
+    assert!(
+        serving.killed_kept_leases,
+        "the restarted endpoint answered the report in time: {serving:?}"
+    );
+    assert_eq!(serving.leases.len(), 6, "three providers on each of two orders");
+    for lease in serving.leases.iter().filter(|l| l.requests > 0) {
+        assert!(
+            lease.paid > 0 && lease.units > 0,
+            "every lease that served acknowledged requests is paid for them: {lease:?}"
+        );
+    }
+    assert!(
+        serving.leases.iter().any(|l| l.paid > 0),
+        "the gateway's answers were settled on chain: {serving:?}"
+    );
+    assert_eq!(
+        serving.escrow_after, 0,
+        "the deposits' rest went back when the orders closed"
     );
     for job in &report.jobs {
         for lease in &job.leases {

@@ -673,6 +673,7 @@ pub(super) async fn serving_lease(app: &App, raw: &str) -> Result<Reply, Problem
         ),
         ("Client", html::addr(&lease.client)),
         ("Model", esc(&lease.model.name)),
+        ("Endpoint", format!("<code>{}</code>", esc(&lease.endpoint))),
         ("State", lease_state(serving_lease_state(lease.state))),
         ("Price", format!("{} / M units", html::gpu(lease.price))),
         ("Requests acknowledged", lease.next_seq.to_string()),

@@ -59,6 +59,10 @@ pub(crate) enum ServingTx {
         order_id: u64,
         /// Price.
         price: Amount,
+        /// Where you will answer the lease's requests: your `serve-model` endpoint's base URL
+        /// as clients reach it (`http://host:port`).
+        #[arg(long)]
+        endpoint: String,
     },
     /// Claim payment for a batch your client acknowledged (the JSON its gateway handed you).
     Claim {
@@ -181,11 +185,13 @@ pub(crate) async fn serving_msg<'a>(
             from,
             order_id,
             price,
+            endpoint,
         } => (
             from,
             ServingMsg::Bid(MsgBidServing {
                 order_id: *order_id,
                 price: *price,
+                endpoint: endpoint.clone(),
             }),
         ),
         ServingTx::Claim { from, ack } => {

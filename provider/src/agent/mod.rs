@@ -60,6 +60,9 @@ pub(crate) struct Agent {
     options: RunOptions,
     /// Leases whose job task is in flight.
     running: BTreeSet<u64>,
+    /// Serving leases reported unresponsive and not answered yet: lease → last block a
+    /// heartbeat is taken.
+    open_reports: std::collections::BTreeMap<u64, u64>,
     done_tx: mpsc::Sender<Done>,
     gauges: Shared,
     height: u64,

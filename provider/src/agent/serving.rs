@@ -47,11 +47,8 @@ fn receipts_of(receipts: &Path, lease_id: u64) -> Vec<Receipt> {
         .collect()
 }
 
-/// Whether the serving endpoint answers `GET /v1/models` (no endpoint configured: yes).
-async fn endpoint_answers(endpoint: Option<&str>) -> bool {
-    let Some(url) = endpoint else {
-        return true;
-    };
+/// Whether the serving endpoint answers `GET /v1/models`.
+async fn endpoint_answers(url: &str) -> bool {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(3))
         .build();
@@ -95,21 +92,34 @@ impl Agent {
                 }
             } else if let Some(report) = e.decode::<ServingReportEvent>() {
                 if report.provider == me {
-                    if endpoint_answers(config.endpoint.as_deref()).await {
-                        let msg = ServingMsg::Heartbeat(MsgServingHeartbeat {
-                            lease_id: report.lease_id,
-                        });
-                        self.submit_serving(msg, "heartbeat").await;
-                    } else {
-                        tracing::warn!(
-                            lease_id = report.lease_id,
-                            "reported, and the serving endpoint does not answer: no heartbeat"
-                        );
-                    }
+                    self.open_reports.insert(report.lease_id, report.deadline);
                 }
             }
         }
+        self.answer_reports(&config, block.height).await;
         self.claim_acknowledged(&config).await
+    }
+
+    /// Answers each open report with a heartbeat as soon as the serving endpoint answers:
+    /// an endpoint that restarts before the report's deadline keeps its lease. Reports
+    /// past their deadline are forgotten (the chain has dropped the lease).
+    async fn answer_reports(&mut self, config: &ServingConfig, height: u64) {
+        // A heartbeat sent now lands in a later block: one at the deadline is too late.
+        self.open_reports.retain(|_, deadline| *deadline > height);
+        if self.open_reports.is_empty() {
+            return;
+        }
+        if !endpoint_answers(&config.endpoint).await {
+            tracing::warn!(
+                leases = ?self.open_reports.keys().collect::<Vec<_>>(),
+                "reported, and the serving endpoint does not answer: no heartbeat yet"
+            );
+            return;
+        }
+        for lease_id in std::mem::take(&mut self.open_reports).into_keys() {
+            let msg = ServingMsg::Heartbeat(MsgServingHeartbeat { lease_id });
+            self.submit_serving(msg, "heartbeat").await;
+        }
     }
 
     async fn bid_serving(&self, config: &ServingConfig, order_id: u64) {
@@ -137,6 +147,7 @@ impl Agent {
         let msg = ServingMsg::Bid(MsgBidServing {
             order_id,
             price: u128::from(offer.price),
+            endpoint: config.endpoint.trim_end_matches('/').to_string(),
         });
         self.submit_serving(msg, "serving bid").await;
     }

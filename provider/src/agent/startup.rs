@@ -62,6 +62,7 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
         backend,
         options,
         running: BTreeSet::new(),
+        open_reports: Default::default(),
         done_tx,
         gauges,
         height: 0,

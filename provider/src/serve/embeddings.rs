@@ -38,7 +38,14 @@ pub(super) async fn embeddings(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    let answer = match super::http::on_lease(&s, &headers, &body).await {
+    let answer = match super::http::on_lease(
+        &s,
+        &headers,
+        &body,
+        gpuchain_serving::ServingKind::Embedding,
+    )
+    .await
+    {
         Ok(lease) => embedding_answer(&s, body, lease).await,
         Err(refused) => refused,
     };

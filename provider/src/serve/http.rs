@@ -68,15 +68,30 @@ impl OnLease {
     }
 }
 
-/// Admits a request that names a lease (`None` when it names none); the error is the answer.
+/// The model a request names, read before the request is admitted on a lease.
+#[derive(serde::Deserialize)]
+struct NamedModel {
+    model: String,
+}
+
+/// Admits a request for a `kind` model that names a lease (`None` when it names none); the
+/// error is the answer.
 pub(super) async fn on_lease(
     s: &Served,
     headers: &HeaderMap,
     body: &Bytes,
+    kind: gpuchain_serving::ServingKind,
 ) -> Result<Option<OnLease>, Response> {
     if lease_of(headers).is_none() {
         return Ok(None);
     }
+    let Ok(named) = serde_json::from_slice::<NamedModel>(body) else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "malformed request: a JSON object naming its `model`",
+        ));
+    };
     let Some(ledger) = s.ledger.clone() else {
         return Err(error(
             StatusCode::BAD_REQUEST,
@@ -84,7 +99,7 @@ pub(super) async fn on_lease(
             "this endpoint serves no chain leases (start it with --receipts, --node and --operator)",
         ));
     };
-    match ledger.admit(headers, body).await {
+    match ledger.admit(headers, body, &named.model, kind).await {
         Ok(admitted) => Ok(Some(OnLease {
             ledger,
             admitted,
@@ -290,7 +305,7 @@ async fn completion<R: Completion>(
     shape: Shape,
     arrived: Instant,
 ) -> Response {
-    let lease = match on_lease(s, headers, &body).await {
+    let lease = match on_lease(s, headers, &body, gpuchain_serving::ServingKind::Generation).await {
         Ok(l) => l,
         Err(refused) => return refused,
     };

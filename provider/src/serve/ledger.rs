@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use gpuchain_client::ChainClient;
 use gpuchain_serving::receipt::{request_signed_by, AckedBatch, BatchAck, Receipt};
-use gpuchain_serving::{ServingLease, ServingLeaseState, ServingParams};
+use gpuchain_serving::{ServingKind, ServingLease, ServingLeaseState, ServingParams};
 use gpuchain_types::Address;
 
 /// How long a lease read from the chain is trusted before it is read again.
@@ -158,9 +158,17 @@ impl Ledger {
         Ok(lease)
     }
 
-    /// Admits a request on the lease it names: signed by the lease's client, a fresh nonce,
-    /// a lease of this provider that still serves. The error is a 4xx answer's message.
-    pub(crate) async fn admit(&self, headers: &HeaderMap, body: &[u8]) -> Result<Admitted, String> {
+    /// Admits a request for `model` (of `kind`) on the lease it names: signed by the lease's
+    /// client, a fresh nonce, a lease of this provider that still serves and serves that
+    /// model (a lease's price is per its kind's unit: an embeddings request on a generation
+    /// lease would be paid per token for inputs). The error is a 4xx answer's message.
+    pub(crate) async fn admit(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        model: &str,
+        kind: ServingKind,
+    ) -> Result<Admitted, String> {
         let lease_id: u64 = lease_of(headers)
             .and_then(|l| l.parse().ok())
             .ok_or("`x-gpuchain-lease` must be a lease id")?;
@@ -187,6 +195,14 @@ impl Ledger {
         }
         if lease.state != ServingLeaseState::Serving {
             return Err(format!("lease {lease_id} no longer serves"));
+        }
+        if lease.model.name != model || lease.model.kind != kind {
+            return Err(format!(
+                "lease {lease_id} serves {} model `{}`, not {} model `{model}`",
+                lease.model.kind.name(),
+                lease.model.name,
+                kind.name()
+            ));
         }
         let mut books = self.books.lock().map_err(|_| "ledger poisoned")?;
         let book = books.get_mut(&lease_id).ok_or("lease not loaded")?;

@@ -108,7 +108,11 @@ pub(super) fn bid(g: &mut Gen<'_>) -> Planned {
         return Planned::NoOp;
     };
     let price = (max / 2).max(1) + u128::from(g.rng.below(u64::try_from(max / 2).unwrap_or(1)));
-    let msg = MsgBidServing { order_id, price };
+    let msg = MsgBidServing {
+        order_id,
+        price,
+        endpoint: format!("http://provider-{who}.sim:8081"),
+    };
     Planned::Txs(vec![g.tx(who, vec![serving(ServingMsg::Bid(msg))])])
 }
 

@@ -1,20 +1,28 @@
-//! The demo's serving stage: each provider keeps SmolLM2 and MiniLM loaded behind its own
-//! OpenAI endpoint (`gpuchain-provider serve-model`), and the client's `gpuchain-gateway`
-//! routes over the three, weighing their on-chain reputation from the market just run. The
-//! client asks a question and embeds sentences through the gateway (and runs the official
-//! `openai` Python package against it when its environment is given), then one provider's
-//! endpoint is killed in the middle of a streamed answer and the gateway finishes that
-//! answer on another provider.
+//! The demo's serving stage, on chain leases: each provider keeps SmolLM2 and MiniLM loaded
+//! behind its own OpenAI endpoint (`gpuchain-provider serve-model`) and its agent bids on
+//! serving orders with that endpoint; the client's `gpuchain-gateway` opens a chat order and
+//! an embeddings order on the three, finds the leases and their endpoints on chain and routes
+//! over them, signing every request and keeping every receipt. The client asks a question
+//! and embeds sentences through the gateway (and runs the official `openai` Python package
+//! against it when its environment is given); one provider's endpoint is killed in the middle
+//! of a streamed answer, the gateway finishes the answer on another provider and reports the
+//! lease; the endpoint restarts and its agent answers the report, keeping the lease. The
+//! gateway acknowledges the receipts, the providers claim them, the verifier audits the
+//! claims, the providers are paid; stopping the gateway ends both orders and the rest of the
+//! deposits comes back.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use gpuchain_serving::{ServingLeaseState, ServingOrderState, ServingRead};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{Market, PROVIDERS};
-use crate::serving::{chat_stream, gateway_logged, metric_value, serve_model_with, streamed_chat};
+use super::{wait_until, Market, ServingSetup, PROVIDERS};
+use crate::serving::{chat_stream, gateway_logged, metric_value, serve_both_on_leases, streamed_chat, Server};
 
 /// What the serving stage showed.
 #[derive(Clone, Debug, Serialize)]
@@ -35,6 +43,32 @@ pub struct ServingReport {
     pub resumed_answer_whole: bool,
     /// Answers the gateway resumed on another provider.
     pub resumed: f64,
+    /// The killed provider answered the gateway's report in time and kept its leases.
+    pub killed_kept_leases: bool,
+    /// Every serving lease once its receipts were settled.
+    pub leases: Vec<ServedLease>,
+    /// Left in serving escrow once both orders closed, ugpu (0: every deposit paid out or
+    /// refunded).
+    pub escrow_after: u128,
+}
+
+/// One serving lease, settled.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServedLease {
+    /// Lease id.
+    pub id: u64,
+    /// Provider name.
+    pub provider: String,
+    /// Model served.
+    pub model: String,
+    /// Requests acknowledged by the client and claimed.
+    pub requests: u64,
+    /// Tokens (chat) or inputs (embeddings) claimed.
+    pub units: u128,
+    /// Paid to the provider, ugpu.
+    pub paid: u128,
+    /// `serving`, `dropped` or `closed`.
+    pub state: String,
 }
 
 const STORY: &str = "Describe Paris in three sentences.";
@@ -44,34 +78,112 @@ fn chat(question: &str, stream: bool) -> Value {
            "messages": [{"role": "user", "content": question}]})
 }
 
+/// `name`'s endpoint, serving both models on its leases.
+fn endpoint(m: &Market, setup: &ServingSetup, i: usize, log: &Path) -> Result<Server> {
+    let (name, _) = PROVIDERS[i];
+    let operator = m.address(name)?.to_string();
+    let receipts = m.dir.join(name).join("serving-receipts");
+    serve_both_on_leases(
+        &setup.model,
+        &setup.embedder,
+        setup.ports[i],
+        (&receipts, &m.node, &operator),
+        log,
+    )
+}
+
+/// The provider name of an address.
+fn provider_name(m: &Market, address: &gpuchain_types::Address) -> String {
+    PROVIDERS
+        .iter()
+        .find(|(n, _)| m.address(n).is_ok_and(|a| a == *address))
+        .map_or_else(|| address.to_string(), |(n, _)| n.to_string())
+}
+
 /// Runs the stage; `openai_python` is the interpreter of an environment with the official
 /// client.
 pub(crate) async fn serve(
     m: &Market,
-    model: &Path,
-    embedder: &Path,
     openai_python: Option<&PathBuf>,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<ServingReport> {
+    let setup = m.serving.as_ref().context("serving was not set up")?;
     say(
-        "serving: each provider keeps SmolLM2 and MiniLM loaded behind its own OpenAI endpoint \
+        "serving: each provider keeps SmolLM2 and MiniLM loaded behind its own OpenAI endpoint, \
+         and its agent bids on serving orders with that endpoint \
          (logs: <name>-serve-model.log, gateway.log)",
     );
     let mut servers = Vec::new();
-    let mut upstreams = Vec::new();
-    for (name, price) in PROVIDERS {
+    for (i, (name, _)) in PROVIDERS.iter().enumerate() {
         let log = m.net.logs_dir().join(format!("{name}-serve-model.log"));
-        let server = serve_model_with(model, embedder, 2, Some(&log))?;
-        let address = m.address(name)?;
+        let server = endpoint(m, setup, i, &log)?;
         say(&format!("  {name}: {}/v1", server.url));
-        upstreams.push(format!("{},provider={address},price={price}", server.url));
-        servers.push((name, server));
+        servers.push((*name, server));
     }
-    let gw = gateway_logged(
-        &upstreams,
-        &["--node", m.node.as_str(), "--probe-interval-ms", "200"],
+    let deposit = 20 * super::GPU;
+    let orders = [
+        format!(
+            "model=smollm2,hash={},providers=3,max-price=1000000,blocks=3000,bid-window=5,\
+             deposit={deposit}",
+            setup.model_hash
+        ),
+        format!(
+            "model=minilm,hash={},kind=embedding,providers=3,max-price=10000,blocks=3000,\
+             bid-window=5,deposit={deposit}",
+            setup.embedder_hash
+        ),
+    ];
+    let keys = m.net.keys_home();
+    let receipts = m.dir.join("client-receipts");
+    let (keys, receipts) = (keys.to_string_lossy(), receipts.to_string_lossy());
+    let mut gw = gateway_logged(
+        &[],
+        &[
+            "--node",
+            m.node.as_str(),
+            "--home",
+            &keys,
+            "--key",
+            "client",
+            "--receipts",
+            &receipts,
+            "--probe-interval-ms",
+            "200",
+            "--ack-every",
+            "4",
+            "--ack-after-ms",
+            "1000",
+            "--open",
+            &orders[0],
+            "--open",
+            &orders[1],
+        ],
         Some(&m.net.logs_dir().join("gateway.log")),
     )?;
+    let state = m
+        .chain
+        .snapshot(gpuchain_serving::state_key::module_prefix())
+        .await?;
+    say(&format!(
+        "the client's gateway opened a SmolLM2 chat order and a MiniLM embeddings order on \
+         three providers ({} GPU deposit each); cleared, it routes over their leases:",
+        deposit / super::GPU
+    ));
+    for lease in state.serving_leases() {
+        say(&format!(
+            "  lease {}: {} serves {} at {} ugpu per {} at {}",
+            lease.id,
+            provider_name(m, &lease.provider),
+            lease.model.name,
+            lease.price,
+            if lease.model.name == "minilm" {
+                "thousand inputs"
+            } else {
+                "million tokens"
+            },
+            lease.endpoint
+        ));
+    }
     let base = gw.url.clone();
     say(&format!(
         "the client's gateway serves the OpenAI API on {base}/v1, routing over the three by \
@@ -140,7 +252,7 @@ pub(crate) async fn serve(
         .enumerate()
         .find(|(_, (_, s))| {
             let series = format!(
-                "gpuchain_gateway_upstream_in_flight{{upstream=\"{}\"}}",
+                "gpuchain_gateway_upstream_in_flight{{upstream=\"{}\",model=\"smollm2\"}}",
                 s.url
             );
             metric_value(&metrics, &series).unwrap_or(0.0) >= 1.0
@@ -170,6 +282,131 @@ pub(crate) async fn serve(
             "DIFFERENT from the answer asked whole"
         }
     ));
+
+    // The gateway reports the dead endpoint's leases on chain; the endpoint restarts and its
+    // agent answers each report with a heartbeat, so the provider keeps its leases.
+    let killed_address = m.address(&killed)?;
+    let reported = |state: &gpuchain_types::MemState| {
+        state
+            .serving_leases()
+            .into_iter()
+            .filter(|l| l.provider == killed_address && l.report_deadline.is_some())
+            .count()
+    };
+    wait_until(Duration::from_secs(60), "the gateway's report of the dead endpoint", || async {
+        let state = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?;
+        Ok(reported(&state) > 0)
+    })
+    .await?;
+    say(&format!(
+        "the gateway reported {killed}'s leases on chain as unresponsive; {killed} restarts its endpoint"
+    ));
+    let log = m
+        .net
+        .logs_dir()
+        .join(format!("{killed}-serve-model-restarted.log"));
+    servers[index].1 = endpoint(m, setup, index, &log)?;
+    wait_until(Duration::from_secs(90), "the heartbeats of the restarted endpoint", || async {
+        let state = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?;
+        Ok(reported(&state) == 0)
+    })
+    .await?;
+    let state = m
+        .chain
+        .snapshot(gpuchain_serving::state_key::module_prefix())
+        .await?;
+    let killed_kept_leases = state
+        .serving_leases()
+        .iter()
+        .filter(|l| l.provider == killed_address)
+        .all(|l| l.state == ServingLeaseState::Serving);
+    say(&format!(
+        "{killed}'s agent answered the reports with heartbeats: {}",
+        if killed_kept_leases {
+            "it keeps its leases"
+        } else {
+            "too late, it LOST a lease"
+        }
+    ));
+
+    // Every answer the gateway kept a receipt for is acknowledged, claimed, audited and paid.
+    let acked = wait_acknowledged(&m.dir.join("client-receipts")).await?;
+    say(&format!(
+        "the gateway acknowledged {} answers in signed batches; the providers claim them and \
+         the verifier audits every claim (teacher-forced re-check of a drawn answer)",
+        acked.values().sum::<u64>()
+    ));
+    wait_until(Duration::from_secs(300), "every acknowledged batch to be paid", || async {
+        let state = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?;
+        let open = !state.serving_claims().is_empty();
+        let claimed = acked.iter().all(|(id, end)| {
+            state
+                .serving_lease(*id)
+                .is_some_and(|l| l.next_seq >= *end)
+        });
+        Ok(claimed && !open)
+    })
+    .await?;
+
+    // Stopping the gateway ends both orders; after the claim grace the deposits' rest is back.
+    anyhow::ensure!(gw.terminate()?, "the gateway did not stop cleanly");
+    wait_until(Duration::from_secs(120), "both serving orders to close", || async {
+        let state = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?;
+        let orders = state.serving_orders();
+        Ok(!orders.is_empty() && orders.iter().all(|o| o.state == ServingOrderState::Closed))
+    })
+    .await?;
+    let state = m
+        .chain
+        .snapshot(gpuchain_serving::state_key::module_prefix())
+        .await?;
+    let leases: Vec<ServedLease> = state
+        .serving_leases()
+        .into_iter()
+        .map(|l| ServedLease {
+            id: l.id,
+            provider: provider_name(m, &l.provider),
+            model: l.model.name.clone(),
+            requests: l.next_seq,
+            units: l.units,
+            paid: l.paid,
+            state: format!("{:?}", l.state).to_lowercase(),
+        })
+        .collect();
+    for l in &leases {
+        say(&format!(
+            "  lease {} ({} serving {}): {} requests, {} {} claimed, paid {} ugpu",
+            l.id,
+            l.provider,
+            l.model,
+            l.requests,
+            l.units,
+            if l.model == "minilm" { "inputs" } else { "tokens" },
+            l.paid
+        ));
+    }
+    let escrow_after = m
+        .chain
+        .balance(&gpuchain_serving::module_account::serving_escrow())
+        .await?;
+    say(&format!(
+        "the gateway stopped and ended both orders; serving escrow holds {escrow_after} ugpu \
+         after they closed (the rest of the deposits went back to the client)"
+    ));
+    drop(servers);
+
     Ok(ServingReport {
         gateway: format!("{base}/v1"),
         answer,
@@ -179,5 +416,46 @@ pub(crate) async fn serve(
         text_before_kill,
         resumed_answer_whole,
         resumed,
+        killed_kept_leases,
+        leases,
+        escrow_after,
     })
+}
+
+/// Waits until the gateway has acknowledged every receipt it kept under `dir` (no kept
+/// receipt above its lease's last acknowledged number); each lease's acknowledged end.
+async fn wait_acknowledged(dir: &Path) -> Result<BTreeMap<u64, u64>> {
+    let mut ends = BTreeMap::new();
+    wait_until(Duration::from_secs(60), "the gateway to acknowledge every receipt", || {
+        ends.clear();
+        let mut all = true;
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some(id) = name.strip_prefix("lease-").and_then(|i| i.parse::<u64>().ok()) else {
+                continue;
+            };
+            let mut kept = 0u64;
+            for f in std::fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                let f = f.file_name().to_string_lossy().to_string();
+                if let Some(seq) = f.strip_suffix(".receipt.json").and_then(|s| s.parse::<u64>().ok()) {
+                    kept = kept.max(seq + 1);
+                }
+            }
+            let end = std::fs::read_dir(entry.path().join("acks"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|a| std::fs::read(a.path()).ok())
+                .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+                .filter_map(|v| v["signed"]["ack"]["end_seq"].as_u64())
+                .max()
+                .unwrap_or(0);
+            all &= end >= kept;
+            ends.insert(id, end);
+        }
+        let done = all && !ends.is_empty();
+        async move { Ok(done) }
+    })
+    .await?;
+    Ok(ends)
 }

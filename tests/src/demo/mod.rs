@@ -29,7 +29,7 @@ use gpuchain_client::keys::Keystore;
 use gpuchain_client::ChainClient;
 
 pub use explorer::{explorer_path, ExplorerProcess};
-pub use gateway::ServingReport;
+pub use gateway::{ServedLease, ServingReport};
 pub use report::{DemoReport, JobRow, LeaseRow};
 
 use crate::{
@@ -107,6 +107,63 @@ pub const PROVIDERS: [(&str, u64); 3] = [("p1", 100_000), ("p2", 150_000), ("p3"
 pub const REGIONS: [&str; 3] = ["eu-west", "us-east", "ap-south"];
 /// The cheater when `with_cheater` (the third provider, priced to win).
 pub const CHEATER: &str = "p3";
+/// The providers' serving bids, in [`PROVIDERS`] order: ugpu per million SmolLM2 tokens and
+/// per thousand MiniLM inputs.
+pub const SERVING_PRICES: [(u64, u64); 3] = [(400_000, 2_000), (600_000, 3_000), (500_000, 2_500)];
+
+/// Serving on chain leases: the two models, their weights' hashes as orders name them, and
+/// each provider's `serve-model` port (in [`PROVIDERS`] order).
+pub(crate) struct ServingSetup {
+    pub(crate) model: PathBuf,
+    pub(crate) embedder: PathBuf,
+    pub(crate) model_hash: String,
+    pub(crate) embedder_hash: String,
+    pub(crate) ports: Vec<u16>,
+}
+
+impl ServingSetup {
+    fn new(model: &Path, embedder: &Path, first_port: u16) -> Result<ServingSetup> {
+        let hash = |path: &Path| -> Result<String> {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Ok(blake3::hash(&bytes).to_hex().to_string())
+        };
+        Ok(ServingSetup {
+            model: model.to_path_buf(),
+            embedder: embedder.to_path_buf(),
+            model_hash: hash(model)?,
+            embedder_hash: hash(&embedder.join("model.safetensors"))?,
+            ports: (0..PROVIDERS.len() as u16).map(|i| first_port + i).collect(),
+        })
+    }
+
+    /// The `[serving]` section of a provider agent: where its endpoint answers and keeps
+    /// receipts, and its bids on both models.
+    fn provider_section(&self, i: usize, receipts: &Path) -> String {
+        let (chat, embed) = SERVING_PRICES[i % SERVING_PRICES.len()];
+        format!(
+            "[serving]\nreceipts = \"{}\"\nendpoint = \"http://127.0.0.1:{}\"\n\
+             [[serving.models]]\nname = \"smollm2\"\nblake3 = \"{}\"\nprice = {chat}\n\
+             [[serving.models]]\nname = \"minilm\"\nblake3 = \"{}\"\nprice = {embed}\n",
+            receipts.display(),
+            self.ports[i],
+            self.model_hash,
+            self.embedder_hash
+        )
+    }
+
+    /// The `[serving]` section of the verifier agent: both models, to audit claims.
+    fn verifier_section(&self) -> String {
+        format!(
+            "[serving]\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{}\"\npath = \"{}\"\n\
+             [[serving.embedders]]\nname = \"minilm\"\nblake3 = \"{}\"\npath = \"{}\"\n",
+            self.model_hash,
+            self.model.display(),
+            self.embedder_hash,
+            self.embedder.display()
+        )
+    }
+}
 
 /// Everything the demo started; dropped in reverse order (agents before the chain).
 pub(crate) struct Market {
@@ -117,6 +174,7 @@ pub(crate) struct Market {
     pub(crate) chain: ChainClient,
     pub(crate) node: String,
     pub(crate) coordinator_port: u16,
+    pub(crate) serving: Option<ServingSetup>,
     pub(crate) dir: PathBuf,
     pub(crate) net: TestNet,
 }
@@ -158,6 +216,15 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         let v = &mut spec.genesis.verify.params;
         v.verdict_deadline_blocks = 200;
         v.appeal_window_blocks = 3;
+        // Every serving claim is audited, so the serving stage shows the audit path; one
+        // verifier judges alone; a restarted endpoint has 100 blocks to answer a report.
+        let s = &mut spec.genesis.serving.params;
+        s.audit_ppm = 1_000_000;
+        s.second_opinion_ppm = 0;
+        s.reveal_window_blocks = 100;
+        s.verdict_window_blocks = 200;
+        s.report_window_blocks = 100;
+        s.claim_grace_blocks = 10;
     })
     .await?;
     if opts.keep_logs {
@@ -166,7 +233,15 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     let dir = net.dir().join("agents");
     let node = net.net.nodes[0].rpc_url.clone();
     let chain = net.client(0)?;
-    let ports = free_port_block(2 * PROVIDERS.len() as u16 + 3);
+    let ports = free_port_block(3 * PROVIDERS.len() as u16 + 3);
+    let serving = match (&opts.smollm2_file, &opts.minilm_dir) {
+        (Some(model), Some(embedder)) if opts.serve => Some(ServingSetup::new(
+            model,
+            embedder,
+            ports + 2 * PROVIDERS.len() as u16 + 3,
+        )?),
+        _ => None,
+    };
     let explorer = match opts.explorer_port {
         Some(port) => {
             let spare = ports + 2 * PROVIDERS.len() as u16 + 2;
@@ -201,6 +276,9 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         challenge: String::new(),
     }
     .write_config()?;
+    if let Some(s) = &serving {
+        crate::serving_market::append(&vconfig, &s.verifier_section())?;
+    }
     let vpath = vconfig.to_str().context("config path")?;
     ensure_ok(
         verifier_cli(&["register", "--config", vpath])?,
@@ -242,6 +320,10 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             bond: 1_000 * GPU,
         };
         let config = write_provider_config(&spec, REGIONS[i % REGIONS.len()], "cpu")?;
+        if let Some(s) = &serving {
+            let receipts = dir.join(name).join("serving-receipts");
+            crate::serving_market::append(&config, &s.provider_section(i, &receipts))?;
+        }
         let path = config.to_str().context("config path")?;
         ensure_ok(
             provider_cli(&["register", "--config", path])?,
@@ -262,6 +344,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         chain,
         node,
         coordinator_port: ports + 2 * PROVIDERS.len() as u16 + 1,
+        serving,
         dir,
         net,
     };
@@ -329,11 +412,9 @@ where
         rows.push(row);
         chat_answer = Some(answer);
     }
-    let serving = match (&opts.smollm2_file, &opts.minilm_dir) {
-        (Some(model), Some(embedder)) if opts.serve => {
-            Some(gateway::serve(&market, model, embedder, opts.openai_python.as_ref(), say).await?)
-        }
-        _ => None,
+    let serving = match market.serving {
+        Some(_) => Some(gateway::serve(&market, opts.openai_python.as_ref(), say).await?),
+        None => None,
     };
     say("every order settled; checking the books");
     let mut report = report::collect(&market, opts, rows, training, supply_start, started).await?;

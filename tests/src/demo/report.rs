@@ -240,6 +240,21 @@ impl fmt::Display for DemoReport {
                     "NOT finished whole"
                 }
             )?;
+            let paid: u128 = s.leases.iter().map(|l| l.paid).sum();
+            let requests: u64 = s.leases.iter().map(|l| l.requests).sum();
+            writeln!(
+                f,
+                "serving leases: {} on two orders, {requests} requests settled on chain, {paid} \
+                 ugpu paid to providers; {} {}; serving escrow after both orders closed: {} ugpu",
+                s.leases.len(),
+                s.killed,
+                if s.killed_kept_leases {
+                    "answered the report and kept its leases"
+                } else {
+                    "LOST a lease"
+                },
+                s.escrow_after
+            )?;
         }
         writeln!(f, "\njobs")?;
         writeln!(

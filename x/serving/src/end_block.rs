@@ -102,6 +102,7 @@ fn clear(state: &mut impl StateWrite, ctx: &BlockCtx, order_id: u64) -> Result<(
             open_claims: 0,
             report_deadline: None,
             state: ServingLeaseState::Serving,
+            endpoint: bid.endpoint.clone(),
         };
         state.increment_open_leases(&bid.provider)?;
         state.put_serving_lease(&lease);

@@ -129,6 +129,9 @@ pub enum ServingError {
     /// Checked arithmetic failed.
     #[error("arithmetic overflow")]
     Overflow,
+    /// A bid's endpoint that is not a usable URL.
+    #[error("serving endpoint `{0}` must be an http:// or https:// URL of at most 256 bytes without spaces")]
+    BadEndpoint(String),
 }
 
 impl ModuleError for ServingError {
@@ -168,6 +171,7 @@ impl ModuleError for ServingError {
             ServingError::Slashing(_) => 28,
             ServingError::Staking(_) => 29,
             ServingError::Verify(_) => 30,
+            ServingError::BadEndpoint(_) => 31,
         }
     }
 }

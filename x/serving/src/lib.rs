@@ -99,6 +99,19 @@ pub mod module_account {
 pub const MAX_MODEL_NAME_BYTES: usize = 128;
 /// Longest region label.
 pub const MAX_REGION_BYTES: usize = 32;
+/// Longest serving endpoint URL a bid may give.
+pub const MAX_ENDPOINT_BYTES: usize = 256;
+
+/// Whether `url` can be a serving endpoint: an `http://` or `https://` URL with a host, at
+/// most [`MAX_ENDPOINT_BYTES`] long, without spaces or control characters.
+pub fn is_endpoint_url(url: &str) -> bool {
+    let host = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    url.len() <= MAX_ENDPOINT_BYTES
+        && host.is_some_and(|h| !h.is_empty() && !h.starts_with('/'))
+        && !url.chars().any(|c| c.is_control() || c.is_whitespace())
+}
 
 /// What a model serves, and the unit it is priced in.
 #[derive(
@@ -200,6 +213,8 @@ pub struct ServingBid {
     pub price: Amount,
     /// Height placed.
     pub height: u64,
+    /// Where the provider answers the lease's requests (OpenAI API base URL).
+    pub endpoint: String,
 }
 
 /// Where a serving lease is.
@@ -248,6 +263,8 @@ pub struct ServingLease {
     pub report_deadline: Option<u64>,
     /// State.
     pub state: ServingLeaseState,
+    /// Where the provider answers the lease's requests (OpenAI API base URL), as it bid.
+    pub endpoint: String,
 }
 
 /// Where a claim is.

@@ -31,6 +31,9 @@ pub struct MsgBidServing {
     pub order_id: u64,
     /// Asked price.
     pub price: Amount,
+    /// Where the provider will answer the lease's requests: its OpenAI API base URL
+    /// (`http://host:port`), which the client's gateway reads from the lease.
+    pub endpoint: String,
 }
 
 /// Claims payment for an acknowledged batch of receipts.

@@ -10,12 +10,12 @@ use gpuchain_slashing::{SlashingGenesis, SlashingParams, SlashingRead};
 use gpuchain_staking::{
     GenesisProvider, GenesisValidator, ProviderAttrs, ProviderClass, StakingGenesis, StakingParams,
 };
-use gpuchain_types::{Address, BlockCtx, Event, MemState, Overlay};
+use gpuchain_types::{Address, Amount, BlockCtx, Event, MemState, Overlay};
 use gpuchain_verify::{GenesisVerifier, VerifyGenesis, VerifyParams};
 
 use crate::receipt::{BatchAck, Receipt};
 use crate::{
-    end_block, handler, ModelRef, MsgClaimServing, MsgOpenServing, ServingError, ServingGenesis,
+    end_block, handler, ModelRef, MsgBidServing, MsgClaimServing, MsgOpenServing, ServingError, ServingGenesis,
     ServingKind, ServingMsg, ServingParams, ServingRead,
 };
 
@@ -81,6 +81,15 @@ pub(crate) fn open_msg() -> MsgOpenServing {
         bid_window_blocks: 2,
         deposit: 50 * GPU,
         region: None,
+    }
+}
+
+/// A bid of `price` on order `order_id`, answering at `http://127.0.0.1:8081`.
+pub(crate) fn bid_msg(order_id: u64, price: Amount) -> MsgBidServing {
+    MsgBidServing {
+        order_id,
+        price,
+        endpoint: "http://127.0.0.1:8081".into(),
     }
 }
 

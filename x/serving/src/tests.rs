@@ -27,7 +27,7 @@ fn serving(audit_ppm: Ppm) -> (Chain, ServingLease, ServingLease) {
     chain.end_block(1);
     for (p, price) in [(10, GPU), (11, 3 * GPU / 2), (12, 9 * GPU / 5)] {
         chain
-            .exec(2, p, ServingMsg::Bid(MsgBidServing { order_id: 1, price }))
+            .exec(2, p, ServingMsg::Bid(bid_msg(1, price)))
             .unwrap();
     }
     chain.run(2, 3);
@@ -65,7 +65,59 @@ fn the_lowest_bids_win_at_one_uniform_price_and_each_winner_gets_a_lease() {
     );
     assert_eq!(chain.state.open_leases(&addr(10)), 1);
     assert_eq!(chain.state.open_leases(&addr(12)), 0);
-    assert_eq!(chain.state.serving_leases_of(&addr(11)), vec![b]);
+    assert_eq!(chain.state.serving_leases_of(&addr(11)), vec![b.clone()]);
+    assert_eq!(
+        (a.endpoint.as_str(), b.endpoint.as_str()),
+        ("http://127.0.0.1:8081", "http://127.0.0.1:8081"),
+        "each lease keeps where its provider said it answers"
+    );
+}
+
+#[test]
+fn a_bid_without_a_usable_endpoint_is_refused_and_changes_nothing() {
+    let mut chain = Chain::new(params(50_000));
+    chain.exec(1, CLIENT, ServingMsg::Open(open_msg())).unwrap();
+    let long = format!("http://{}", "a".repeat(MAX_ENDPOINT_BYTES));
+    for endpoint in [
+        "",
+        "127.0.0.1:8081",
+        "ftp://host:21",
+        "http://",
+        "http:///v1",
+        "http://host:8081/ v1",
+        "http://host\n:8081",
+        long.as_str(),
+    ] {
+        let endpoint = endpoint.to_string();
+        let msg = ServingMsg::Bid(MsgBidServing {
+            order_id: 1,
+            price: GPU,
+            endpoint: endpoint.clone(),
+        });
+        let before = chain.state.serving_bids(1);
+        assert_eq!(
+            handler::check_stateless(&msg, &chain.state.serving_params()),
+            Err(ServingError::BadEndpoint(endpoint.clone())),
+            "{endpoint:?} passes the stateless check"
+        );
+        assert_eq!(
+            chain.exec(2, 10, msg),
+            Err(ServingError::BadEndpoint(endpoint.clone())),
+            "{endpoint:?}"
+        );
+        assert_eq!(chain.state.serving_bids(1), before);
+    }
+    for endpoint in ["http://10.0.0.2:8081", "https://serve.example.org/gpu/v1"] {
+        let msg = ServingMsg::Bid(MsgBidServing {
+            order_id: 1,
+            price: GPU,
+            endpoint: endpoint.into(),
+        });
+        assert_eq!(
+            handler::check_stateless(&msg, &chain.state.serving_params()),
+            Ok(())
+        );
+    }
 }
 
 #[test]
@@ -74,7 +126,7 @@ fn bids_from_the_client_above_the_ceiling_outside_the_region_or_late_are_refused
     let mut msg = open_msg();
     msg.region = Some("eu-west".into());
     chain.exec(1, CLIENT, ServingMsg::Open(msg)).unwrap();
-    let bid = |price| ServingMsg::Bid(MsgBidServing { order_id: 1, price });
+    let bid = |price| ServingMsg::Bid(bid_msg(1, price));
     assert_eq!(chain.exec(2, CLIENT, bid(GPU)), Err(ServingError::SelfBid));
     assert!(matches!(
         chain.exec(2, 10, bid(3 * GPU)),

@@ -30,6 +30,9 @@ pub(super) fn execute(
     if m.price == 0 {
         return Err(ServingError::ZeroPrice);
     }
+    if !crate::is_endpoint_url(&m.endpoint) {
+        return Err(ServingError::BadEndpoint(m.endpoint.clone()));
+    }
     if m.price > order.max_price {
         return Err(ServingError::PriceAboveMax {
             price: m.price,
@@ -60,6 +63,7 @@ pub(super) fn execute(
         provider: *signer,
         price: m.price,
         height: ctx.height,
+        endpoint: m.endpoint.clone(),
     });
     state.emit(
         ServingBidEvent {

@@ -56,6 +56,9 @@ pub fn check_stateless(msg: &ServingMsg, params: &ServingParams) -> Result<(), S
     match msg {
         ServingMsg::Open(m) => open::check(m, params),
         ServingMsg::Bid(m) if m.price == 0 => Err(ServingError::ZeroPrice),
+        ServingMsg::Bid(m) if !crate::is_endpoint_url(&m.endpoint) => {
+            Err(ServingError::BadEndpoint(m.endpoint.clone()))
+        }
         ServingMsg::Claim(m)
             if m.count == 0 || m.units == 0 || m.end_seq.saturating_sub(m.first_seq) < m.count =>
         {
