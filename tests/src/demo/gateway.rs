@@ -166,7 +166,8 @@ pub(crate) async fn serve(
         .await?;
     say(&format!(
         "the client's gateway opened a SmolLM2 chat order and a MiniLM embeddings order on \
-         three providers ({} GPU deposit each); cleared, it routes over their leases:",
+         three providers ({} GPU deposit each); every provider still eligible bid, and the \
+         gateway routes over the leases they won:",
         deposit / super::GPU
     ));
     for lease in state.serving_leases() {
@@ -186,7 +187,7 @@ pub(crate) async fn serve(
     }
     let base = gw.url.clone();
     say(&format!(
-        "the client's gateway serves the OpenAI API on {base}/v1, routing over the three by \
+        "the client's gateway serves the OpenAI API on {base}/v1, routing over the leases by \
          time to first token, load and on-chain reputation"
     ));
     let http = reqwest::Client::new();
