@@ -87,6 +87,14 @@ pub(crate) async fn send(
             "does not serve the model".into(),
             Some(answer),
         )),
+        // A request the gateway signed for a lease, refused: the endpoint does not serve that
+        // lease (not its provider's, or no longer serving). Not the client's fault: routed
+        // around, like a provider that is down.
+        401 | 403 if u.spec.lease.is_some() => {
+            let why = format!("refused the lease ({status})");
+            u.failed(&why);
+            Err(Refusal::Elsewhere(why, Some(answer)))
+        }
         400..=499 => Err(Refusal::Client(answer)),
         // It answers, but could not serve this request (a model it could not load, say):
         // another may; it stays in routing for the rest.
