@@ -52,8 +52,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
             opened = orders::open(chain, &a.open).await?;
             let mut ids = a.orders.clone();
             ids.extend(&opened);
-            let found =
-                orders::upstreams(chain, &ids, Duration::from_secs(a.order_wait_s)).await;
+            let found = orders::upstreams(chain, &ids, Duration::from_secs(a.order_wait_s)).await;
             match found {
                 Ok(found) => a.upstreams.extend(found),
                 Err(e) => {
@@ -122,9 +121,8 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
 
 /// The client's key on the chain, when leases or orders need it.
 fn client_chain(a: &GatewayArgs) -> Result<Option<gpuchain_agent_kit::chain::AgentChain>> {
-    let needed = !a.open.is_empty()
-        || !a.orders.is_empty()
-        || a.upstreams.iter().any(|u| u.lease.is_some());
+    let needed =
+        !a.open.is_empty() || !a.orders.is_empty() || a.upstreams.iter().any(|u| u.lease.is_some());
     if !needed {
         return Ok(None);
     }

@@ -246,10 +246,18 @@ min_margin_ppm = 100000
         let serving = "\n[serving]\nreceipts = \"/tmp/r\"\n";
         std::fs::write(&path, format!("{SAMPLE}{serving}")).unwrap();
         assert!(Config::load(&path).is_err(), "no endpoint");
-        std::fs::write(&path, format!("{SAMPLE}{serving}endpoint = \"127.0.0.1:8081\"\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("{SAMPLE}{serving}endpoint = \"127.0.0.1:8081\"\n"),
+        )
+        .unwrap();
         let err = Config::load(&path).unwrap_err().to_string();
         assert!(err.contains("serving.endpoint"), "{err}");
-        std::fs::write(&path, format!("{SAMPLE}{serving}endpoint = \"http://10.0.0.2:8081/\"\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("{SAMPLE}{serving}endpoint = \"http://10.0.0.2:8081/\"\n"),
+        )
+        .unwrap();
         let c = Config::load(&path).unwrap();
         assert_eq!(c.serving.unwrap().endpoint, "http://10.0.0.2:8081/");
     }

@@ -265,8 +265,7 @@ impl ServingMarket {
                 let mut args = client_args.to_vec();
                 args.extend(["--open", order.as_str()]);
                 // It prints its address once the order has cleared and the lease is found.
-                let gateway =
-                    gateway_logged(&[], &args, Some(&dir.path().join("gateway.log")))?;
+                let gateway = gateway_logged(&[], &args, Some(&dir.path().join("gateway.log")))?;
                 (first_lease(&chain).await?, server, gateway)
             }
         };

@@ -22,7 +22,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{wait_until, Market, ServingSetup, PROVIDERS};
-use crate::serving::{chat_stream, gateway_logged, metric_value, serve_both_on_leases, streamed_chat, Server};
+use crate::serving::{
+    chat_stream, gateway_logged, metric_value, serve_both_on_leases, streamed_chat, Server,
+};
 
 /// What the serving stage showed.
 #[derive(Clone, Debug, Serialize)]
@@ -294,13 +296,17 @@ pub(crate) async fn serve(
             .filter(|l| l.provider == killed_address && l.report_deadline.is_some())
             .count()
     };
-    wait_until(Duration::from_secs(60), "the gateway's report of the dead endpoint", || async {
-        let state = m
-            .chain
-            .snapshot(gpuchain_serving::state_key::module_prefix())
-            .await?;
-        Ok(reported(&state) > 0)
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the gateway's report of the dead endpoint",
+        || async {
+            let state = m
+                .chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            Ok(reported(&state) > 0)
+        },
+    )
     .await?;
     say(&format!(
         "the gateway reported {killed}'s leases on chain as unresponsive; {killed} restarts its endpoint"
@@ -310,13 +316,17 @@ pub(crate) async fn serve(
         .logs_dir()
         .join(format!("{killed}-serve-model-restarted.log"));
     servers[index].1 = endpoint(m, setup, index, &log)?;
-    wait_until(Duration::from_secs(90), "the heartbeats of the restarted endpoint", || async {
-        let state = m
-            .chain
-            .snapshot(gpuchain_serving::state_key::module_prefix())
-            .await?;
-        Ok(reported(&state) == 0)
-    })
+    wait_until(
+        Duration::from_secs(90),
+        "the heartbeats of the restarted endpoint",
+        || async {
+            let state = m
+                .chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            Ok(reported(&state) == 0)
+        },
+    )
     .await?;
     let state = m
         .chain
@@ -343,31 +353,37 @@ pub(crate) async fn serve(
          the verifier audits every claim (teacher-forced re-check of a drawn answer)",
         acked.values().sum::<u64>()
     ));
-    wait_until(Duration::from_secs(300), "every acknowledged batch to be paid", || async {
-        let state = m
-            .chain
-            .snapshot(gpuchain_serving::state_key::module_prefix())
-            .await?;
-        let open = !state.serving_claims().is_empty();
-        let claimed = acked.iter().all(|(id, end)| {
-            state
-                .serving_lease(*id)
-                .is_some_and(|l| l.next_seq >= *end)
-        });
-        Ok(claimed && !open)
-    })
+    wait_until(
+        Duration::from_secs(300),
+        "every acknowledged batch to be paid",
+        || async {
+            let state = m
+                .chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            let open = !state.serving_claims().is_empty();
+            let claimed = acked
+                .iter()
+                .all(|(id, end)| state.serving_lease(*id).is_some_and(|l| l.next_seq >= *end));
+            Ok(claimed && !open)
+        },
+    )
     .await?;
 
     // Stopping the gateway ends both orders; after the claim grace the deposits' rest is back.
     anyhow::ensure!(gw.terminate()?, "the gateway did not stop cleanly");
-    wait_until(Duration::from_secs(120), "both serving orders to close", || async {
-        let state = m
-            .chain
-            .snapshot(gpuchain_serving::state_key::module_prefix())
-            .await?;
-        let orders = state.serving_orders();
-        Ok(!orders.is_empty() && orders.iter().all(|o| o.state == ServingOrderState::Closed))
-    })
+    wait_until(
+        Duration::from_secs(120),
+        "both serving orders to close",
+        || async {
+            let state = m
+                .chain
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            let orders = state.serving_orders();
+            Ok(!orders.is_empty() && orders.iter().all(|o| o.state == ServingOrderState::Closed))
+        },
+    )
     .await?;
     let state = m
         .chain
@@ -394,7 +410,11 @@ pub(crate) async fn serve(
             l.model,
             l.requests,
             l.units,
-            if l.model == "minilm" { "inputs" } else { "tokens" },
+            if l.model == "minilm" {
+                "inputs"
+            } else {
+                "tokens"
+            },
             l.paid
         ));
     }
@@ -427,36 +447,50 @@ pub(crate) async fn serve(
 /// receipt above its lease's last acknowledged number); each lease's acknowledged end.
 async fn wait_acknowledged(dir: &Path) -> Result<BTreeMap<u64, u64>> {
     let mut ends = BTreeMap::new();
-    wait_until(Duration::from_secs(60), "the gateway to acknowledge every receipt", || {
-        ends.clear();
-        let mut all = true;
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            let Some(id) = name.strip_prefix("lease-").and_then(|i| i.parse::<u64>().ok()) else {
-                continue;
-            };
-            let mut kept = 0u64;
-            for f in std::fs::read_dir(entry.path()).into_iter().flatten().flatten() {
-                let f = f.file_name().to_string_lossy().to_string();
-                if let Some(seq) = f.strip_suffix(".receipt.json").and_then(|s| s.parse::<u64>().ok()) {
-                    kept = kept.max(seq + 1);
+    wait_until(
+        Duration::from_secs(60),
+        "the gateway to acknowledge every receipt",
+        || {
+            ends.clear();
+            let mut all = true;
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                let Some(id) = name
+                    .strip_prefix("lease-")
+                    .and_then(|i| i.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                let mut kept = 0u64;
+                for f in std::fs::read_dir(entry.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    let f = f.file_name().to_string_lossy().to_string();
+                    if let Some(seq) = f
+                        .strip_suffix(".receipt.json")
+                        .and_then(|s| s.parse::<u64>().ok())
+                    {
+                        kept = kept.max(seq + 1);
+                    }
                 }
+                let end = std::fs::read_dir(entry.path().join("acks"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|a| std::fs::read(a.path()).ok())
+                    .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .filter_map(|v| v["signed"]["ack"]["end_seq"].as_u64())
+                    .max()
+                    .unwrap_or(0);
+                all &= end >= kept;
+                ends.insert(id, end);
             }
-            let end = std::fs::read_dir(entry.path().join("acks"))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|a| std::fs::read(a.path()).ok())
-                .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
-                .filter_map(|v| v["signed"]["ack"]["end_seq"].as_u64())
-                .max()
-                .unwrap_or(0);
-            all &= end >= kept;
-            ends.insert(id, end);
-        }
-        let done = all && !ends.is_empty();
-        async move { Ok(done) }
-    })
+            let done = all && !ends.is_empty();
+            async move { Ok(done) }
+        },
+    )
     .await?;
     Ok(ends)
 }

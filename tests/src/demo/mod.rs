@@ -133,7 +133,9 @@ impl ServingSetup {
             embedder: embedder.to_path_buf(),
             model_hash: hash(model)?,
             embedder_hash: hash(&embedder.join("model.safetensors"))?,
-            ports: (0..PROVIDERS.len() as u16).map(|i| first_port + i).collect(),
+            ports: (0..PROVIDERS.len() as u16)
+                .map(|i| first_port + i)
+                .collect(),
         })
     }
 

@@ -15,8 +15,8 @@ use gpuchain_verify::{GenesisVerifier, VerifyGenesis, VerifyParams};
 
 use crate::receipt::{BatchAck, Receipt};
 use crate::{
-    end_block, handler, ModelRef, MsgBidServing, MsgClaimServing, MsgOpenServing, ServingError, ServingGenesis,
-    ServingKind, ServingMsg, ServingParams, ServingRead,
+    end_block, handler, ModelRef, MsgBidServing, MsgClaimServing, MsgOpenServing, ServingError,
+    ServingGenesis, ServingKind, ServingMsg, ServingParams, ServingRead,
 };
 
 pub(crate) const GPU: u128 = 1_000_000;

@@ -285,10 +285,7 @@ pub(crate) fn pay_owed_fees(state: &mut impl StateWrite, height: u64) -> Result<
             break;
         }
         let paid = pool_pay(state, height, fee.lease_id, &fee.verifier, fee.amount)?;
-        fee.amount = fee
-            .amount
-            .checked_sub(paid)
-            .ok_or(VerifyError::Overflow)?;
+        fee.amount = fee.amount.checked_sub(paid).ok_or(VerifyError::Overflow)?;
         state.put_owed_fee(&fee);
     }
     Ok(())
