@@ -11,7 +11,9 @@
         clippy::expect_used,
         clippy::panic,
         clippy::todo,
-        clippy::unimplemented
+        clippy::unimplemented,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
     )
 )]
 

@@ -180,13 +180,13 @@ fn verify_signatures(txs: &[Result<Tx, TxError>]) -> Vec<bool> {
     let mut signatures: Vec<Signature> = Vec::new();
     let mut keys: Vec<VerifyingKey> = Vec::new();
     let mut parsed = vec![false; txs.len()];
-    for (i, tx) in txs.iter().enumerate() {
+    for (tx, parsed) in txs.iter().zip(parsed.iter_mut()) {
         if let Ok(tx) = tx {
             if let Some(key) = super::keycache::verifying_key(&tx.public_key) {
                 messages.push(gpuchain_tx::sign_bytes(&tx.body));
                 signatures.push(Signature::from_bytes(&tx.signature));
                 keys.push(key);
-                parsed[i] = true;
+                *parsed = true;
             }
         }
     }

@@ -92,7 +92,7 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
         self.in_blocks = self.in_blocks.saturating_add(len);
         while self.in_blocks > self.capacity && self.blocks.len() > 1 {
             if let Some((_, gone)) = self.blocks.pop_front() {
-                self.in_blocks -= gone;
+                self.in_blocks = self.in_blocks.saturating_sub(gone);
             }
         }
     }

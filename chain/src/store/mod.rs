@@ -272,8 +272,10 @@ impl Store {
     pub fn commit(&mut self, block: PreparedBlock) -> Result<()> {
         // Sized from the previous block's batch: growing a batch of megabytes step by step
         // copies it several times over.
-        let mut batch =
-            WriteBatch::with_capacity_bytes(self.last_batch_bytes + self.last_batch_bytes / 8);
+        let mut batch = WriteBatch::with_capacity_bytes(
+            self.last_batch_bytes
+                .saturating_add(self.last_batch_bytes / 8),
+        );
         let latest = cf(&self.db, CF_LATEST)?;
         for (key, value) in block.writes.iter().flatten() {
             match value {
@@ -293,7 +295,7 @@ impl Store {
         let mut pruned_through = self.pruned_through;
         if let Some(keep) = self.proof_heights {
             if let Some(newest_dropped) = block.height.checked_sub(keep) {
-                let through = newest_dropped + 1;
+                let through = newest_dropped.saturating_add(1);
                 if pruned_through.is_none_or(|p| p < through) {
                     tree::prune(&self.db, &mut batch, pruned_through, through)?;
                     pruned_through = Some(through);
@@ -421,8 +423,8 @@ impl Store {
         let (mut keys, mut bytes) = (0u64, 0u64);
         for item in self.db.iterator_cf(latest, IteratorMode::Start) {
             let (k, v) = item?;
-            keys += 1;
-            bytes += (k.len() + v.len()) as u64;
+            keys = keys.saturating_add(1);
+            bytes = bytes.saturating_add(k.len().saturating_add(v.len()) as u64);
         }
         Ok((keys, bytes))
     }

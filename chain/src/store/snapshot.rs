@@ -167,7 +167,10 @@ fn write(
     for item in snapshot.iterator_cf_opt(latest, bulk_read_options(), IteratorMode::Start) {
         let (key, value) = item?;
         let key = String::from_utf8(key.to_vec())?;
-        chunk_size += key.len() + value.len() + 8;
+        chunk_size = chunk_size
+            .saturating_add(key.len())
+            .saturating_add(value.len())
+            .saturating_add(8);
         chunk.push((key, value.to_vec()));
         if chunk_size >= policy.chunk_bytes {
             flush(&mut chunk, &mut hashes)?;
@@ -314,7 +317,13 @@ impl Restore {
         if blake3::hash(&chunk).as_bytes() != expected {
             return Ok(ChunkCheck::Mismatch);
         }
-        self.chunks[i] = Some(chunk);
+        let slot = self.chunks.get_mut(i).ok_or_else(|| {
+            anyhow!(
+                "chunk {index} has no slot in a {}-chunk restore",
+                self.hashes.len()
+            )
+        })?;
+        *slot = Some(chunk);
         Ok(if self.chunks.iter().all(Option::is_some) {
             ChunkCheck::Complete
         } else {

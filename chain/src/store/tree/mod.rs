@@ -51,7 +51,7 @@ fn encode_value(value: Option<&[u8]>) -> Vec<u8> {
     match value {
         None => vec![0],
         Some(v) => {
-            let mut out = Vec::with_capacity(v.len() + 1);
+            let mut out = Vec::with_capacity(v.len().saturating_add(1));
             out.push(1);
             out.extend_from_slice(v);
             out
@@ -78,7 +78,9 @@ pub(super) fn get_value_at(
     iter.seek_for_prev(value_key(key_hash, max_version));
     iter.status()?;
     match (iter.key(), iter.value()) {
-        (Some(k), Some(v)) if k.len() == 40 && k[..32] == key_hash.0 => decode_value(v),
+        (Some(k), Some(v)) if k.len() == 40 && k.get(..32) == Some(&key_hash.0[..]) => {
+            decode_value(v)
+        }
         _ => Ok(None),
     }
 }
@@ -142,8 +144,8 @@ pub(super) fn write_tree_batch(
     );
     for (values, writes) in update.values.iter().zip(writes) {
         let version = values.version;
-        let entries = values.written.len() + values.moved.len();
-        let mut record = Vec::with_capacity(entries * ENTRY_LEN);
+        let entries = values.written.len().saturating_add(values.moved.len());
+        let mut record = Vec::with_capacity(entries.saturating_mul(ENTRY_LEN));
         for ((key_hash, replaced), (_, value)) in values.written.iter().zip(writes) {
             batch.put_cf(
                 value_cf,
@@ -197,7 +199,7 @@ pub(super) fn prune(
 /// range holds every key a span of versions deleted. Only these names are kept: a key the
 /// latest state lacks can then still be listed at an older height it existed at.
 fn deleted_key(version: Version, key: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + key.len());
+    let mut out = Vec::with_capacity(key.len().saturating_add(8));
     out.extend_from_slice(&version.to_be_bytes());
     out.extend_from_slice(key.as_bytes());
     out

@@ -246,7 +246,8 @@ impl InternalNode {
     }
 
     fn range_hash(&self, start: u32, width: u32, present: u16, leaves: u16) -> [u8; 32] {
-        let mask = (((1u32 << width) - 1) << start) as u16;
+        // `width` is 16, 8, 4, 2 or 1 and `start + width` at most 16: no bit is lost.
+        let mask = 1u32.wrapping_shl(width).wrapping_sub(1).wrapping_shl(start) as u16;
         let (present, leaves) = (present & mask, leaves & mask);
         if present == 0 {
             return PLACEHOLDER_HASH;
@@ -260,7 +261,7 @@ impl InternalNode {
         }
         let half = width / 2;
         let left = self.range_hash(start, half, present, leaves);
-        let right = self.range_hash(start + half, half, present, leaves);
+        let right = self.range_hash(start.saturating_add(half), half, present, leaves);
         let mut hasher = blake3::Hasher::new();
         hasher.update(INTERNAL_DOMAIN_SEPARATOR);
         hasher.update(&left);

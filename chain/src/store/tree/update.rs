@@ -307,7 +307,7 @@ fn leaf_child(leaf: &LeafNode, version: Version) -> Child {
 
 /// The leaves of a subtree that held only `old`, after `changes`, in key order.
 fn merge_leaf(changes: &[Change], old: LeafNode) -> Vec<LeafNode> {
-    let mut out = Vec::with_capacity(changes.len() + 1);
+    let mut out = Vec::with_capacity(changes.len().saturating_add(1));
     let mut old = Some(old);
     for change in changes {
         if let Some(leaf) = old {
