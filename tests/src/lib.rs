@@ -20,7 +20,10 @@ pub use market::{
 pub use market_builder::{disputes_only, Market};
 pub use net::{cli, example_path, gpuchaind_path, TestNet};
 pub use ports::free_port_block;
-pub use provider::{provider_cli, provider_path, AgentSpec, BlobHost, ProviderAgent};
+pub use provider::{
+    provider_cli, provider_path, register_provider, AgentSpec, BlobHost, ProviderAgent,
+};
 pub use verifier::{
-    verifier_cli, verifier_path, write_provider_config, VerifierAgent, VerifierSpec,
+    register_verifier, verifier_cli, verifier_path, write_provider_config, VerifierAgent,
+    VerifierSpec,
 };

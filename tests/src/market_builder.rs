@@ -14,8 +14,8 @@ use gpuchain_tx::Msg;
 use crate::market::{blob, digits_input, digits_job, order_leases, routed_order};
 use crate::net::TestNet;
 use crate::ports::free_port_block;
-use crate::provider::{provider_cli, AgentSpec, BlobHost, ProviderAgent};
-use crate::verifier::{verifier_cli, write_provider_config, VerifierAgent, VerifierSpec};
+use crate::provider::{register_provider, AgentSpec, BlobHost, ProviderAgent};
+use crate::verifier::{register_verifier, write_provider_config, VerifierAgent, VerifierSpec};
 
 const GPU: u128 = 1_000_000;
 
@@ -57,12 +57,7 @@ impl<'a> Market<'a> {
             challenge: String::new(),
         }
         .write_config()?;
-        let out = verifier_cli(&["register", "--config", &config.to_string_lossy()])?;
-        ensure!(
-            out.status.success(),
-            "registering verifier {key}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        register_verifier(&config)?;
         Ok(config)
     }
 
@@ -99,12 +94,7 @@ impl<'a> Market<'a> {
             bond: 1_000 * GPU,
         };
         let config = write_provider_config(&spec, region, backend)?;
-        let out = provider_cli(&["register", "--config", &config.to_string_lossy()])?;
-        ensure!(
-            out.status.success(),
-            "registering provider {key}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        register_provider(&config)?;
         ProviderAgent::spawn(&config, extra)
     }
 

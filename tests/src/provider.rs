@@ -21,7 +21,21 @@ pub fn provider_path() -> PathBuf {
     gpuchaind_path().with_file_name("gpuchain-provider")
 }
 
-/// Runs the provider CLI.
+/// `gpuchain-provider register --config CONFIG`: registers and bonds the provider on chain;
+/// an error carries the CLI's output.
+pub fn register_provider(config: &Path) -> Result<()> {
+    let out = provider_cli(&["register", "--config", &config.to_string_lossy()])?;
+    anyhow::ensure!(
+        out.status.success(),
+        "registering the provider of {}: {}{}",
+        config.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Runs `gpuchain-provider` with `args`.
 pub fn provider_cli(args: &[&str]) -> Result<Output> {
     Command::new(provider_path())
         .args(args)

@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::net::{cli, TestNet};
 use crate::ports::free_port_block;
-use crate::provider::{provider_cli, AgentSpec, ProviderAgent};
+use crate::provider::{register_provider, AgentSpec, ProviderAgent};
 use crate::serving::{gateway_logged, serve_model_on_leases, smollm2_path, Server};
-use crate::verifier::{verifier_cli, write_provider_config, VerifierAgent, VerifierSpec};
+use crate::verifier::{register_verifier, write_provider_config, VerifierAgent, VerifierSpec};
 
 const GPU: u128 = 1_000_000;
 /// The provider's bid, ugpu per million tokens.
@@ -138,12 +138,7 @@ impl ServingMarket {
                     model.display()
                 ),
             )?;
-            let out = verifier_cli(&["register", "--config", &config.to_string_lossy()])?;
-            ensure!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            register_verifier(&config)?;
             agents.push(VerifierAgent::spawn(&config)?);
         }
 
@@ -173,12 +168,7 @@ impl ServingMarket {
                 receipts.display()
             ),
         )?;
-        let out = provider_cli(&["register", "--config", &pconfig.to_string_lossy()])?;
-        ensure!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        register_provider(&pconfig)?;
         let provider = ProviderAgent::spawn(&pconfig, &[])?;
         let provider_addr = key_address(&home, "provider")?;
 

@@ -18,7 +18,21 @@ pub fn verifier_path() -> PathBuf {
     gpuchaind_path().with_file_name("gpuchain-verifier")
 }
 
-/// Runs the verifier CLI.
+/// `gpuchain-verifier register --config CONFIG`: registers and bonds the verifier on chain;
+/// an error carries the CLI's output.
+pub fn register_verifier(config: &std::path::Path) -> Result<()> {
+    let out = verifier_cli(&["register", "--config", &config.to_string_lossy()])?;
+    anyhow::ensure!(
+        out.status.success(),
+        "registering the verifier of {}: {}{}",
+        config.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Runs `gpuchain-verifier` with `args`.
 pub fn verifier_cli(args: &[&str]) -> Result<Output> {
     Command::new(verifier_path())
         .args(args)

@@ -7,7 +7,7 @@
 use gpuchain_auction::{AuctionMsg, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{
-    blob, digits_input, digits_job, free_port_block, provider_cli, routed_order, wait_for,
+    blob, digits_input, digits_job, free_port_block, register_provider, routed_order, wait_for,
     AgentSpec, BlobHost, ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
@@ -39,12 +39,7 @@ async fn a_provider_agent_fetches_only_public_hosts_and_what_an_order_pays_for(
         "allow_private_blob_hosts = false",
     );
     std::fs::write(&config, text)?;
-    let out = provider_cli(&["register", "--config", config.to_str().unwrap()])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    register_provider(&config)?;
     let agent = ProviderAgent::spawn(&config, &[])?;
     wait_for("agent start", 60, || {
         agent

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpuchain_tests::{free_port_block, provider_cli, AgentSpec, ProviderAgent, TestNet};
+use gpuchain_tests::{free_port_block, register_provider, AgentSpec, ProviderAgent, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -54,12 +54,7 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
         bond: 1_000 * GPU,
     };
     let config = spec.write_config()?;
-    let out = provider_cli(&["register", "--config", config.to_str().unwrap()])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    register_provider(&config)?;
     let agent = ProviderAgent::spawn(&config, &[])?;
     let pid = agent.pid().unwrap_or(0);
     tokio::time::sleep(Duration::from_secs(3)).await;

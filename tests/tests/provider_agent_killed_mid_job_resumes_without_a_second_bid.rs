@@ -10,8 +10,8 @@ use gpuchain_auction::{
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
-    blob, free_port_block, provider_cli, receive, wait_for, AgentSpec, BlobHost, ProviderAgent,
-    TestNet,
+    blob, free_port_block, receive, register_provider, wait_for, AgentSpec, BlobHost,
+    ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 use tendermint_rpc::query::Query;
@@ -97,12 +97,7 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
         bond: 1_000 * GPU,
     };
     let config = spec.write_config()?;
-    let out = provider_cli(&["register", "--config", config.to_str().unwrap()])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    register_provider(&config)?;
     let mut agent = ProviderAgent::spawn(&config, &["--exec-delay-ms", "6000"])?;
     wait_for("agent start", 60, || {
         agent

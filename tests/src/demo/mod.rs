@@ -33,8 +33,8 @@ pub use gateway::{ServedLease, ServingReport};
 pub use report::{DemoReport, JobRow, LeaseRow};
 
 use crate::{
-    free_port_block, provider_cli, verifier_cli, write_provider_config, AgentSpec, BlobHost,
-    ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
+    free_port_block, register_provider, register_verifier, write_provider_config, AgentSpec,
+    BlobHost, ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
 };
 
 const GPU: u128 = 1_000_000;
@@ -193,16 +193,6 @@ impl Market {
     }
 }
 
-fn ensure_ok(out: std::process::Output, what: &str) -> Result<()> {
-    anyhow::ensure!(
-        out.status.success(),
-        "{what} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
-}
-
 async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result<Market> {
     let mut accounts = vec![("client", 50_000 * GPU), ("v1", 3_000 * GPU)];
     accounts.extend(PROVIDERS.iter().map(|(n, _)| (*n, 3_000 * GPU)));
@@ -281,11 +271,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     if let Some(s) = &serving {
         crate::serving_market::append(&vconfig, &s.verifier_section())?;
     }
-    let vpath = vconfig.to_str().context("config path")?;
-    ensure_ok(
-        verifier_cli(&["register", "--config", vpath])?,
-        "verifier register",
-    )?;
+    register_verifier(&vconfig)?;
     let verifier = VerifierAgent::spawn(&vconfig)?;
 
     let mut providers = Vec::new();
@@ -326,11 +312,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             let receipts = dir.join(name).join("serving-receipts");
             crate::serving_market::append(&config, &s.provider_section(i, &receipts))?;
         }
-        let path = config.to_str().context("config path")?;
-        ensure_ok(
-            provider_cli(&["register", "--config", path])?,
-            "provider register",
-        )?;
+        register_provider(&config)?;
         let extra: Vec<&str> = if cheat {
             vec!["--dishonest", "wrong-model"]
         } else {
