@@ -189,7 +189,16 @@ impl ServingMarket {
             "500",
         ];
         let chain = net.client(0)?;
-        let (lease, server, gateway) = match by {
+        // The endpoint answers only requests on this provider's leases; it can start first.
+        let server = serve_model_on_leases(
+            serve_port,
+            &receipts,
+            &node,
+            &provider_addr,
+            serve_extra,
+            &dir.path().join("serve.log"),
+        )?;
+        let (lease, gateway) = match by {
             OpenedBy::Cli => {
                 let out = cli(&[
                     "tx",
@@ -223,31 +232,15 @@ impl ServingMarket {
                     String::from_utf8_lossy(&out.stderr)
                 );
                 let lease = first_lease(&chain).await?;
-                let server = serve_model_on_leases(
-                    serve_port,
-                    &receipts,
-                    &node,
-                    &provider_addr,
-                    serve_extra,
-                    &dir.path().join("serve.log"),
-                )?;
                 let upstream = format!("{},lease={}", server.url, lease.id);
                 let gateway = gateway_logged(
                     &[upstream],
                     &client_args,
                     Some(&dir.path().join("gateway.log")),
                 )?;
-                (lease, server, gateway)
+                (lease, gateway)
             }
             OpenedBy::Gateway => {
-                let server = serve_model_on_leases(
-                    serve_port,
-                    &receipts,
-                    &node,
-                    &provider_addr,
-                    serve_extra,
-                    &dir.path().join("serve.log"),
-                )?;
                 let order = format!(
                     "model=smollm2,hash={hash},providers=1,max-price=1000000,blocks=2000,\
                      bid-window=15,deposit={SERVING_DEPOSIT}"
@@ -256,7 +249,7 @@ impl ServingMarket {
                 args.extend(["--open", order.as_str()]);
                 // It prints its address once the order has cleared and the lease is found.
                 let gateway = gateway_logged(&[], &args, Some(&dir.path().join("gateway.log")))?;
-                (first_lease(&chain).await?, server, gateway)
+                (first_lease(&chain).await?, gateway)
             }
         };
         ensure!(lease.provider.to_string() == provider_addr);

@@ -94,6 +94,13 @@ fn endpoint(m: &Market, setup: &ServingSetup, i: usize, log: &Path) -> Result<Se
     )
 }
 
+/// x/serving's state now.
+async fn serving_state(m: &Market) -> Result<gpuchain_types::MemState> {
+    m.chain
+        .snapshot(gpuchain_serving::state_key::module_prefix())
+        .await
+}
+
 /// The provider name of an address.
 fn provider_name(m: &Market, address: &gpuchain_types::Address) -> String {
     PROVIDERS
@@ -162,10 +169,7 @@ pub(crate) async fn serve(
         ],
         Some(&m.net.logs_dir().join("gateway.log")),
     )?;
-    let state = m
-        .chain
-        .snapshot(gpuchain_serving::state_key::module_prefix())
-        .await?;
+    let state = serving_state(m).await?;
     say(&format!(
         "the client's gateway opened a SmolLM2 chat order and a MiniLM embeddings order on \
          three providers ({} GPU deposit each); every provider still eligible bid, and the \
@@ -300,10 +304,7 @@ pub(crate) async fn serve(
         Duration::from_secs(60),
         "the gateway's report of the dead endpoint",
         || async {
-            let state = m
-                .chain
-                .snapshot(gpuchain_serving::state_key::module_prefix())
-                .await?;
+            let state = serving_state(m).await?;
             Ok(reported(&state) > 0)
         },
     )
@@ -320,18 +321,12 @@ pub(crate) async fn serve(
         Duration::from_secs(90),
         "the heartbeats of the restarted endpoint",
         || async {
-            let state = m
-                .chain
-                .snapshot(gpuchain_serving::state_key::module_prefix())
-                .await?;
+            let state = serving_state(m).await?;
             Ok(reported(&state) == 0)
         },
     )
     .await?;
-    let state = m
-        .chain
-        .snapshot(gpuchain_serving::state_key::module_prefix())
-        .await?;
+    let state = serving_state(m).await?;
     let killed_kept_leases = state
         .serving_leases()
         .iter()
@@ -357,10 +352,7 @@ pub(crate) async fn serve(
         Duration::from_secs(300),
         "every acknowledged batch to be paid",
         || async {
-            let state = m
-                .chain
-                .snapshot(gpuchain_serving::state_key::module_prefix())
-                .await?;
+            let state = serving_state(m).await?;
             let open = !state.serving_claims().is_empty();
             let claimed = acked
                 .iter()
@@ -376,19 +368,13 @@ pub(crate) async fn serve(
         Duration::from_secs(120),
         "both serving orders to close",
         || async {
-            let state = m
-                .chain
-                .snapshot(gpuchain_serving::state_key::module_prefix())
-                .await?;
+            let state = serving_state(m).await?;
             let orders = state.serving_orders();
             Ok(!orders.is_empty() && orders.iter().all(|o| o.state == ServingOrderState::Closed))
         },
     )
     .await?;
-    let state = m
-        .chain
-        .snapshot(gpuchain_serving::state_key::module_prefix())
-        .await?;
+    let state = serving_state(m).await?;
     let leases: Vec<ServedLease> = state
         .serving_leases()
         .into_iter()
