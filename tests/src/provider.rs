@@ -21,18 +21,27 @@ pub fn provider_path() -> PathBuf {
     gpuchaind_path().with_file_name("gpuchain-provider")
 }
 
-/// `gpuchain-provider register --config CONFIG`: registers and bonds the provider on chain;
-/// an error carries the CLI's output.
-pub fn register_provider(config: &Path) -> Result<()> {
-    let out = provider_cli(&["register", "--config", &config.to_string_lossy()])?;
+/// `<agent> register --config CONFIG` run with `cli` (the provider's or the verifier's):
+/// registers and bonds the agent on chain; an error carries the CLI's output.
+pub(crate) fn register_agent(
+    cli: fn(&[&str]) -> Result<Output>,
+    role: &str,
+    config: &Path,
+) -> Result<()> {
+    let out = cli(&["register", "--config", &config.to_string_lossy()])?;
     anyhow::ensure!(
         out.status.success(),
-        "registering the provider of {}: {}{}",
+        "registering the {role} of {}: {}{}",
         config.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(())
+}
+
+/// `gpuchain-provider register --config CONFIG`: registers and bonds the provider on chain.
+pub fn register_provider(config: &Path) -> Result<()> {
+    register_agent(provider_cli, "provider", config)
 }
 
 /// Runs `gpuchain-provider` with `args`.

@@ -76,6 +76,17 @@ pub fn key_address(home: &str, name: &str) -> Result<String> {
     Ok(v["address"].as_str().context("address")?.to_string())
 }
 
+/// Serving parameters under which every claim is audited, so the whole audit path runs: one
+/// verifier judges alone (no second opinion), with windows that leave a loaded test machine
+/// time to reveal and judge, and a short claim grace.
+pub(crate) fn audit_every_claim(p: &mut gpuchain_serving::ServingParams) {
+    p.audit_ppm = 1_000_000;
+    p.second_opinion_ppm = 0;
+    p.reveal_window_blocks = 100;
+    p.verdict_window_blocks = 200;
+    p.claim_grace_blocks = 10;
+}
+
 /// The first serving lease on the chain, once there is one.
 async fn first_lease(chain: &ChainClient) -> Result<ServingLease> {
     for _ in 0..150 {
@@ -102,13 +113,7 @@ impl ServingMarket {
         let names: Vec<String> = (0..verifiers).map(|i| format!("verifier{i}")).collect();
         accounts.extend(names.iter().map(|n| (n.as_str(), 3_000 * GPU)));
         let net = TestNet::start_with(1, &accounts, |spec| {
-            let p = &mut spec.genesis.serving.params;
-            // Every claim is audited, so the whole audit path runs.
-            p.audit_ppm = 1_000_000;
-            p.second_opinion_ppm = 0;
-            p.reveal_window_blocks = 100;
-            p.verdict_window_blocks = 200;
-            p.claim_grace_blocks = 10;
+            audit_every_claim(&mut spec.genesis.serving.params);
         })
         .await?;
         let node = net.net.nodes[0].rpc_url.clone();

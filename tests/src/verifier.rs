@@ -18,18 +18,9 @@ pub fn verifier_path() -> PathBuf {
     gpuchaind_path().with_file_name("gpuchain-verifier")
 }
 
-/// `gpuchain-verifier register --config CONFIG`: registers and bonds the verifier on chain;
-/// an error carries the CLI's output.
+/// `gpuchain-verifier register --config CONFIG`: registers and bonds the verifier on chain.
 pub fn register_verifier(config: &std::path::Path) -> Result<()> {
-    let out = verifier_cli(&["register", "--config", &config.to_string_lossy()])?;
-    anyhow::ensure!(
-        out.status.success(),
-        "registering the verifier of {}: {}{}",
-        config.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+    crate::provider::register_agent(verifier_cli, "verifier", config)
 }
 
 /// Runs `gpuchain-verifier` with `args`.

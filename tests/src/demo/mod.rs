@@ -208,15 +208,11 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         let v = &mut spec.genesis.verify.params;
         v.verdict_deadline_blocks = 200;
         v.appeal_window_blocks = 3;
-        // Every serving claim is audited, so the serving stage shows the audit path; one
-        // verifier judges alone; a restarted endpoint has 100 blocks to answer a report.
+        // Every serving claim is audited, so the serving stage shows the audit path; a
+        // restarted endpoint has 100 blocks to answer a report.
         let s = &mut spec.genesis.serving.params;
-        s.audit_ppm = 1_000_000;
-        s.second_opinion_ppm = 0;
-        s.reveal_window_blocks = 100;
-        s.verdict_window_blocks = 200;
+        crate::serving_market::audit_every_claim(s);
         s.report_window_blocks = 100;
-        s.claim_grace_blocks = 10;
     })
     .await?;
     if opts.keep_logs {
