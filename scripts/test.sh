@@ -17,7 +17,13 @@ bash scripts/browser-env.sh >/dev/null
 # Formatting is checked first: it takes a second and a diff is cheaper to read than a review.
 command -v rustfmt >/dev/null || rustup component add rustfmt
 cargo fmt --all -- --check
-cargo build --workspace --all-targets --locked
+# The build and the test build report what they made; older executables in the cached
+# target dir are deleted (scripts/prune-target.sh), so that repeated runs do not fill the disk.
+built="$(mktemp)"
+cargo build --workspace --all-targets --locked --message-format=json-render-diagnostics >"$built"
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >>"$built"
+bash scripts/prune-target.sh "$built"
+rm -f "$built"
 # End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
 # two cores sustain without timeouts.
 cargo test --workspace --locked -- --test-threads=2 "$@"

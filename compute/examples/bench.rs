@@ -138,7 +138,7 @@ fn embedder() -> serde_json::Value {
     let (_, canon) = time(|| embed(&params, &tok, few, 16, Backend::Canonical).unwrap());
     let fast_rate = sentences.len() as f64 / fast;
     let canon_rate = few.len() as f64 / canon;
-    json!({ "bench": "embedder", "impl": "burn-ndarray", "sentences": sentences.len(),
+    json!({ "bench": "embedder", "impl": "cpu-encoder", "sentences": sentences.len(),
             "sentences_per_s": fast_rate, "canonical_sentences_per_s": canon_rate,
             "canonical_slowdown": fast_rate / canon_rate,
             "threads": std::thread::available_parallelism().map_or(1, |n| n.get()) })

@@ -1,4 +1,4 @@
-//! all-MiniLM-L6-v2 in burn (and on the canonical path) against reference vectors from the
+//! all-MiniLM-L6-v2 on the CPU path (and on the canonical path) against reference vectors from the
 //! model's own sentence-transformers/PyTorch implementation (`data/minilm/reference.json`,
 //! made by `scripts/gen-reference-vectors.py`).
 //!
@@ -76,12 +76,12 @@ fn embeddings_match_sentence_transformers_reference() {
         worst = worst.min(c);
         assert!(
             c >= 0.9999,
-            "burn: sentence {i} {:?}: cosine {c}",
+            "CPU path: sentence {i} {:?}: cosine {c}",
             sentences[i]
         );
     }
     println!(
-        "burn vs PyTorch: smallest cosine 1 - {:.3e} over {} sentences",
+        "CPU path vs PyTorch: smallest cosine 1 - {:.3e} over {} sentences",
         1.0 - worst,
         sentences.len()
     );

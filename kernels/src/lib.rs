@@ -1,11 +1,19 @@
-//! The CPU inner loops of the row decoder: dot products of f32 activations with f32 weights
-//! and with ggml's 32-value blocks (4-bit with a scale and a minimum, 8-bit with a scale).
+//! The CPU inner loops: the row decoder's dot products of f32 activations with f32 weights
+//! and with ggml's 32-value blocks (4-bit with a scale and a minimum, 8-bit with a scale),
+//! element-wise GELU, layer norm and softmax ([`gelu`], [`layer_norm`], [`softmax`]), and
+//! f32 matrix products for batched work ([`matmul`], on the `gemm` crate's kernels).
 //!
 //! Each loop is written once, as plain Rust the compiler vectorises, and compiled twice:
 //! for the baseline x86-64 (SSE2) that the workspace targets, and inside functions that
 //! enable AVX2 and FMA. The wider build is picked at run time when the CPU has both, so one
 //! binary runs everywhere and uses what the machine offers. Results of the two builds differ
 //! in f32 rounding only (fused multiply-adds, the same order of sums).
+
+mod elementwise;
+mod matmul;
+
+pub use elementwise::{gelu, layer_norm, softmax};
+pub use matmul::{matmul, Mat, MatMut};
 
 /// Values per quantisation block.
 pub const BLOCK: usize = 32;

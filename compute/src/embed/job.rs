@@ -2,6 +2,7 @@
 
 use gpuchain_jobspec::{InferenceSpec, JobKind};
 
+use super::cpu::CpuEncoder;
 use super::model::BertConfig;
 use super::tokenize::{Batch, SentenceTokenizer};
 use crate::blob::BlobStore;
@@ -65,6 +66,9 @@ pub fn embed(
         return by_length(&ids, batch_size, cfg.hidden, |batch| {
             canonical::bert::embed(params, &cfg, batch)
         });
+    }
+    if backend == Backend::Cpu {
+        return CpuEncoder::load(params, &cfg)?.embed_all(&ids, batch_size);
     }
     crate::with_burn_backend!(backend, |B, device| {
         let model = cfg.load::<B>(params, &device)?;

@@ -4,12 +4,14 @@
 //!
 //! Job input: a UTF-8 JSON array of strings. Output: `GCT1` f32 `[n, 384]`.
 
+mod cpu;
 mod loaded;
 pub mod model;
 pub mod tokenize;
 
 mod job;
 
+pub use cpu::CpuEncoder;
 pub use job::{decode_sentences, embed, run_job, MAX_SENTENCES};
 pub use loaded::Embedder;
 pub use model::{BertConfig, BertEmbedder};

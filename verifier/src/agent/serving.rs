@@ -21,16 +21,16 @@ use crate::config::ServingAuditConfig;
 /// CPU backends agrees far closer; another model or a truncated input does not come near.
 const MIN_COSINE: f64 = 0.999;
 
-/// Models loaded for audits, by name: chat models, and embedders (one audit at a time each).
+/// Models loaded for audits, by name: chat models and embedders.
 #[derive(Default, Clone)]
 pub(crate) struct Loaded {
     chat: Arc<Mutex<BTreeMap<String, Arc<ChatModel>>>>,
-    embedders: Arc<Mutex<BTreeMap<String, Arc<Mutex<Embedder>>>>>,
+    embedders: Arc<Mutex<BTreeMap<String, Arc<Embedder>>>>,
 }
 
 impl Loaded {
     /// The embedder configured as `entry`, read from disk the first time only.
-    fn embedder(&self, entry: &crate::config::AuditedModel) -> Result<Arc<Mutex<Embedder>>> {
+    fn embedder(&self, entry: &crate::config::AuditedModel) -> Result<Arc<Embedder>> {
         let mut cache = self
             .embedders
             .lock()
@@ -40,10 +40,10 @@ impl Loaded {
         }
         let read =
             |f: &str| std::fs::read(entry.path.join(f)).with_context(|| format!("reading {f}"));
-        let embedder = Arc::new(Mutex::new(Embedder::new(
+        let embedder = Arc::new(Embedder::new(
             &read("model.safetensors")?,
             &read("tokenizer.json")?,
-        )?));
+        )?);
         cache.insert(entry.name.clone(), embedder.clone());
         Ok(embedder)
     }
@@ -101,7 +101,6 @@ fn judge(
         ServingKind::Embedding => {
             let entry = find(&config.embedders, model)?;
             let embedder = loaded.embedder(entry)?;
-            let embedder = embedder.lock().map_err(|_| anyhow!("embedder poisoned"))?;
             judge_embeddings(&embedder, request, response, units)
         }
     }
