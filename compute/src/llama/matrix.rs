@@ -3,11 +3,12 @@
 //! widened to f32 on load. Decoding reads every weight once a token, so its speed is the
 //! speed of reading the weights: 4-bit blocks are a sixth of the bytes of f32.
 //!
-//! Products dequantise inside the dot product and keep the activations in f32 (llama.cpp
+//! Products dequantise inside the dot product (a few tokens) or widen a block of rows for a
+//! tiled matrix product (8 tokens or more), and keep the activations in f32 (llama.cpp
 //! quantises them to 8 bits as well): a verifier checks a generation against its own f32
 //! logits, and 8-bit activations would move honest logits further from them.
 
-use gpuchain_kernels::{self as kernels, BLOCK};
+use gpuchain_kernels::{self as kernels, Mat, MatMut, BLOCK};
 use rayon::prelude::*;
 
 use crate::gguf::dequant::{self, kind};
@@ -15,6 +16,15 @@ use crate::{Error, Result};
 
 /// Matrices at least this large (rows × cols) are split across threads.
 const PARALLEL_MIN: usize = 1 << 16;
+
+/// From this many tokens on (a prompt's prefill, a verifier's teacher-forced pass), rows are
+/// widened to f32 a block at a time and multiplied with all the tokens as one matrix
+/// product: the tiled product keeps values in registers that the row-by-row dot products
+/// load again for every token.
+const PRODUCT_MIN_TOKENS: usize = 8;
+
+/// Rows widened at once for a product: a block of widened weights stays in the L2 cache.
+const PRODUCT_ROWS: usize = 128;
 
 enum Store {
     F32(Vec<f32>),
@@ -196,7 +206,28 @@ impl Matrix {
             .collect();
         // Row-major results (`rows × t`) so that each thread writes one contiguous part.
         let mut by_row = vec![0.0f32; rows * tokens];
+        let product = |first: usize, part: &mut [f32]| {
+            let xs = Mat::new(&xs[..tokens * cols], tokens, cols).t();
+            let mut block = vec![0.0f32; PRODUCT_ROWS.min(part.len() / tokens) * cols];
+            for (b, out) in part.chunks_mut(PRODUCT_ROWS * tokens).enumerate() {
+                let (start, n) = (first + b * PRODUCT_ROWS, out.len() / tokens);
+                let weights: &[f32] = match &self.store {
+                    Store::F32(v) => &v[start * cols..(start + n) * cols],
+                    _ => {
+                        for (i, row) in block.chunks_exact_mut(cols).take(n).enumerate() {
+                            self.row_into(start + i, row);
+                        }
+                        &block[..n * cols]
+                    }
+                };
+                let out = MatMut::new(out, n, tokens);
+                kernels::matmul(out, Mat::new(weights, n, cols), xs, 1.0, false, 1);
+            }
+        };
         let fill = |first: usize, part: &mut [f32]| {
+            if tokens >= PRODUCT_MIN_TOKENS {
+                return product(first, part);
+            }
             // With several tokens a quantised row is widened once, not once a token.
             let mut row = vec![0.0f32; if tokens < 3 { 0 } else { cols }];
             for (i, out) in part.chunks_exact_mut(tokens).enumerate() {
@@ -247,6 +278,25 @@ mod tests {
     use super::*;
 
     /// One Q4_1 block (scale 0.5, minimum −1) and one Q8_0 block, as ggml stores them.
+    #[test]
+    fn a_prefill_of_many_tokens_gives_each_token_what_it_gets_alone() {
+        // 300 rows (more than one widened block, split over threads) of 64 4-bit values.
+        let (rows, cols, tokens) = (300, 64, 11);
+        let data: Vec<u8> = (0..rows * 2)
+            .flat_map(|b| q4_1_block(&std::array::from_fn(|i| ((i * 5 + b * 3) % 16) as u8)))
+            .collect();
+        let m = Matrix::from_ggml(kind::Q4_1, &data, rows, cols).unwrap();
+        let xs: Vec<f32> = (0..tokens * cols).map(|i| (i as f32 * 0.13).cos()).collect();
+        let all = m.apply(&xs);
+        assert_eq!(all.len(), tokens * rows);
+        for (t, x) in xs.chunks_exact(cols).enumerate() {
+            let alone = m.apply(x);
+            for (r, (a, b)) in all[t * rows..(t + 1) * rows].iter().zip(&alone).enumerate() {
+                assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "token {t} row {r}: {a} vs {b}");
+            }
+        }
+    }
+
     fn q4_1_block(nibbles: &[u8; 32]) -> Vec<u8> {
         let mut b = half::f16::from_f32(0.5).to_le_bytes().to_vec();
         b.extend(half::f16::from_f32(-1.0).to_le_bytes());
