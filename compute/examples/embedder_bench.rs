@@ -1,5 +1,5 @@
 //! Throughput of the embedder's CPU path on the benchmark sentences, the figure
-//! `scripts/bench-embedder.sh` compares with PyTorch. One process, one timed pass after a
+//! `scripts/bench-vs-pytorch.sh embedder` compares with PyTorch. One process, one timed pass after a
 //! warm-up batch; prints one JSON line.
 //!
 //! `embedder_bench [--threads T] [--batch B]` (defaults 2 and 32). The checkpoint is read from

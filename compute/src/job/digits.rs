@@ -48,6 +48,9 @@ pub fn logits(
             _ => canonical::mlp::forward(p, x, rows),
         };
     }
+    if backend == Backend::Cpu && arch == ModelArch::DigitsCnn {
+        return crate::models::cnn_cpu::logits(p, x, rows, batch);
+    }
     crate::with_burn_backend!(backend, |B, device| {
         let net = match arch {
             ModelArch::DigitsCnn => Net::Cnn(Box::new(DigitsCnn::<B>::from_params(p, &device)?)),

@@ -286,13 +286,18 @@ mod tests {
             .flat_map(|b| q4_1_block(&std::array::from_fn(|i| ((i * 5 + b * 3) % 16) as u8)))
             .collect();
         let m = Matrix::from_ggml(kind::Q4_1, &data, rows, cols).unwrap();
-        let xs: Vec<f32> = (0..tokens * cols).map(|i| (i as f32 * 0.13).cos()).collect();
+        let xs: Vec<f32> = (0..tokens * cols)
+            .map(|i| (i as f32 * 0.13).cos())
+            .collect();
         let all = m.apply(&xs);
         assert_eq!(all.len(), tokens * rows);
         for (t, x) in xs.chunks_exact(cols).enumerate() {
             let alone = m.apply(x);
             for (r, (a, b)) in all[t * rows..(t + 1) * rows].iter().zip(&alone).enumerate() {
-                assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "token {t} row {r}: {a} vs {b}");
+                assert!(
+                    (a - b).abs() < 1e-4 * (1.0 + b.abs()),
+                    "token {t} row {r}: {a} vs {b}"
+                );
             }
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod burn_io;
 pub mod cnn;
+pub mod cnn_cpu;
 pub mod fit;
 pub mod init;
 pub mod mlp;
