@@ -155,7 +155,7 @@ fn train_one(overrides: &str) -> serde_json::Value {
     let s: TrainingSpec = serde_json::from_value(base.clone()).expect("a valid training spec");
     let data = Digits::builtin().unwrap();
     let (_, r) = run_training(&s, &data, &mlp::init_params(1), &CanonicalGrad).unwrap();
-    json!({ "spec": base, "test_accuracy": r.test_accuracy, "compression_ratio": r.compression_ratio, "bytes_per_worker": r.bytes_per_worker })
+    json!({ "spec": base, "test_accuracy": r.test_accuracy, "compression_ratio": r.compression_ratio, "bytes_per_worker": r.bytes_per_worker, "bytes_down_per_worker": r.bytes_down_per_worker, "dense_bytes_per_worker": r.dense_bytes_per_worker, "total_ratio": r.total_ratio })
 }
 
 fn main() {

@@ -74,6 +74,11 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
     for t in tasks {
         let result = t.await.unwrap().unwrap();
         assert_eq!(result.rounds_run, 4);
+        // Whole weights once; every later round's (and the final) from the broadcast.
+        assert_eq!(
+            (result.whole_weight_downloads, result.broadcasts_applied),
+            (1, 4)
+        );
         assert_eq!(
             result.final_weights,
             local.weights().to_safetensors().unwrap()
@@ -97,6 +102,11 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
         assert!(
             p.bytes_sent * 10 < p.dense_bytes,
             "updates are sparse: {p:?}"
+        );
+        // The broadcast carries the union of 3 workers' entries, f32: far below whole weights.
+        assert!(
+            p.broadcast_bytes > 0 && p.broadcast_bytes * 3 * 5 < p.dense_bytes,
+            "the broadcast is sparse: {p:?}"
         );
     }
     let status = service.status();

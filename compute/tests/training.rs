@@ -3,7 +3,7 @@
 use gpuchain_compute::digits::Digits;
 use gpuchain_compute::models::mlp;
 use gpuchain_compute::train::{
-    run_training, worker::Worker, BurnGrad, CanonicalGrad, Coordinator, GradFn,
+    run_training, worker::Worker, BurnGrad, CanonicalGrad, Coordinator, GradFn, UpdateMessage,
 };
 use gpuchain_jobspec::{TrainingSpec, ValueBits, WeightsInit};
 
@@ -76,6 +76,72 @@ fn top_one_percent_with_error_feedback_matches_dense_training() {
         "compression {}",
         ef.compression_ratio
     );
+    // Both directions: each worker also receives every round's broadcast (the union of the
+    // workers' entries, f32), not the whole weights.
+    println!(
+        "top-1% EF  up {} B, down {} B, dense {} B each way: {:.1}x both directions",
+        ef.bytes_per_worker, ef.bytes_down_per_worker, ef.dense_bytes_per_worker, ef.total_ratio
+    );
+    assert!(ef.bytes_down_per_worker > ef.bytes_per_worker);
+    assert!(ef.total_ratio >= 10.0, "both directions {}", ef.total_ratio);
+    // Dense f16 updates up and a dense f32 broadcast down: about 2 / 1.5 of dense f32.
+    assert!(
+        (1.0..1.5).contains(&dense.total_ratio),
+        "dense updates make a dense broadcast: {}",
+        dense.total_ratio
+    );
+}
+
+#[test]
+fn a_broadcast_takes_a_worker_from_one_rounds_weights_to_the_next_bit_for_bit() {
+    use gpuchain_compute::train::apply_broadcast;
+    let data = Digits::builtin().unwrap();
+    let init = mlp::init_params(3);
+    let sp = spec(10_000, true);
+    let (train, _) = data.split();
+    let mut workers: Vec<Worker> = (0..4)
+        .map(|w| Worker::new(w, init.numel(), train.shard(w as usize, 4)))
+        .collect();
+    let mut coord = Coordinator::new(&sp, &init);
+    let mut mirror = init.flatten();
+    for _ in 0..3 {
+        let weights = coord.weights();
+        let messages: Vec<Vec<u8>> = workers
+            .iter_mut()
+            .map(|w| {
+                w.run_round(&sp, coord.round(), &weights, &CanonicalGrad)
+                    .unwrap()
+                    .bytes
+            })
+            .collect();
+        coord.apply_round(&messages).unwrap();
+        let broadcast = UpdateMessage::decode(coord.broadcast()).unwrap();
+        apply_broadcast(&mut mirror, &broadcast, 4).unwrap();
+        let want = coord.weights().flatten();
+        assert!(mirror
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        let record = coord.records().last().unwrap();
+        assert_eq!(
+            record.broadcast_hash,
+            *blake3::hash(coord.broadcast()).as_bytes()
+        );
+        assert!(
+            broadcast.indices.len()
+                <= 4 * messages
+                    .iter()
+                    .map(|m| UpdateMessage::decode(m).unwrap().indices.len())
+                    .max()
+                    .unwrap()
+        );
+    }
+    // A broadcast for weights of another size, or from a worker, is refused.
+    let broadcast = UpdateMessage::decode(coord.broadcast()).unwrap();
+    assert!(apply_broadcast(&mut mirror[1..].to_vec(), &broadcast, 4).is_err());
+    let mut forged = broadcast.clone();
+    forged.worker = 0;
+    assert!(apply_broadcast(&mut mirror, &forged, 4).is_err());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! transcript.
 
 use borsh::{BorshDeserialize, BorshSerialize};
-use gpuchain_jobspec::TrainingSpec;
+use gpuchain_jobspec::{TrainingSpec, ValueBits};
 use serde::Serialize;
 
 use super::compress::UpdateMessage;
@@ -23,6 +23,12 @@ pub struct RoundRecord {
     pub update_hashes: Vec<[u8; 32]>,
     /// Encoded update size of each worker, in bytes.
     pub update_bytes: Vec<u64>,
+    /// blake3 of the round's broadcast: the summed updates every worker applies to the
+    /// round's weights to get the next round's ([`Coordinator::broadcast`]).
+    #[serde(with = "hex_array")]
+    pub broadcast_hash: [u8; 32],
+    /// Size of the broadcast, in bytes.
+    pub broadcast_bytes: u64,
 }
 
 mod hex_array {
@@ -32,7 +38,8 @@ mod hex_array {
 }
 
 impl RoundRecord {
-    /// The transcript leaf: `blake3("gpuchain.train.round" ‖ round ‖ weights_hash ‖ update hashes…)`.
+    /// The transcript leaf: `blake3("gpuchain.train.round" ‖ round ‖ weights_hash ‖ update
+    /// hashes… ‖ broadcast_hash)`.
     pub fn leaf(&self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         h.update(b"gpuchain.train.round");
@@ -41,6 +48,7 @@ impl RoundRecord {
         for u in &self.update_hashes {
             h.update(u);
         }
+        h.update(&self.broadcast_hash);
         *h.finalize().as_bytes()
     }
 }
@@ -62,6 +70,7 @@ pub struct Coordinator {
     names: Vec<(String, Vec<usize>)>,
     flat: Vec<f32>,
     records: Vec<RoundRecord>,
+    broadcast: Vec<u8>,
 }
 
 impl Coordinator {
@@ -77,6 +86,7 @@ impl Coordinator {
                 .collect(),
             flat: init.flatten(),
             records: Vec::new(),
+            broadcast: Vec::new(),
         }
     }
 
@@ -140,6 +150,8 @@ impl Coordinator {
             weights_hash: weights_hash(&self.weights()),
             update_hashes: Vec::new(),
             update_bytes: Vec::new(),
+            broadcast_hash: [0; 32],
+            broadcast_bytes: 0,
         };
         for (w, slot) in by_worker.iter().enumerate() {
             let (m, bytes) = slot.as_ref().ok_or_else(|| {
@@ -151,13 +163,32 @@ impl Coordinator {
             record.update_hashes.push(*blake3::hash(bytes).as_bytes());
             record.update_bytes.push(bytes.len() as u64);
         }
-        let inv_k = 1.0 / k as f32;
-        for (w, s) in self.flat.iter_mut().zip(&sum) {
-            *w -= *s * inv_k;
-        }
+        // Entries whose sum is +0.0 leave a weight as it is; any other (−0.0 included) is sent.
+        let (indices, values): (Vec<u32>, Vec<f32>) =
+            (0u32..).zip(&sum).filter(|(_, s)| s.to_bits() != 0).unzip();
+        let broadcast = UpdateMessage {
+            round: self.round,
+            worker: BROADCAST,
+            numel: self.flat.len() as u32,
+            indices,
+            values,
+        };
+        apply_broadcast(&mut self.flat, &broadcast, self.workers)?;
+        self.broadcast = broadcast.encode(ValueBits::B32, 0.0);
+        record.broadcast_hash = *blake3::hash(&self.broadcast).as_bytes();
+        record.broadcast_bytes = self.broadcast.len() as u64;
         self.records.push(record);
         self.round += 1;
         Ok(())
+    }
+
+    /// The last closed round's broadcast (`GCU1`, f32 values, worker index [`BROADCAST`]):
+    /// the sum of the workers' decoded updates at every entry any of them changed. A worker
+    /// holding that round's weights applies it with [`apply_broadcast`] and has the next
+    /// round's weights to the bit, instead of downloading them whole. Empty before the first
+    /// round closes.
+    pub fn broadcast(&self) -> &[u8] {
+        &self.broadcast
     }
 
     /// Merkle root over the round leaves followed by a final leaf, the hash of the current
@@ -180,6 +211,30 @@ impl Coordinator {
     }
 }
 
+/// The worker index a broadcast carries (no worker has it).
+pub const BROADCAST: u32 = u32::MAX;
+
+/// `w ← w − (1/k) · sum` at the broadcast's entries, exactly as the coordinator updates its
+/// own weights (the same f32 operations in the same order), so both sides hold the same bits.
+pub fn apply_broadcast(flat: &mut [f32], m: &UpdateMessage, workers: u32) -> Result<()> {
+    if m.worker != BROADCAST || m.numel as usize != flat.len() {
+        return Err(Error::Training(format!(
+            "a broadcast of {} entries from sender {}; expected {} from the coordinator",
+            m.numel,
+            m.worker,
+            flat.len()
+        )));
+    }
+    let inv_k = 1.0 / workers.max(1) as f32;
+    for (i, s) in m.indices.iter().zip(&m.values) {
+        let w = flat
+            .get_mut(*i as usize)
+            .ok_or_else(|| Error::Training(format!("broadcast index {i} out of range")))?;
+        *w -= *s * inv_k;
+    }
+    Ok(())
+}
+
 /// Summary of a training run.
 #[derive(Clone, Debug, Serialize)]
 pub struct TrainReport {
@@ -189,8 +244,14 @@ pub struct TrainReport {
     pub bytes_per_worker: u64,
     /// What dense f32 updates would have cost per worker.
     pub dense_bytes_per_worker: u64,
-    /// `dense_bytes_per_worker / bytes_per_worker`.
+    /// `dense_bytes_per_worker / bytes_per_worker`: uploads only.
     pub compression_ratio: f64,
+    /// Bytes one worker received: every round's broadcast (the initial weights come from
+    /// the spec's seed or the job's weights blob, fetched once either way, and are not counted).
+    pub bytes_down_per_worker: u64,
+    /// Both directions against dense f32 both ways (updates up, whole weights down, every
+    /// round): `2 · dense_bytes_per_worker / (bytes_per_worker + bytes_down_per_worker)`.
+    pub total_ratio: f64,
     /// Merkle root of the transcript.
     #[serde(with = "hex_array")]
     pub transcript_root: [u8; 32],

@@ -45,12 +45,15 @@ pub fn run_training(
         .flat_map(|r| r.update_bytes.iter())
         .sum();
     let bytes_per_worker = sent / k as u64;
+    let bytes_down_per_worker: u64 = coord.records().iter().map(|r| r.broadcast_bytes).sum();
     let dense = u64::from(spec.rounds) * init.numel() as u64 * 4;
     let report = TrainReport {
         test_accuracy: evaluate(&coord.weights(), &test)?,
         bytes_per_worker,
         dense_bytes_per_worker: dense,
         compression_ratio: dense as f64 / bytes_per_worker.max(1) as f64,
+        bytes_down_per_worker,
+        total_ratio: 2.0 * dense as f64 / (bytes_per_worker + bytes_down_per_worker).max(1) as f64,
         transcript_root: coord.transcript_root(),
         final_loss,
     };
@@ -89,7 +92,8 @@ pub fn run_training_job(
     };
     tracing::info!(
         accuracy = report.test_accuracy,
-        ratio = report.compression_ratio,
+        upload_ratio = report.compression_ratio,
+        total_ratio = report.total_ratio,
         "training finished"
     );
     Ok(JobOutput::new(

@@ -19,7 +19,9 @@ mod job;
 
 pub use audit::{audit_segment, AuditReport};
 pub use compress::{density_ppm, UpdateMessage};
-pub use coordinator::{evaluate, Coordinator, RoundRecord, TrainReport};
+pub use coordinator::{
+    apply_broadcast, evaluate, Coordinator, RoundRecord, TrainReport, BROADCAST,
+};
 pub use grad::{BurnGrad, CanonicalGrad, GradFn};
 pub use job::{initial_weights, run_training, run_training_job};
 pub use merkle::{merkle_proof, merkle_root, verify_proof};

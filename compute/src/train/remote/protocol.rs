@@ -17,6 +17,11 @@ pub struct RoundStatus {
     pub workers: u32,
     /// Weights the round starts from (safetensors), served at `/blob/<hash>`.
     pub weights: BlobRef,
+    /// The previous round's broadcast (`GCU1`, f32 sums; absent before round 1), served at
+    /// `/blob/<hash>`: a worker holding the previous round's weights applies it instead of
+    /// downloading `weights`, and checks the result against `weights`' hash.
+    #[serde(default)]
+    pub broadcast: Option<BlobRef>,
     /// Workers whose update for `round` is already in.
     pub submitted: Vec<u32>,
     /// Hex transcript root, once every round is done.
@@ -56,6 +61,9 @@ pub struct RoundProgress {
     pub test_accuracy: f64,
     /// Encoded update bytes received this round, all workers together.
     pub bytes_sent: u64,
+    /// The round's broadcast, sent to each worker.
+    #[serde(default)]
+    pub broadcast_bytes: u64,
     /// What dense f32 updates would have been, all workers together.
     pub dense_bytes: u64,
 }
@@ -84,6 +92,10 @@ pub struct RoundRecordJson {
     pub update_hashes: Vec<String>,
     /// Encoded update size of each worker.
     pub update_bytes: Vec<u64>,
+    /// Hex blake3 of the round's broadcast.
+    pub broadcast_hash: String,
+    /// Size of the round's broadcast.
+    pub broadcast_bytes: u64,
 }
 
 impl From<&RoundRecord> for RoundRecordJson {
@@ -93,6 +105,8 @@ impl From<&RoundRecord> for RoundRecordJson {
             weights_hash: hex::encode(r.weights_hash),
             update_hashes: r.update_hashes.iter().map(hex::encode).collect(),
             update_bytes: r.update_bytes.clone(),
+            broadcast_hash: hex::encode(r.broadcast_hash),
+            broadcast_bytes: r.broadcast_bytes,
         }
     }
 }
@@ -113,6 +127,8 @@ impl RoundRecordJson {
                 .map(|h| hash32(h))
                 .collect::<Option<_>>()?,
             update_bytes: self.update_bytes.clone(),
+            broadcast_hash: hash32(&self.broadcast_hash)?,
+            broadcast_bytes: self.broadcast_bytes,
         })
     }
 }

@@ -25,6 +25,7 @@ struct Inner {
     coord: Coordinator,
     rounds: u32,
     weights: BlobRef,
+    broadcast: Option<BlobRef>,
     pending: BTreeMap<u32, Submission>,
     test: Digits,
     checkpoints: Vec<(u32, u32, BlobRef)>,
@@ -71,6 +72,7 @@ impl CoordinatorService {
                 coord: Coordinator::new(spec, init),
                 rounds: spec.rounds,
                 weights,
+                broadcast: None,
                 pending: BTreeMap::new(),
                 test,
                 checkpoints: Vec::new(),
@@ -96,6 +98,7 @@ impl CoordinatorService {
             rounds: inner.rounds,
             workers: inner.coord.workers(),
             weights: inner.weights.clone(),
+            broadcast: inner.broadcast.clone(),
             submitted: inner.pending.keys().copied().collect(),
             transcript_root: (round >= inner.rounds)
                 .then(|| hex::encode(inner.coord.transcript_root())),
@@ -206,6 +209,7 @@ impl CoordinatorService {
         }
         let weights = inner.coord.weights();
         inner.weights = self.store.put(&weights.to_safetensors()?)?;
+        inner.broadcast = Some(self.store.put(inner.coord.broadcast())?);
         let workers = pending.len().max(1);
         let bytes_sent: u64 = messages.iter().map(|m| m.len() as u64).sum();
         let progress = RoundProgress {
@@ -213,6 +217,7 @@ impl CoordinatorService {
             mean_loss: loss / workers as f32,
             test_accuracy: evaluate(&weights, &inner.test)?,
             bytes_sent,
+            broadcast_bytes: inner.coord.broadcast().len() as u64,
             dense_bytes: (weights.numel() as u64) * 4 * workers as u64,
         };
         tracing::info!(

@@ -8,9 +8,9 @@ use super::protocol::{RoundStatus, Submission, Transcript};
 use crate::blob::BlobFetcher;
 use crate::digits::Digits;
 use crate::params::Params;
-use crate::train::coordinator::weights_hash;
+use crate::train::coordinator::{apply_broadcast, weights_hash};
 use crate::train::worker::RoundOutput;
-use crate::train::{merkle_root, BurnGrad, CanonicalGrad, RoundRecord, Worker};
+use crate::train::{merkle_root, BurnGrad, CanonicalGrad, RoundRecord, UpdateMessage, Worker};
 use crate::{Backend, Error, Result};
 
 /// What a worker ends with.
@@ -22,6 +22,11 @@ pub struct RemoteWorkerResult {
     pub final_weights: Vec<u8>,
     /// Rounds this worker ran.
     pub rounds_run: u32,
+    /// Times it downloaded the weights whole (the first round's; any round whose broadcast
+    /// did not reproduce the coordinator's weights).
+    pub whole_weight_downloads: u32,
+    /// Rounds' weights it made from the previous round's and the coordinator's broadcast.
+    pub broadcasts_applied: u32,
 }
 
 fn training(msg: impl Into<String>) -> Error {
@@ -93,6 +98,9 @@ pub async fn run_remote_worker(
         train.shard(index as usize, k),
     ));
     let mut sent: Vec<[u8; 32]> = Vec::new();
+    // The weights the last round started from, and that round.
+    let mut held: Option<(u32, Params)> = None;
+    let mut downloads = Downloads::default();
     let started = Instant::now();
     loop {
         if started.elapsed() > timeout {
@@ -108,7 +116,9 @@ pub async fn run_remote_worker(
             )));
         }
         if status.done() {
-            return finish(&http, base, index, &sent, status, fetcher).await;
+            let weights =
+                round_weights(base, &status, held, spec.workers, fetcher, &mut downloads).await?;
+            return finish(&http, base, index, &sent, status, weights, downloads).await;
         }
         let next = sent.len() as u32;
         if status.round != next || status.submitted.contains(&index) {
@@ -121,7 +131,16 @@ pub async fn run_remote_worker(
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         }
-        let weights = fetch_weights(base, &status, fetcher).await?;
+        let weights = round_weights(
+            base,
+            &status,
+            held.take(),
+            spec.workers,
+            fetcher,
+            &mut downloads,
+        )
+        .await?;
+        held = Some((status.round, weights.clone()));
         let mut w = worker.take().ok_or_else(|| training("worker state lost"))?;
         let checkpoint = w.checkpoint();
         let job = spec.clone();
@@ -157,6 +176,69 @@ pub async fn run_remote_worker(
     }
 }
 
+/// How a worker came by each round's weights.
+#[derive(Default)]
+struct Downloads {
+    whole: u32,
+    broadcasts: u32,
+}
+
+/// The weights `status.round` starts from: from the previous round's (`held`) and the
+/// coordinator's broadcast when the worker holds them, checked against the hash of the
+/// weights the coordinator publishes; downloaded whole otherwise, or when the result differs.
+async fn round_weights(
+    base: &str,
+    status: &RoundStatus,
+    held: Option<(u32, Params)>,
+    workers: u32,
+    fetcher: &BlobFetcher,
+    downloads: &mut Downloads,
+) -> Result<Params> {
+    if let Some((before, weights)) = held.filter(|(r, _)| r + 1 == status.round) {
+        if let Some(next) = from_broadcast(base, status, weights, workers, fetcher).await? {
+            downloads.broadcasts += 1;
+            return Ok(next);
+        }
+        tracing::warn!(
+            round = status.round,
+            after = before,
+            "weights from the broadcast differ from the coordinator's; fetching them whole"
+        );
+    }
+    downloads.whole += 1;
+    fetch_weights(base, status, fetcher).await
+}
+
+/// `weights` advanced by the coordinator's broadcast; `None` when there is none or the
+/// result is not the weights the coordinator publishes.
+async fn from_broadcast(
+    base: &str,
+    status: &RoundStatus,
+    mut weights: Params,
+    workers: u32,
+    fetcher: &BlobFetcher,
+) -> Result<Option<Params>> {
+    let Some(mut blob) = status.broadcast.clone() else {
+        return Ok(None);
+    };
+    blob.urls = vec![format!("{base}/blob/{}", hex::encode(blob.blake3))];
+    let path = fetcher.fetch(&blob, &|_| {}).await?;
+    let message = UpdateMessage::decode(&tokio::fs::read(path).await?)?;
+    let mut flat = weights.flatten();
+    if message.round + 1 != status.round {
+        return Err(training(format!(
+            "the broadcast is of round {}; round {} needs round {}'s",
+            message.round,
+            status.round,
+            status.round.saturating_sub(1)
+        )));
+    }
+    apply_broadcast(&mut flat, &message, workers)?;
+    weights.unflatten(&flat)?;
+    let same = *blake3::hash(&weights.to_safetensors()?).as_bytes() == status.weights.blake3;
+    Ok(same.then_some(weights))
+}
+
 async fn fetch_weights(base: &str, status: &RoundStatus, fetcher: &BlobFetcher) -> Result<Params> {
     let mut blob = status.weights.clone();
     blob.urls = vec![format!("{base}/blob/{}", hex::encode(blob.blake3))];
@@ -170,7 +252,8 @@ async fn finish(
     index: u32,
     sent: &[[u8; 32]],
     status: RoundStatus,
-    fetcher: &BlobFetcher,
+    weights: Params,
+    downloads: Downloads,
 ) -> Result<RemoteWorkerResult> {
     let transcript: Transcript = get_json(http, &format!("{base}/train/transcript")).await?;
     let records: Vec<RoundRecord> = transcript
@@ -194,7 +277,6 @@ async fn finish(
             )));
         }
     }
-    let weights = fetch_weights(base, &status, fetcher).await?;
     let mut leaves: Vec<[u8; 32]> = records.iter().map(RoundRecord::leaf).collect();
     leaves.push(weights_hash(&weights));
     let root = merkle_root(&leaves);
@@ -207,5 +289,7 @@ async fn finish(
         transcript_root: root,
         final_weights: weights.to_safetensors()?,
         rounds_run: sent.len() as u32,
+        whole_weight_downloads: downloads.whole,
+        broadcasts_applied: downloads.broadcasts,
     })
 }
