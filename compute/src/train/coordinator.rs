@@ -163,9 +163,15 @@ impl Coordinator {
             record.update_hashes.push(*blake3::hash(bytes).as_bytes());
             record.update_bytes.push(bytes.len() as u64);
         }
-        // Entries whose sum is +0.0 leave a weight as it is; any other (−0.0 included) is sent.
-        let (indices, values): (Vec<u32>, Vec<f32>) =
-            (0u32..).zip(&sum).filter(|(_, s)| s.to_bits() != 0).unzip();
+        // Entries whose sum is +0.0 leave a weight as it is; any other (−0.0 included) is
+        // sent. When most entries changed, all are sent (+0.0 where none did): a dense message
+        // carries no indices.
+        let changed = sum.iter().filter(|s| s.to_bits() != 0).count();
+        let all = changed.saturating_mul(5) >= sum.len().saturating_mul(4);
+        let (indices, values): (Vec<u32>, Vec<f32>) = (0u32..)
+            .zip(&sum)
+            .filter(|(_, s)| all || s.to_bits() != 0)
+            .unzip();
         let broadcast = UpdateMessage {
             round: self.round,
             worker: BROADCAST,
