@@ -12,6 +12,15 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 python3 - "$1" "$CARGO_TARGET_DIR/debug" <<'PY'
 import json, os, re, sys
+# Files are kept by inode: cargo reports a binary at its uplifted path (debug/NAME), a hard
+# link to the copy in debug/deps.
+def inode(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
 keep = set()
 for line in open(sys.argv[1]):
     try:
@@ -20,7 +29,8 @@ for line in open(sys.argv[1]):
         continue
     if msg.get("reason") == "compiler-artifact":
         for f in msg.get("filenames", []) + [msg.get("executable") or ""]:
-            keep.add(os.path.realpath(f))
+            if inode(f):
+                keep.add(inode(f))
 if not keep:
     sys.exit("no artifacts reported: nothing pruned")
 freed = 0
@@ -31,7 +41,7 @@ for sub in ("deps", "examples"):
     for name in os.listdir(d):
         path = os.path.join(d, name)
         if re.search(r"-[0-9a-f]{16}$", name) and os.path.isfile(path) and os.access(path, os.X_OK) \
-                and os.path.realpath(path) not in keep:
+                and inode(path) not in keep:
             freed += os.path.getsize(path)
             os.remove(path)
             if os.path.exists(path + ".d"):
