@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The digits CNN of compute/src/models/cnn.rs in PyTorch, timed the way
-compute/examples/cnn_bench.rs times ours: 1,797 images of 8 x 8 pixels in batches, a
+`compute/examples/cpu_bench.rs cnn` times ours: 1,797 images of 8 x 8 pixels in batches, a
 warm-up pass, then PASSES timed passes; prints one JSON line. Weights are random: the
 speed of a forward pass does not depend on their values.
 

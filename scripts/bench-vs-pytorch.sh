@@ -26,11 +26,11 @@ case "$WORK" in
   embedder)
     [ -f "$MODEL_DIR/all-minilm-l6-v2/model.safetensors" ] || bash scripts/fetch-minilm.sh "$MODEL_DIR" >&2
     theirs=(env GPUCHAIN_MODELS="$MODEL_DIR" "$TORCH_PY" scripts/gen-reference-vectors.py --bench "$THREADS")
-    ours=(env GPUCHAIN_MODELS="$MODEL_DIR" "$CARGO_TARGET_DIR/debug/examples/embedder_bench" --threads "$THREADS" --batch 32)
+    ours=(env GPUCHAIN_MODELS="$MODEL_DIR" "$CARGO_TARGET_DIR/debug/examples/cpu_bench" embedder --threads "$THREADS" --batch 32)
     unit="sentences/s" ;;
   cnn)
     theirs=("$TORCH_PY" scripts/bench-cnn-pytorch.py --threads "$THREADS" --batch 256 --passes 20)
-    ours=("$CARGO_TARGET_DIR/debug/examples/cnn_bench" --threads "$THREADS" --batch 256 --passes 20)
+    ours=("$CARGO_TARGET_DIR/debug/examples/cpu_bench" cnn --threads "$THREADS" --batch 256 --passes 20)
     unit="images/s" ;;
   *) echo "unknown workload $WORK: embedder or cnn" >&2; exit 2 ;;
 esac
