@@ -2,6 +2,11 @@
 
 /// `y[r, o] = b[o] + Σ_i x[r, i] · w[o, i]` with `w` in `[out, in]` layout; the sum runs
 /// over `i` ascending, starting from 0.0, and the bias is added last.
+///
+/// The loops run `i` outside and `o` inside over a transposed copy of `w`: every output keeps
+/// its own sum in the same order, one product and one addition per step, so the result is
+/// the same bits as the plain loop's, and the compiler can run several outputs per
+/// instruction (each lane an independent sum, nothing reassociated).
 pub fn linear(
     x: &[f32],
     rows: usize,
@@ -10,19 +15,27 @@ pub fn linear(
     d_in: usize,
     d_out: usize,
 ) -> Vec<f32> {
+    let mut wt = vec![0.0f32; d_in * d_out];
+    for (o, wo) in w.chunks_exact(d_in.max(1)).take(d_out).enumerate() {
+        for (i, v) in wo.iter().enumerate() {
+            wt[i * d_out + o] = *v;
+        }
+    }
     let mut y = vec![0.0f32; rows * d_out];
-    for r in 0..rows {
-        let xr = &x[r * d_in..(r + 1) * d_in];
-        for o in 0..d_out {
-            let wo = &w[o * d_in..(o + 1) * d_in];
-            let mut acc = 0.0f32;
-            for i in 0..d_in {
-                acc += xr[i] * wo[i];
+    for (xr, acc) in x
+        .chunks_exact(d_in.max(1))
+        .zip(y.chunks_exact_mut(d_out.max(1)))
+        .take(rows)
+    {
+        for (xi, wi) in xr.iter().zip(wt.chunks_exact(d_out.max(1))) {
+            for (a, wv) in acc.iter_mut().zip(wi) {
+                *a += *xi * *wv;
             }
-            y[r * d_out + o] = match b {
-                Some(b) => acc + b[o],
-                None => acc,
-            };
+        }
+        if let Some(b) = b {
+            for (a, bo) in acc.iter_mut().zip(b) {
+                *a += *bo;
+            }
         }
     }
     y

@@ -6,7 +6,9 @@
 //! - products and sums are separate operations (`acc = acc + a * b`): Rust never contracts
 //!   them into a fused multiply-add;
 //! - `exp`, `tanh`, `erf`, `sqrt` come from the pure-Rust `libm` crate, not the platform;
-//! - no threads, no SIMD intrinsics, no hash-ordered iteration.
+//! - no threads, no SIMD intrinsics, no hash-ordered iteration. The compiler may still run
+//!   several *independent* sums per instruction (the linear layer's outputs side by side):
+//!   each lane does the same multiply and add in the same order, so the bits do not change.
 //!
 //! Verifiers use this path to settle disputes; fast paths are compared with it by tolerance.
 
