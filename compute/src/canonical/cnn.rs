@@ -1,7 +1,7 @@
 //! Canonical digits CNN forward pass (layout in [`crate::models::cnn`]).
 
 use super::math::{linear, relu};
-use crate::models::cnn::{C1, C2, FLAT};
+use crate::models::cnn::{CnnTensors, C1, C2, FLAT};
 use crate::params::Params;
 use crate::Result;
 
@@ -57,12 +57,11 @@ fn maxpool2(x: &[f32], c: usize, h: usize, w: usize) -> Vec<f32> {
 
 /// Logits `[rows, 10]` for `rows` pixel rows of 64 values.
 pub fn forward(p: &Params, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-    let w1 = p.get("conv1.weight", &[C1, 1, 3, 3])?;
-    let b1 = p.get("conv1.bias", &[C1])?;
-    let w2 = p.get("conv2.weight", &[C2, C1, 3, 3])?;
-    let b2 = p.get("conv2.bias", &[C2])?;
-    let wf = p.get("fc.weight", &[10, FLAT])?;
-    let bf = p.get("fc.bias", &[10])?;
+    let CnnTensors {
+        conv1: (w1, b1),
+        conv2: (w2, b2),
+        fc: (wf, bf),
+    } = CnnTensors::get(p)?;
     let mut flat = Vec::with_capacity(rows * FLAT);
     for r in 0..rows {
         let mut a = conv3x3(&x[r * 64..(r + 1) * 64], 1, 8, 8, w1, b1, C1);

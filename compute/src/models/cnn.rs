@@ -22,6 +22,34 @@ pub const C2: usize = 16;
 /// Flattened features before the classifier.
 pub const FLAT: usize = C2 * 2 * 2;
 
+/// The CNN's tensors read from [`Params`] by name, each checked against its shape: what the
+/// CPU path and the canonical path both run on.
+pub struct CnnTensors<'a> {
+    /// `conv1.weight` `[C1, 1, 3, 3]` and `conv1.bias` `[C1]`.
+    pub conv1: (&'a [f32], &'a [f32]),
+    /// `conv2.weight` `[C2, C1, 3, 3]` and `conv2.bias` `[C2]`.
+    pub conv2: (&'a [f32], &'a [f32]),
+    /// `fc.weight` `[10, FLAT]` and `fc.bias` `[10]`.
+    pub fc: (&'a [f32], &'a [f32]),
+}
+
+impl<'a> CnnTensors<'a> {
+    /// The tensors of `p`, or the first missing or misshapen one's error.
+    pub fn get(p: &'a Params) -> crate::Result<Self> {
+        Ok(Self {
+            conv1: (
+                p.get("conv1.weight", &[C1, 1, 3, 3])?,
+                p.get("conv1.bias", &[C1])?,
+            ),
+            conv2: (
+                p.get("conv2.weight", &[C2, C1, 3, 3])?,
+                p.get("conv2.bias", &[C2])?,
+            ),
+            fc: (p.get("fc.weight", &[10, FLAT])?, p.get("fc.bias", &[10])?),
+        })
+    }
+}
+
 /// Configuration of the digits CNN.
 #[derive(Config, Debug)]
 pub struct DigitsCnnConfig {}

@@ -7,7 +7,7 @@
 use gpuchain_kernels::{self as kernels, Mat, MatMut};
 use rayon::prelude::*;
 
-use super::cnn::{C1, C2, FLAT};
+use super::cnn::{CnnTensors, C1, C2, FLAT};
 use crate::params::Params;
 use crate::Result;
 
@@ -67,12 +67,11 @@ fn relu_pool(x: &[f32], n: usize, side: usize, ch: usize) -> Vec<f32> {
 
 /// Logits `[rows, 10]` of 64-pixel rows in 0..=1, `batch` images a task.
 pub fn logits(p: &Params, x: &[f32], rows: usize, batch: usize) -> Result<Vec<f32>> {
-    let w1 = p.get("conv1.weight", &[C1, 1, 3, 3])?;
-    let b1 = p.get("conv1.bias", &[C1])?;
-    let w2 = p.get("conv2.weight", &[C2, C1, 3, 3])?;
-    let b2 = p.get("conv2.bias", &[C2])?;
-    let wf = p.get("fc.weight", &[10, FLAT])?;
-    let bf = p.get("fc.bias", &[10])?;
+    let CnnTensors {
+        conv1: (w1, b1),
+        conv2: (w2, b2),
+        fc: (wf, bf),
+    } = CnnTensors::get(p)?;
     let chunks: Vec<Vec<f32>> = x[..rows * 64]
         .par_chunks(batch.max(1) * 64)
         .map(|images| {
