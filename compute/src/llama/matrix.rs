@@ -208,7 +208,11 @@ impl Matrix {
         let mut by_row = vec![0.0f32; rows * tokens];
         let product = |first: usize, part: &mut [f32]| {
             let xs = Mat::new(&xs[..tokens * cols], tokens, cols).t();
-            let mut block = vec![0.0f32; PRODUCT_ROWS.min(part.len() / tokens) * cols];
+            // f32 rows are read in place; quantised ones are widened into this block.
+            let mut block = match &self.store {
+                Store::F32(_) => Vec::new(),
+                _ => vec![0.0f32; PRODUCT_ROWS.min(part.len() / tokens) * cols],
+            };
             for (b, out) in part.chunks_mut(PRODUCT_ROWS * tokens).enumerate() {
                 let (start, n) = (first + b * PRODUCT_ROWS, out.len() / tokens);
                 let weights: &[f32] = match &self.store {
