@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
         let mut tokens = Vec::new();
         for _ in 0..p.max_tokens {
-            let tok = seq.next_token();
+            let Some(tok) = seq.next_token() else { break };
             tokens.push(tok);
             if Some(tok) == model.eos {
                 break;

@@ -365,7 +365,7 @@ fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
         );
         // Streamed a token at a time, row 1 gives the same tokens as in the batch.
         let mut seq = rows.start(&prompts[4..8], &sampling, 1);
-        let streamed: Vec<u32> = (0..12).map(|_| seq.next_token()).collect();
+        let streamed: Vec<u32> = (0..12).map(|_| seq.next_token().unwrap()).collect();
         assert_eq!(streamed, burn[12..24], "{sampling:?}, streamed");
         assert_eq!(
             seq.len(),
@@ -373,6 +373,70 @@ fn the_row_decoder_picks_the_same_tokens_as_the_burn_decoder() {
             "the last token is fed only when another is asked for"
         );
     }
+}
+
+#[test]
+fn sequences_stepped_together_joining_and_leaving_give_what_each_gives_alone() {
+    let cfg = LlamaConfig::from_shape(&shape());
+    let params = random_params(&cfg, 11);
+    let rows = gpuchain_compute::llama::RowDecoder::new(cfg, &params).unwrap();
+    let sampling = Sampling::Seeded {
+        seed: 9,
+        temperature_milli: 900,
+        top_k: 20,
+        top_p_ppm: 900_000,
+    };
+    // Prompts of different lengths, some longer than the prompt chunk, arriving at
+    // different steps and asking for different numbers of tokens.
+    let prompts: [Vec<u32>; 4] = [
+        vec![1, 5, 9],
+        (0..11).map(|i| (i * 7 + 3) % 97).collect(),
+        vec![40],
+        (0..6).map(|i| i * 13 % 97).collect(),
+    ];
+    let wanted = [9usize, 5, 12, 7];
+    let joins = [0usize, 0, 2, 5];
+    let alone: Vec<Vec<u32>> = prompts
+        .iter()
+        .zip(wanted)
+        .enumerate()
+        .map(|(row, (p, n))| {
+            let mut seq = rows.start(p, &sampling, row);
+            (0..n).map(|_| seq.next_token().unwrap()).collect()
+        })
+        .collect();
+    let mut seqs: Vec<_> = prompts
+        .iter()
+        .enumerate()
+        .map(|(row, p)| rows.start(p, &sampling, row))
+        .collect();
+    let mut got: Vec<Vec<u32>> = vec![Vec::new(); prompts.len()];
+    let mut step = 0;
+    while got.iter().zip(wanted).any(|(g, n)| g.len() < n) {
+        let live: Vec<usize> = (0..seqs.len())
+            .filter(|&i| joins[i] <= step && got[i].len() < wanted[i])
+            .collect();
+        let mut stepped: Vec<&mut gpuchain_compute::llama::Sequence<'_>> = seqs
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| live.contains(i))
+            .map(|(_, s)| s)
+            .collect();
+        let next = gpuchain_compute::llama::Sequence::step(&mut stepped, 4);
+        for (&i, token) in live.iter().zip(next) {
+            got[i].extend(token);
+        }
+        step += 1;
+        assert!(step < 100, "every sequence makes progress");
+    }
+    assert_eq!(got, alone);
+    // A prompt of 11 tokens read 4 at a time gives its first token at its third step.
+    let mut long = rows.start(&prompts[1], &sampling, 1);
+    let firsts: Vec<Option<u32>> = (0..3)
+        .map(|_| gpuchain_compute::llama::Sequence::step(&mut [&mut long], 4)[0])
+        .collect();
+    assert_eq!(firsts, [None, None, Some(alone[1][0])]);
+    assert!(rows.start(&[], &sampling, 0).next_token().is_none());
 }
 
 #[test]

@@ -21,7 +21,7 @@ fn serve(model: &ChatModel, p: &Prepared) -> AnswerRecord {
     let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
     let mut tokens = Vec::new();
     for _ in 0..p.max_tokens {
-        let t = seq.next_token();
+        let Some(t) = seq.next_token() else { break };
         tokens.push(t);
         if Some(t) == model.eos {
             break;

@@ -447,3 +447,79 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
     let r = ask("c", false, 8).await.unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// Requests that arrive together are generated together: one batch steps all of them (the
+/// metrics count more answers than steps), one joining while others are half-way through is
+/// read into the running batch, and every answer is the one the request gets alone.
+#[tokio::test]
+async fn answers_asked_at_once_share_one_batch_and_match_the_answers_asked_alone() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
+    cmd.args([
+        "serve-model",
+        "--listen",
+        "127.0.0.1:0",
+        "--name",
+        "smollm2",
+    ])
+    .args(["--max-concurrent", "4", "--model"])
+    .arg(common::smollm2_file());
+    let (_server, base) = spawn(cmd);
+    let http = reqwest::Client::new();
+    let questions = [
+        "What is the capital of France?",
+        "Name three colours of the rainbow.",
+        "What do bees make?",
+        "Count from one to five in words.",
+    ];
+    let ask = |q: &str| {
+        let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": 24,
+                          "messages": [{"role": "user", "content": q}]});
+        let request = http
+            .post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        async move {
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+            answer["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let mut alone = Vec::new();
+    for q in questions {
+        alone.push(ask(q).await);
+    }
+    let m = get_text(&http, &format!("{base}/metrics")).await;
+    let (steps, stepped) = (
+        metric(&m, "gpuchain_serve_batch_steps_total"),
+        metric(&m, "gpuchain_serve_batch_sequences_total"),
+    );
+    assert_eq!(
+        steps, stepped,
+        "asked one at a time, each step holds one answer"
+    );
+
+    // Three at once, and the fourth once the others are generating.
+    let first_three = futures::future::join_all(questions[..3].iter().map(|q| ask(q)));
+    let late = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        ask(questions[3]).await
+    };
+    let (mut together, last) = tokio::join!(first_three, late);
+    together.push(last);
+    assert_eq!(together, alone);
+    let m = get_text(&http, &format!("{base}/metrics")).await;
+    let steps = metric(&m, "gpuchain_serve_batch_steps_total") - steps;
+    let stepped = metric(&m, "gpuchain_serve_batch_sequences_total") - stepped;
+    assert!(
+        stepped >= 2.0 * steps,
+        "{stepped} answers stepped in {steps} steps: batched"
+    );
+    assert!(
+        steps < 24.0 * 4.0,
+        "{steps} steps for four answers of up to 24 tokens"
+    );
+}

@@ -12,6 +12,7 @@ pub mod generate;
 pub mod layers;
 pub mod model;
 mod rows;
+mod sequence;
 
 mod job;
 mod matrix;
@@ -22,4 +23,5 @@ pub use generate::{generate, pick_token};
 pub use job::run_job;
 pub use matrix::Matrix;
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
-pub use rows::{DecoderWeights, RowDecoder, Sequence};
+pub use rows::{DecoderWeights, RowDecoder};
+pub use sequence::Sequence;

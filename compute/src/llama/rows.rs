@@ -70,9 +70,16 @@ pub struct RowDecoder {
 }
 
 /// Keys and values of one sequence, per layer: `[t, kv_heads × head_dim]`.
-struct Cache {
+pub(super) struct Cache {
     k: Vec<Vec<f32>>,
     v: Vec<Vec<f32>>,
+}
+
+impl Cache {
+    /// Tokens held, each `kv_width` values a layer.
+    pub(super) fn tokens(&self, kv_width: usize) -> usize {
+        self.k.first().map_or(0, |k| k.len() / kv_width.max(1))
+    }
 }
 
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
@@ -153,12 +160,22 @@ impl RowDecoder {
     /// through each projection together (every weight is read once for all of them); returns
     /// the logits after the last token of each sequence.
     fn forward(&self, steps: &mut [(&[u32], &mut Cache)]) -> Vec<Vec<f32>> {
-        self.forward_keeping(steps, 1)
+        self.forward_keeping(steps, &vec![1; steps.len()])
     }
 
-    /// [`Self::forward`], returning the logits after each of the last `keep` tokens of each
-    /// sequence (sequence by sequence, in order).
-    fn forward_keeping(&self, steps: &mut [(&[u32], &mut Cache)], keep: usize) -> Vec<Vec<f32>> {
+    /// Values a layer's cache holds per token.
+    pub(super) fn kv_width(&self) -> usize {
+        self.cfg.kv_heads * (self.cfg.hidden / self.cfg.heads.max(1))
+    }
+
+    /// [`Self::forward`], returning the logits after each of the last `keep[i]` tokens of
+    /// sequence `i` (sequence by sequence, in order; none for a sequence whose `keep` is 0,
+    /// so that a prompt read in chunks pays the output layer only after its last chunk).
+    pub(super) fn forward_keeping(
+        &self,
+        steps: &mut [(&[u32], &mut Cache)],
+        keep: &[usize],
+    ) -> Vec<Vec<f32>> {
         let c = &self.cfg;
         let (h, d) = (c.hidden, c.hidden / c.heads);
         let kv = c.kv_heads * d;
@@ -216,13 +233,16 @@ impl RowDecoder {
             let proj = w.down.apply(&gate);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
-        let mut last = Vec::with_capacity(steps.len() * keep * h);
+        let mut last = Vec::with_capacity(keep.iter().sum::<usize>() * h);
         let mut end = 0;
-        for (tokens, _) in steps.iter() {
+        for ((tokens, _), &keep) in steps.iter().zip(keep) {
             end += tokens.len();
             for row in x[(end - keep.min(tokens.len())) * h..end * h].chunks_exact(h) {
                 last.extend(rms_norm(row, &self.norm, c.eps));
             }
+        }
+        if last.is_empty() {
+            return Vec::new();
         }
         let logits = self.lm_head.as_ref().unwrap_or(&self.embed).apply(&last);
         logits.chunks_exact(c.vocab).map(<[f32]>::to_vec).collect()
@@ -270,29 +290,13 @@ impl RowDecoder {
         };
         let all = [prompt, fed].concat();
         let mut cache = self.empty_cache();
-        self.forward_keeping(&mut [(&all, &mut cache)], continuation.len())
+        self.forward_keeping(&mut [(&all, &mut cache)], &[continuation.len()])
     }
 
-    fn empty_cache(&self) -> Cache {
+    pub(super) fn empty_cache(&self) -> Cache {
         Cache {
             k: vec![Vec::new(); self.cfg.layers],
             v: vec![Vec::new(); self.cfg.layers],
-        }
-    }
-
-    /// Starts generating after `prompt`, as row `row` of a job batch (whose index seeds its
-    /// sampler stream): the prompt is read now, and each [`Sequence::next_token`] gives one
-    /// token.
-    pub fn start(&self, prompt: &[u32], sampling: &Sampling, row: usize) -> Sequence<'_> {
-        let mut cache = self.empty_cache();
-        let logits = self.forward(&mut [(prompt, &mut cache)]).remove(0);
-        Sequence {
-            decoder: self,
-            cache,
-            logits,
-            pending: None,
-            rng: row_rng(sampling, row),
-            sampling: sampling.clone(),
         }
     }
 
@@ -352,44 +356,5 @@ impl RowDecoder {
             }
         }
         tokens.concat()
-    }
-}
-
-/// One sequence being generated, a token at a time (for streaming): see [`RowDecoder::start`].
-pub struct Sequence<'a> {
-    decoder: &'a RowDecoder,
-    cache: Cache,
-    /// The logits the next token is picked from.
-    logits: Vec<f32>,
-    /// The last token given out, not yet fed to the model (it is fed only when another token
-    /// is asked for).
-    pending: Option<u32>,
-    rng: SplitMix64,
-    sampling: Sampling,
-}
-
-impl Sequence<'_> {
-    /// The next token.
-    pub fn next_token(&mut self) -> u32 {
-        if let Some(last) = self.pending.take() {
-            self.logits = self
-                .decoder
-                .forward(&mut [(&[last][..], &mut self.cache)])
-                .remove(0);
-        }
-        let next = pick_token(&self.logits, &self.sampling, &mut self.rng);
-        self.pending = Some(next);
-        next
-    }
-
-    /// Tokens in the context so far (prompt and fed tokens).
-    pub fn len(&self) -> usize {
-        let kv = self.decoder.cfg.kv_heads * (self.decoder.cfg.hidden / self.decoder.cfg.heads);
-        self.cache.k.first().map_or(0, |k| k.len() / kv.max(1))
-    }
-
-    /// Whether nothing has been fed yet (never, after [`RowDecoder::start`] with a prompt).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::AtomicU64;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
+use super::batch::{Batches, Piece, Request};
 use super::cache::{ModelCache, Unavailable};
 use super::ledger::{lease_of, Admitted, Ledger};
 use super::stats::Stats;
@@ -31,8 +32,7 @@ pub(super) struct Served {
     pub(super) max_concurrent: usize,
     pub(super) stats: Arc<Stats>,
     pub(super) ledger: Option<Arc<Ledger>>,
-    /// Test only: shift every generated token (a cheaper model's answer).
-    pub(super) dishonest: bool,
+    pub(super) batches: Arc<Batches>,
 }
 
 /// A request answered on a lease: where its receipt goes, and what it hashes.
@@ -123,14 +123,17 @@ pub(super) fn router(
         .route("/v1/embeddings", post(super::embeddings::embeddings))
         .route("/v1/gpuchain/acks", post(acks))
         .route("/metrics", get(metrics))
-        .with_state(Served {
-            models: cache,
-            embedder,
-            slots: Arc::new(Semaphore::new(max_concurrent)),
-            max_concurrent,
-            stats: Arc::default(),
-            ledger,
-            dishonest,
+        .with_state({
+            let stats = Arc::<Stats>::default();
+            Served {
+                models: cache,
+                embedder,
+                slots: Arc::new(Semaphore::new(max_concurrent)),
+                max_concurrent,
+                batches: Arc::new(Batches::new(stats.clone(), dishonest)),
+                stats,
+                ledger,
+            }
         })
 }
 
@@ -200,88 +203,6 @@ async fn metrics(State(s): State<Served>) -> Response {
         .render(busy, s.max_concurrent, s.models.loaded_bytes());
     s.models.render(&mut text);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
-}
-
-/// What the generation thread sends: text as it becomes whole, then the end.
-enum Piece {
-    Text(String),
-    Done {
-        prompt_tokens: usize,
-        completion_tokens: usize,
-        stopped: bool,
-        record: AnswerRecord,
-    },
-}
-
-/// Generates on a blocking thread, sending text as soon as it decodes to whole characters.
-/// Holds `slot` until the answer is complete: it is given back before the last piece is
-/// sent, so that a client that has its whole answer finds the slot free for its next request.
-fn generate(
-    model: Arc<Model>,
-    p: Prepared,
-    tx: mpsc::UnboundedSender<Piece>,
-    stats: &Stats,
-    arrived: Instant,
-    slot: OwnedSemaphorePermit,
-    dishonest: bool,
-) {
-    let started = Instant::now();
-    let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
-    let (mut tokens, mut sent, mut stopped) = (Vec::new(), 0usize, false);
-    let vocab = u32::try_from(model.decoder.vocab()).unwrap_or(u32::MAX);
-    for n in 0..p.max_tokens {
-        let t = seq.next_token();
-        let t = if dishonest && Some(t) != model.eos {
-            (t + 1) % vocab
-        } else {
-            t
-        };
-        if n == 0 {
-            stats.first_token(arrived.elapsed());
-        }
-        if Some(t) == model.eos {
-            stopped = true;
-            break;
-        }
-        tokens.push(t);
-        let text = model.template.decode(&tokens, true).unwrap_or_default();
-        // A token can end inside a character; wait for the rest of it.
-        if text.len() > sent && !text.ends_with('\u{FFFD}') && text.is_char_boundary(sent) {
-            if tx.send(Piece::Text(text[sent..].to_string())).is_err() {
-                return; // the client went away
-            }
-            sent = text.len();
-        }
-    }
-    let text = model.template.decode(&tokens, true).unwrap_or_default();
-    if text.len() > sent && text.is_char_boundary(sent) {
-        let _ = tx.send(Piece::Text(text[sent..].to_string()));
-    }
-    let completion = tokens.len() + usize::from(stopped);
-    stats.generated(completion as u64, started.elapsed());
-    let seed = match &p.sampling {
-        gpuchain_jobspec::Sampling::Seeded { seed, .. } => Some(*seed),
-        gpuchain_jobspec::Sampling::Greedy => None,
-    };
-    let mut ids = tokens.clone();
-    if let (true, Some(eos)) = (stopped, model.eos) {
-        ids.push(eos);
-    }
-    let record = AnswerRecord {
-        text,
-        tokens: ids,
-        seed,
-    };
-    drop(slot);
-    // The model too: a client that has its answer may ask for another model at once, and
-    // the cache unloads only models no request holds.
-    drop(model);
-    let _ = tx.send(Piece::Done {
-        prompt_tokens: p.prompt.len(),
-        completion_tokens: tokens.len() + usize::from(stopped),
-        stopped,
-        record,
-    });
 }
 
 async fn chat_completions(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
@@ -448,7 +369,7 @@ fn usage_of(prompt_tokens: usize, completion_tokens: usize) -> Value {
            "total_tokens": prompt_tokens + completion_tokens})
 }
 
-/// Generates `p` on a slot and answers in `shape`, whole, or (`stream` is `Some(include
+/// Generates `p` on a slot (in its model's batch) and answers in `shape`, whole, or (`stream` is `Some(include
 /// usage)`) streamed as server-sent events, ending with the token counts when asked.
 async fn answer(
     s: &Served,
@@ -464,9 +385,13 @@ async fn answer(
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let name = model.name.clone();
-    let stats = s.stats.clone();
-    let dishonest = s.dishonest;
-    tokio::task::spawn_blocking(move || generate(model, p, tx, &stats, arrived, slot, dishonest));
+    s.batches.submit(Request {
+        model,
+        prepared: p,
+        tx,
+        arrived,
+        slot,
+    });
     let id = format!(
         "{}-{:016x}",
         shape.id_prefix(),

@@ -11,6 +11,7 @@
 //! naming a lease must be signed by its client, and its answer carries a receipt
 //! (`ledger.rs`, docs/serving.md).
 
+mod batch;
 mod cache;
 mod embeddings;
 mod http;
@@ -39,8 +40,9 @@ pub(crate) struct ServeArgs {
     /// The model's name in the API (`model` in requests); the file's stem by default.
     #[arg(long)]
     name: Option<String>,
-    /// Requests answered at once; more get 429 with Retry-After.
-    #[arg(long, default_value_t = 4)]
+    /// Requests answered at once (generated together, in one batch per model); more get 429
+    /// with Retry-After.
+    #[arg(long, default_value_t = 8)]
     max_concurrent: usize,
     /// A sentence embedder's directory (`model.safetensors`, `tokenizer.json`; e.g.
     /// all-MiniLM-L6-v2 from scripts/fetch-minilm.sh), served on /v1/embeddings.

@@ -1,5 +1,5 @@
 //! The endpoint's Prometheus metrics (`GET /metrics`): requests by outcome, slots in use,
-//! tokens generated and the time they took, time to first token.
+//! tokens generated and the time they took, time to first token, batch steps and sizes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -17,6 +17,9 @@ pub(crate) struct Stats {
     generation_micros: AtomicU64,
     first_token_micros: AtomicU64,
     first_tokens: AtomicU64,
+    batch_steps: AtomicU64,
+    batch_sequences: AtomicU64,
+    batch_size: AtomicU64,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -38,6 +41,14 @@ impl Stats {
     pub(crate) fn generated(&self, tokens: u64, took: Duration) {
         Stats::add(&self.generated_tokens, tokens);
         Stats::add(&self.generation_micros, micros(took));
+    }
+
+    /// A batch took a step with `sequences` answers in it.
+    pub(crate) fn step(&self, sequences: usize) {
+        let n = sequences as u64;
+        Stats::add(&self.batch_steps, 1);
+        Stats::add(&self.batch_sequences, n);
+        self.batch_size.store(n, Ordering::Relaxed);
     }
 
     /// The exposition text, with the slots in use out of `slots`.
@@ -76,6 +87,16 @@ impl Stats {
                 "Answers that reached their first token.",
                 get(&self.first_tokens),
             ),
+            (
+                "gpuchain_serve_batch_steps_total",
+                "Steps of the generation batches (one pass over a model's weights each).",
+                get(&self.batch_steps),
+            ),
+            (
+                "gpuchain_serve_batch_sequences_total",
+                "Answers stepped, summed over steps (divide by batch_steps_total: mean batch size).",
+                get(&self.batch_sequences),
+            ),
         ] {
             metric(&mut out, name, "counter", help, value);
         }
@@ -99,6 +120,13 @@ impl Stats {
             "gauge",
             "Requests generating now.",
             busy,
+        );
+        metric(
+            &mut out,
+            "gpuchain_serve_batch_size",
+            "gauge",
+            "Answers in the last step of a generation batch.",
+            get(&self.batch_size),
         );
         metric(
             &mut out,
