@@ -43,6 +43,11 @@ pub struct GatewayArgs {
     /// Repeat for each model. Needs --node, --home, --key and --receipts.
     #[arg(long = "open", value_parser = crate::orders::OrderSpec::from_str)]
     pub open: Vec<crate::orders::OrderSpec>,
+    /// Keep each model opened with --open served past its leases' end: this many blocks
+    /// before they end, open the same order again and route over its leases once it clears
+    /// (0: never; the model stops being served when its leases end).
+    #[arg(long, default_value_t = 30)]
+    pub renew_before_blocks: u64,
     /// Route over the serving leases of this client's existing order ID. Repeatable.
     #[arg(long = "order")]
     pub orders: Vec<u64>,

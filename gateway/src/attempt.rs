@@ -206,7 +206,7 @@ mod tests {
         let p = pool(names);
         let stats = Arc::new(Stats::default());
         let hedge = Duration::from_millis(hedge_ms);
-        let r = first_success(&p.upstreams, 3, hedge, &stats, behave).await;
+        let r = first_success(&p.upstreams(), 3, hedge, &stats, behave).await;
         (r, stats)
     }
 

@@ -6,7 +6,7 @@
 //! A receipt that does not match what arrived is never acknowledged: that answer is unpaid.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -59,26 +59,7 @@ impl Leases {
         let chain_id = chain.client.chain_id().await?;
         let mut books = BTreeMap::new();
         for (lease_id, url) in leases {
-            let lease: ServingLease = chain
-                .client
-                .get(&gpuchain_serving::state_key::lease(*lease_id))
-                .await?
-                .with_context(|| format!("lease {lease_id} does not exist"))?;
-            anyhow::ensure!(
-                lease.client == chain.address,
-                "lease {lease_id} belongs to client {}, not to this gateway's key ({})",
-                lease.client,
-                chain.address
-            );
-            let acked = last_acked_end(&dir, *lease_id);
-            books.insert(
-                *lease_id,
-                Book {
-                    url: url.clone(),
-                    next_first: lease.next_seq.max(acked),
-                    pending: BTreeMap::new(),
-                },
-            );
+            books.insert(*lease_id, book(&chain, &dir, *lease_id, url).await?);
         }
         Ok(Leases {
             chain,
@@ -87,6 +68,17 @@ impl Leases {
             policy,
             books: Mutex::new(books),
         })
+    }
+
+    /// Pays on `lease_id` too (a renewed order's lease), its provider answering at `url`.
+    pub(crate) async fn add(&self, lease_id: u64, url: &str) -> anyhow::Result<()> {
+        let book = book(&self.chain, &self.dir, lease_id, url).await?;
+        self.books
+            .lock()
+            .map_err(|_| anyhow::anyhow!("receipts poisoned"))?
+            .entry(lease_id)
+            .or_insert(book);
+        Ok(())
     }
 
     /// The headers that send `body` on `lease_id`.
@@ -259,19 +251,15 @@ impl Leases {
         }
     }
 
-    /// Acknowledges due batches, and reports providers that went down, until the process
-    /// ends.
-    pub(crate) async fn run(
-        self: std::sync::Arc<Self>,
-        http: reqwest::Client,
-        upstreams: Vec<std::sync::Arc<crate::pool::Upstream>>,
-    ) {
+    /// Acknowledges due batches, and reports providers of `pool` that went down, until the
+    /// process ends.
+    pub(crate) async fn run(self: std::sync::Arc<Self>, pool: std::sync::Arc<crate::pool::Pool>) {
         let tick = (self.policy.after / 4).max(Duration::from_millis(100));
         let mut reported = BTreeMap::new();
         loop {
             tokio::time::sleep(tick).await;
-            self.report_dead(&upstreams, &mut reported).await;
-            self.send_due(&http, false).await;
+            self.report_dead(&pool.upstreams(), &mut reported).await;
+            self.send_due(&pool.http, false).await;
         }
     }
 
@@ -310,6 +298,28 @@ impl Leases {
             }
         }
     }
+}
+
+/// The book of `lease_id`, which must be a lease of the gateway's key: its next request
+/// number from the chain, or past the acknowledgements already given.
+async fn book(chain: &AgentChain, dir: &Path, lease_id: u64, url: &str) -> anyhow::Result<Book> {
+    let lease: ServingLease = chain
+        .client
+        .get(&gpuchain_serving::state_key::lease(lease_id))
+        .await?
+        .with_context(|| format!("lease {lease_id} does not exist"))?;
+    anyhow::ensure!(
+        lease.client == chain.address,
+        "lease {lease_id} belongs to client {}, not to this gateway's key ({})",
+        lease.client,
+        chain.address
+    );
+    let acked = last_acked_end(dir, lease_id);
+    Ok(Book {
+        url: url.to_string(),
+        next_first: lease.next_seq.max(acked),
+        pending: BTreeMap::new(),
+    })
 }
 
 /// One past the last request number acknowledged in `dir` for `lease_id`.

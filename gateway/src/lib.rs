@@ -26,6 +26,7 @@ mod http;
 mod lease;
 mod orders;
 mod pool;
+mod renew;
 mod score;
 mod sse;
 mod stats;
@@ -74,7 +75,22 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
             leases.clone(),
         )?);
         if let Some(leases) = leases.clone() {
-            tokio::spawn(leases.run(pool.http.clone(), pool.upstreams.clone()));
+            tokio::spawn(leases.run(pool.clone()));
+        }
+        let kept: Vec<(OrderSpec, u64)> = a.open.iter().cloned().zip(opened.clone()).collect();
+        let opened = Arc::new(std::sync::Mutex::new(opened));
+        if let (Some(chain), Some(leases), false) = (&chain, &leases, kept.is_empty()) {
+            if a.renew_before_blocks > 0 {
+                let renewals = renew::Renewals::new(
+                    chain.clone(),
+                    pool.clone(),
+                    leases.clone(),
+                    a.renew_before_blocks,
+                    kept,
+                    opened.clone(),
+                );
+                tokio::spawn(renewals.run());
+            }
         }
         let http_client = pool.http.clone();
         pool.probe_all().await;
@@ -93,7 +109,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
             .with_context(|| format!("listening on {}", a.listen))?;
         tracing::info!(
             listen = %listener.local_addr()?,
-            upstreams = pool.upstreams.len(),
+            upstreams = pool.upstreams().len(),
             models = ?pool.models(),
             "gateway serving"
         );
@@ -113,7 +129,8 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
             leases.flush(&http_client).await;
         }
         if let (Some(chain), false) = (&chain, a.keep_orders) {
-            orders::end(chain, &opened).await;
+            let opened = opened.lock().map(|o| o.clone()).unwrap_or_default();
+            orders::end_open(chain, &opened).await;
         }
         Ok(())
     })

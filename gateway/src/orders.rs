@@ -187,39 +187,9 @@ pub(crate) async fn upstreams(
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
-        let mut serving = 0usize;
-        for &lease_id in &order.leases {
-            let lease: Option<ServingLease> = chain
-                .client
-                .get(&gpuchain_serving::state_key::lease(lease_id))
-                .await?;
-            let Some(lease) = lease.filter(|l| l.state == ServingLeaseState::Serving) else {
-                continue;
-            };
-            let region = chain
-                .provider(&lease.provider)
-                .await
-                .ok()
-                .flatten()
-                .map(|p| p.attrs.region);
-            tracing::info!(
-                order = id,
-                lease = lease.id,
-                provider = %lease.provider,
-                endpoint = %lease.endpoint,
-                price = lease.price,
-                "routing over a serving lease"
-            );
-            out.push(UpstreamSpec {
-                url: lease.endpoint.trim_end_matches('/').to_string(),
-                price: u64::try_from(lease.price).ok(),
-                provider: Some(lease.provider),
-                region,
-                lease: Some(lease.id),
-                model: Some(lease.model.name.clone()),
-            });
-            serving += 1;
-        }
+        let found = lease_upstreams(chain, &order).await?;
+        let serving = found.len();
+        out.extend(found);
         if serving == 0 {
             bail!(
                 "serving order {id} ({}) has no serving lease: {}",
@@ -233,6 +203,64 @@ pub(crate) async fn upstreams(
         }
     }
     Ok(out)
+}
+
+/// An upstream for each serving lease of `order`.
+pub(crate) async fn lease_upstreams(
+    chain: &AgentChain,
+    order: &ServingOrder,
+) -> Result<Vec<UpstreamSpec>> {
+    let mut out = Vec::new();
+    for &lease_id in &order.leases {
+        let lease: Option<ServingLease> = chain
+            .client
+            .get(&gpuchain_serving::state_key::lease(lease_id))
+            .await?;
+        let Some(lease) = lease.filter(|l| l.state == ServingLeaseState::Serving) else {
+            continue;
+        };
+        let region = chain
+            .provider(&lease.provider)
+            .await
+            .ok()
+            .flatten()
+            .map(|p| p.attrs.region);
+        tracing::info!(
+            order = order.id,
+            lease = lease.id,
+            provider = %lease.provider,
+            endpoint = %lease.endpoint,
+            price = lease.price,
+            "routing over a serving lease"
+        );
+        out.push(UpstreamSpec {
+            url: lease.endpoint.trim_end_matches('/').to_string(),
+            price: u64::try_from(lease.price).ok(),
+            provider: Some(lease.provider),
+            region,
+            lease: Some(lease.id),
+            model: Some(lease.model.name.clone()),
+        });
+    }
+    Ok(out)
+}
+
+/// [`end`] for those of `order_ids` not closed yet (a renewed order's predecessors close by
+/// themselves once their leases end).
+pub(crate) async fn end_open(chain: &AgentChain, order_ids: &[u64]) {
+    let mut open = Vec::new();
+    for &id in order_ids {
+        let order: Option<ServingOrder> = chain
+            .client
+            .get(&gpuchain_serving::state_key::order(id))
+            .await
+            .ok()
+            .flatten();
+        if order.is_none_or(|o| o.state != ServingOrderState::Closed) {
+            open.push(id);
+        }
+    }
+    end(chain, &open).await;
 }
 
 /// Ends the orders the gateway opened, so the rest of their deposits come back after the

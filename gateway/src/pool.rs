@@ -2,7 +2,7 @@
 //! and what the chain says of it. Probes and real requests both update it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -157,7 +157,8 @@ pub(crate) enum Route {
 
 /// Every upstream, and how to rank them.
 pub(crate) struct Pool {
-    pub(crate) upstreams: Vec<Arc<Upstream>>,
+    /// Grows when a renewed order clears, shrinks when a lease ends.
+    upstreams: RwLock<Vec<Arc<Upstream>>>,
     pub(crate) http: reqwest::Client,
     weights: Weights,
     /// The chain leases requests are paid on, when any upstream names one.
@@ -171,10 +172,12 @@ impl Pool {
         leases: Option<Arc<crate::lease::Leases>>,
     ) -> anyhow::Result<Pool> {
         Ok(Pool {
-            upstreams: specs
-                .into_iter()
-                .map(|s| Arc::new(Upstream::new(s)))
-                .collect(),
+            upstreams: RwLock::new(
+                specs
+                    .into_iter()
+                    .map(|s| Arc::new(Upstream::new(s)))
+                    .collect(),
+            ),
             http: reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(2))
                 .tcp_nodelay(true)
@@ -184,13 +187,43 @@ impl Pool {
         })
     }
 
+    /// The upstreams now.
+    pub(crate) fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        // A poisoned lock only means a panic elsewhere mid-update; the list is still whole.
+        self.upstreams
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Adds upstreams (the leases of a renewed order), probed at once.
+    pub(crate) async fn add(&self, specs: Vec<UpstreamSpec>) {
+        let new: Vec<Arc<Upstream>> = specs
+            .into_iter()
+            .map(|s| Arc::new(Upstream::new(s)))
+            .collect();
+        futures::future::join_all(new.iter().map(|u| self.probe(u))).await;
+        self.upstreams
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(new);
+    }
+
+    /// Stops routing over the upstreams of `leases` (ended); how many there were.
+    pub(crate) fn retire(&self, leases: &[u64]) -> usize {
+        let mut all = self.upstreams.write().unwrap_or_else(|e| e.into_inner());
+        let before = all.len();
+        all.retain(|u| u.spec.lease.is_none_or(|l| !leases.contains(&l)));
+        before - all.len()
+    }
+
     /// The upstreams that answer and list `model`, best first; with `region`, those in it
     /// come first.
     pub(crate) fn route(&self, model: &str, region: Option<&str>) -> Route {
         let now = Instant::now();
         let mut any_up = false;
         let mut serving = Vec::new();
-        for u in &self.upstreams {
+        for u in &self.upstreams() {
             let h = u.snapshot();
             if !h.up {
                 continue;
@@ -228,7 +261,7 @@ impl Pool {
     /// Every model some answering upstream lists, in the order they were first listed.
     pub(crate) fn models(&self) -> Vec<String> {
         let mut all: Vec<String> = Vec::new();
-        for u in &self.upstreams {
+        for u in &self.upstreams() {
             let h = u.snapshot();
             if h.up {
                 for m in h.models {
@@ -243,7 +276,8 @@ impl Pool {
 
     /// Probes every upstream once, all at once.
     pub(crate) async fn probe_all(&self) {
-        futures::future::join_all(self.upstreams.iter().map(|u| self.probe(u))).await;
+        let all = self.upstreams();
+        futures::future::join_all(all.iter().map(|u| self.probe(u))).await;
     }
 
     /// Probes every upstream every `every`, for ever.
@@ -310,7 +344,7 @@ impl Pool {
         use gpuchain_reputation::{state_key, Reputation, ReputationParams};
         let height = client.latest_height().await?;
         let params: ReputationParams = client.get(state_key::params()).await?.unwrap_or_default();
-        for u in &self.upstreams {
+        for u in &self.upstreams() {
             let Some(provider) = &u.spec.provider else {
                 continue;
             };
@@ -374,10 +408,10 @@ mod tests {
             "http://d:1",
         ]);
         assert!(matches!(p.route("chat", None), Route::NoneUp));
-        up(&p.upstreams[0], &["chat", "embed"], 300);
-        up(&p.upstreams[1], &["chat"], 200);
-        up(&p.upstreams[2], &["embed"], 10);
-        up(&p.upstreams[3], &["chat"], 100);
+        up(&p.upstreams()[0], &["chat", "embed"], 300);
+        up(&p.upstreams()[1], &["chat"], 200);
+        up(&p.upstreams()[2], &["embed"], 10);
+        up(&p.upstreams()[3], &["chat"], 100);
         let urls = |r: Route| match r {
             Route::To(v) => v.iter().map(|u| u.spec.url.clone()).collect::<Vec<_>>(),
             _ => panic!("no route"),
@@ -394,11 +428,11 @@ mod tests {
         assert_eq!(p.models(), ["chat", "embed"]);
 
         // A failure takes a provider out until a probe finds it again; a 429 sends it last.
-        p.upstreams[3].failed("connection refused");
-        assert_eq!(p.upstreams[3].went_down.load(Ordering::Relaxed), 1);
-        p.upstreams[1].busy(Duration::from_secs(5));
+        p.upstreams()[3].failed("connection refused");
+        assert_eq!(p.upstreams()[3].went_down.load(Ordering::Relaxed), 1);
+        p.upstreams()[1].busy(Duration::from_secs(5));
         assert_eq!(urls(p.route("chat", None)), ["http://a:1", "http://b:1"]);
-        up(&p.upstreams[3], &["chat"], 100);
+        up(&p.upstreams()[3], &["chat"], 100);
         assert_eq!(urls(p.route("chat", None))[0], "http://d:1");
     }
 
@@ -410,8 +444,8 @@ mod tests {
             "http://a:1,lease=1,model=chat",
             "http://a:1,lease=2,model=embed",
         ]);
-        up(&p.upstreams[0], &["chat", "embed"], 50);
-        up(&p.upstreams[1], &["chat", "embed"], 10);
+        up(&p.upstreams()[0], &["chat", "embed"], 50);
+        up(&p.upstreams()[1], &["chat", "embed"], 10);
         let leases = |r: Route| match r {
             Route::To(v) => v.iter().map(|u| u.spec.lease).collect::<Vec<_>>(),
             _ => panic!("no route"),
@@ -420,7 +454,7 @@ mod tests {
         assert_eq!(leases(p.route("embed", None)), [Some(2)]);
         assert_eq!(p.models(), ["chat", "embed"]);
         let only = pool(&["http://a:1,model=chat"]);
-        up(&only.upstreams[0], &["chat", "embed"], 10);
+        up(&only.upstreams()[0], &["chat", "embed"], 10);
         assert!(matches!(only.route("embed", None), Route::UnknownModel));
         assert_eq!(only.models(), ["chat"]);
     }
@@ -428,7 +462,7 @@ mod tests {
     #[test]
     fn latency_is_smoothed_over_answers() {
         let p = pool(&["http://a:1"]);
-        let u = &p.upstreams[0];
+        let u = &p.upstreams()[0];
         u.answered(Duration::from_millis(100));
         u.answered(Duration::from_millis(200));
         let ms = u.snapshot().latency_ms.unwrap();

@@ -135,7 +135,7 @@ fn upstream_metrics(out: &mut String, pool: &Pool) {
     for (name, kind, help) in series {
         let name = format!("gpuchain_gateway_upstream_{name}");
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for u in &pool.upstreams {
+        for u in &pool.upstreams() {
             let h = u.snapshot();
             let value = match name.trim_start_matches("gpuchain_gateway_upstream_") {
                 "up" => f64::from(u8::from(h.up)),

@@ -31,6 +31,14 @@ pub enum OpenedBy {
     Cli,
     /// The client's gateway (`--open`), which finds the lease and its endpoint on chain.
     Gateway,
+    /// The gateway, for `blocks` blocks, renewing the order `renew_before` blocks before its
+    /// leases end (`--renew-before-blocks`).
+    GatewayRenewing {
+        /// The order's length.
+        blocks: u64,
+        /// When its replacement is opened.
+        renew_before: u64,
+    },
 }
 
 /// Everything of one serving market; processes stop on drop.
@@ -245,13 +253,21 @@ impl ServingMarket {
                 )?;
                 (lease, gateway)
             }
-            OpenedBy::Gateway => {
+            OpenedBy::Gateway | OpenedBy::GatewayRenewing { .. } => {
+                let (blocks, renew_before) = match by {
+                    OpenedBy::GatewayRenewing {
+                        blocks,
+                        renew_before,
+                    } => (blocks, renew_before),
+                    _ => (2000, 0),
+                };
                 let order = format!(
-                    "model=smollm2,hash={hash},providers=1,max-price=1000000,blocks=2000,\
+                    "model=smollm2,hash={hash},providers=1,max-price=1000000,blocks={blocks},\
                      bid-window=15,deposit={SERVING_DEPOSIT}"
                 );
+                let renew = renew_before.to_string();
                 let mut args = client_args.to_vec();
-                args.extend(["--open", order.as_str()]);
+                args.extend(["--open", order.as_str(), "--renew-before-blocks", &renew]);
                 // It prints its address once the order has cleared and the lease is found.
                 let gateway = gateway_logged(&[], &args, Some(&dir.path().join("gateway.log")))?;
                 (first_lease(&chain).await?, gateway)
@@ -310,6 +326,33 @@ impl ServingMarket {
         }
         anyhow::bail!(
             "not every answer was claimed and settled within {secs} s (logs in {})",
+            self.dir.path().display()
+        )
+    }
+
+    /// The lease's order once it has closed (its claim grace over, the rest of its deposit
+    /// back with the client), and the serving escrow's balance then.
+    pub async fn closed(&self, secs: u64) -> Result<(gpuchain_serving::ServingOrder, u128)> {
+        for _ in 0..secs * 4 {
+            let order = self
+                .chain
+                .get::<gpuchain_serving::ServingOrder>(&gpuchain_serving::state_key::order(
+                    self.lease.order_id,
+                ))
+                .await?
+                .context("the order")?;
+            if order.state == gpuchain_serving::ServingOrderState::Closed {
+                let escrow = self
+                    .chain
+                    .balance(&gpuchain_serving::module_account::serving_escrow())
+                    .await?;
+                return Ok((order, escrow));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        anyhow::bail!(
+            "order {} did not close within {secs} s (logs in {})",
+            self.lease.order_id,
             self.dir.path().display()
         )
     }

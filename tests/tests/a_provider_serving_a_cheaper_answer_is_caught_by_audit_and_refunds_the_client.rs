@@ -7,8 +7,8 @@
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::ServingLeaseState;
-use gpuchain_tests::serving_market::{OpenedBy, ServingMarket};
-use gpuchain_tests::slash_records;
+use gpuchain_tests::serving_market::{key_address, OpenedBy, ServingMarket};
+use gpuchain_tests::{run_json, slash_records, tx_fee};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,6 +55,24 @@ async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_
     ensure!(
         escrow == order.deposit,
         "the claim left escrow for the client, not the provider: escrow {escrow}, deposit {}",
+        order.deposit
+    );
+
+    let client = key_address(&m.home, "client")?.parse()?;
+    let before = m.chain.balance(&client).await?;
+    let order_id = m.lease.order_id.to_string();
+    let outcome = run_json(&[
+        "tx", "serving", "end", "client", &order_id, "--home", &m.home, "--node", &m.node,
+        "--output", "json",
+    ])?;
+    ensure!(outcome["code"] == 0, "end refused: {outcome}");
+    let fee = tx_fee(&outcome)?;
+    let (closed, escrow) = m.closed(60).await?;
+    ensure!(closed.deposit == 0 && escrow == 0, "escrow holds {escrow}");
+    let after = m.chain.balance(&client).await?;
+    ensure!(
+        after + fee == before + order.deposit,
+        "the client had {before}, paid {fee} to end and got {after}: the deposit {} is back",
         order.deposit
     );
     Ok(())

@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Context};
-use gpuchain_serving::{ServingOrder, ServingOrderState};
 use gpuchain_tests::serving_market::{key_address, OpenedBy, ServingMarket, SERVING_PRICE};
 use gpuchain_tests::slash_records;
 use serde_json::json;
@@ -140,25 +139,8 @@ async fn a_serving_lease_pays_for_acknowledged_answers_after_a_verifier_audits_t
         m.gateway.terminate()?,
         "the gateway stops cleanly on SIGTERM"
     );
-    let mut closed = None;
-    for _ in 0..240 {
-        let order = m
-            .chain
-            .get::<ServingOrder>(&gpuchain_serving::state_key::order(m.lease.order_id))
-            .await?
-            .context("the order")?;
-        if order.state == ServingOrderState::Closed {
-            closed = Some(order);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let order = closed.context("the order did not close after its grace")?;
+    let (order, escrow) = m.closed(60).await?;
     ensure!(order.deposit == 0);
-    let escrow = m
-        .chain
-        .balance(&gpuchain_serving::module_account::serving_escrow())
-        .await?;
     ensure!(
         escrow == 0,
         "serving escrow holds {escrow} after the order closed"
