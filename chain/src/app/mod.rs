@@ -8,6 +8,7 @@ mod ante;
 mod convert;
 mod execute;
 mod genesis;
+pub mod invariants;
 mod keycache;
 mod layered;
 mod modules;
@@ -34,6 +35,7 @@ use tendermint_proto::v0_38::abci::{
 pub use convert::EventIndex;
 pub use execute::{execute_block, BlockInput, BlockOutcome, TxResult};
 pub use genesis::{export, ExportedValidator};
+pub use modules::check_invariants;
 pub use upgrade::{released, Migration, MigrationFn, Upgrades};
 
 use crate::store::snapshot::{Restore, SnapshotPolicy, Snapshotter};

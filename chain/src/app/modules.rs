@@ -1,5 +1,7 @@
 //! The app's modules in their one order. InitChain writes their genesis sections in this
-//! order, each message goes to the module that owns its variant, and every block ends with
+//! order, each message goes to the module that owns its variant, its state's invariants are
+//! checked in this order ([`check_invariants`]: the simulator after every block), and every
+//! block ends with
 //! each module's end-of-block work in this order: slashing first (the block's evidence and
 //! missed signatures), then the market (auction, then verify, which judges what the auction
 //! settled, then serving, whose audits slash through the same modules), and staking last, which turns the block's bonds, unbonds, jailings and slashes
@@ -17,6 +19,8 @@ use gpuchain_types::{Address, AppError, BlockCtx, Overlay};
 use gpuchain_verify::VerifyRead;
 
 use super::execute::BlockInput;
+use super::invariants;
+use crate::Store;
 
 /// Writes a module's genesis section; staking returns the starting validator set.
 type Genesis = fn(&mut Overlay<'_>, &AppGenesis) -> Result<Vec<ValidatorUpdate>, String>;
@@ -28,6 +32,10 @@ type Route = fn(&mut Overlay<'_>, &BlockCtx, &Address, &Msg) -> Option<Result<()
 type EndBlock =
     fn(&mut Overlay<'_>, &BlockCtx, &BlockInput<'_>) -> Result<Vec<ValidatorUpdate>, AppError>;
 
+/// What must hold of a module's committed state (its money in escrow matching what it
+/// owes, its indexes matching its objects); what is broken, if anything.
+type Invariants = fn(&Store) -> Result<(), String>;
+
 /// One module's part in every phase of the app.
 pub(crate) struct Module {
     /// The module's name: its genesis section, codespace and state-key root.
@@ -38,6 +46,8 @@ pub(crate) struct Module {
     pub(crate) route: Route,
     /// Its end-of-block work.
     pub(crate) end_block: EndBlock,
+    /// Its invariants.
+    pub(crate) invariants: Invariants,
 }
 
 /// Every module, in the order of every phase.
@@ -50,6 +60,7 @@ pub(crate) const MODULES: [Module; 8] = [
             _ => None,
         },
         end_block: nothing_at_the_end,
+        invariants: nothing_to_check,
     },
     Module {
         name: "slashing",
@@ -59,12 +70,14 @@ pub(crate) const MODULES: [Module; 8] = [
             _ => None,
         },
         end_block: slashing_end_block,
+        invariants: nothing_to_check,
     },
     Module {
         name: "reputation",
         genesis: |s, g| no_validators(g.reputation.apply(s)),
         route: |_, _, _, _| None,
         end_block: nothing_at_the_end,
+        invariants: nothing_to_check,
     },
     Module {
         name: "auction",
@@ -76,6 +89,10 @@ pub(crate) const MODULES: [Module; 8] = [
         end_block: |s, ctx, _| {
             gpuchain_auction::end_block(s, ctx)?;
             Ok(Vec::new())
+        },
+        invariants: |s| {
+            gpuchain_auction::escrow::check_invariants(s)?;
+            invariants::leases(s)
         },
     },
     Module {
@@ -89,6 +106,10 @@ pub(crate) const MODULES: [Module; 8] = [
             gpuchain_verify::end_block(s, ctx)?;
             Ok(Vec::new())
         },
+        invariants: |s| {
+            gpuchain_verify::check_invariants(s)?;
+            invariants::verify_cases(s)
+        },
     },
     Module {
         name: "serving",
@@ -101,6 +122,7 @@ pub(crate) const MODULES: [Module; 8] = [
             gpuchain_serving::end_block(s, ctx)?;
             Ok(Vec::new())
         },
+        invariants: |s| gpuchain_serving::check_invariants(s),
     },
     Module {
         name: "staking",
@@ -110,6 +132,7 @@ pub(crate) const MODULES: [Module; 8] = [
             _ => None,
         },
         end_block: |s, ctx, _| Ok(gpuchain_staking::end_block(s, ctx)?),
+        invariants: invariants::stakes,
     },
     Module {
         name: "upgrade",
@@ -119,8 +142,24 @@ pub(crate) const MODULES: [Module; 8] = [
             _ => None,
         },
         end_block: nothing_at_the_end,
+        invariants: nothing_to_check,
     },
 ];
+
+/// Checks every module's invariants on committed state `s`, in the table's order; how many
+/// modules were checked, or the first broken invariant, named by its module.
+pub fn check_invariants(s: &Store) -> Result<u64, String> {
+    let mut checked = 0u64;
+    for m in &MODULES {
+        (m.invariants)(s).map_err(|e| format!("{}: {e}", m.name))?;
+        checked = checked.saturating_add(1);
+    }
+    Ok(checked)
+}
+
+fn nothing_to_check(_: &Store) -> Result<(), String> {
+    Ok(())
+}
 
 /// A genesis section that starts no validators, its error as text.
 fn no_validators<E: std::fmt::Display>(
