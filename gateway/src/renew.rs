@@ -22,7 +22,14 @@ struct Kept {
     next: Option<u64>,
     /// No replacement is opened before this height (after one that cleared without leases).
     retry_at: u64,
+    /// Replacements in a row that cleared without a lease.
+    fruitless: u32,
 }
+
+/// Replacements in a row that may clear without a lease before the gateway stops opening
+/// them: each costs a transaction fee, and no provider bidding at the ceiling will not
+/// change by asking again and again.
+const MOST_FRUITLESS: u32 = 3;
 
 /// The renewal task's view.
 pub(crate) struct Renewals {
@@ -53,6 +60,7 @@ impl Renewals {
                 order,
                 next: None,
                 retry_at: 0,
+                fruitless: 0,
             })
             .collect();
         Renewals {
@@ -100,6 +108,9 @@ impl Renewals {
             return Ok(());
         };
         let (spec, current, next, retry_at) = (k.spec.clone(), k.order, k.next, k.retry_at);
+        if k.fruitless >= MOST_FRUITLESS {
+            return Ok(());
+        }
         let Some(next) = next else {
             let order = self.order(current).await?;
             let due =
@@ -136,15 +147,27 @@ impl Renewals {
         };
         k.next = None;
         if found.is_empty() {
-            // Try again once a bid window has passed, while the old leases still serve.
+            // Try again once a bid window has passed, a few times.
             k.retry_at = height.saturating_add(spec.bid_window).saturating_add(1);
-            tracing::warn!(
-                order = next,
-                model = %spec.model,
-                "the replacement order cleared without a lease; opening another later"
-            );
+            k.fruitless = k.fruitless.saturating_add(1);
+            if k.fruitless >= MOST_FRUITLESS {
+                tracing::error!(
+                    order = next,
+                    model = %spec.model,
+                    tries = k.fruitless,
+                    "no provider bid on the replacement orders: the model is no longer \
+                     renewed (open an order with a higher ceiling)"
+                );
+            } else {
+                tracing::warn!(
+                    order = next,
+                    model = %spec.model,
+                    "the replacement order cleared without a lease; opening another later"
+                );
+            }
             return Ok(());
         }
+        k.fruitless = 0;
         k.order = next;
         for u in &found {
             if let Some(lease) = u.lease {
