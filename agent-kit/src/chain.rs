@@ -13,6 +13,20 @@ use gpuchain_staking::Provider;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount, StateRead};
 
+/// Times a transaction refused by the mempool for its nonce is signed again.
+const NONCE_TRIES: u32 = 3;
+
+/// Whether `outcome` was refused for its nonce, in the mempool or its block (either way
+/// nothing of it was applied, fee included).
+fn refused_for_its_nonce(outcome: &TxOutcome) -> bool {
+    use gpuchain_types::ModuleError;
+    let bad_nonce = gpuchain_tx::TxError::BadNonce {
+        got: 0,
+        expected: 0,
+    };
+    outcome.codespace == bad_nonce.codespace() && outcome.code == bad_nonce.code()
+}
+
 /// Client, key, address and the memo the agent's transactions carry.
 #[derive(Clone)]
 pub struct AgentChain {
@@ -22,6 +36,8 @@ pub struct AgentChain {
     /// The key's account.
     pub address: Address,
     memo: &'static str,
+    /// Held while a transaction of this key is in flight, by every clone.
+    submitting: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AgentChain {
@@ -38,6 +54,7 @@ impl AgentChain {
             key,
             address,
             memo,
+            submitting: std::sync::Arc::default(),
         })
     }
 
@@ -58,8 +75,24 @@ impl AgentChain {
     }
 
     /// Signs and submits one message with `memo`; waits for its block.
+    /// One transaction of the agent's is in flight at a time, so its tasks never sign two
+    /// with one nonce; one the mempool refused for its nonce (another process signing with
+    /// the key) is signed again with the next nonce, a few times.
     pub async fn submit_with_memo(&self, msg: Msg, memo: &str) -> Result<TxOutcome> {
-        self.client.submit(&self.key, vec![msg], memo).await
+        let _turn = self.submitting.lock().await;
+        let mut tries = 0;
+        loop {
+            let outcome = self
+                .client
+                .submit(&self.key, vec![msg.clone()], memo)
+                .await?;
+            tries += 1;
+            if !refused_for_its_nonce(&outcome) || tries >= NONCE_TRIES {
+                return Ok(outcome);
+            }
+            tracing::warn!(log = %outcome.log, "transaction refused for its nonce: signing it again");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
     }
 
     /// The account's spendable balance.

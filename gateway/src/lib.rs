@@ -79,6 +79,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
         }
         let kept: Vec<(OrderSpec, u64)> = a.open.iter().cloned().zip(opened.clone()).collect();
         let opened = Arc::new(std::sync::Mutex::new(opened));
+        let renewals_stopped = Arc::new(tokio::sync::Mutex::new(false));
         if let (Some(chain), Some(leases), false) = (&chain, &leases, kept.is_empty()) {
             if a.renew_before_blocks > 0 {
                 let renewals = renew::Renewals::new(
@@ -89,7 +90,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
                     kept,
                     opened.clone(),
                 );
-                tokio::spawn(renewals.run());
+                tokio::spawn(renewals.run(renewals_stopped.clone()));
             }
         }
         let http_client = pool.http.clone();
@@ -128,6 +129,8 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
         if let Some(leases) = &leases {
             leases.flush(&http_client).await;
         }
+        // No replacement is opened from here on, and one being opened now is waited for.
+        *renewals_stopped.lock().await = true;
         if let (Some(chain), false) = (&chain, a.keep_orders) {
             let opened = opened.lock().map(|o| o.clone()).unwrap_or_default();
             orders::end_open(chain, &opened).await;

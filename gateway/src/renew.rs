@@ -2,7 +2,9 @@
 //! serving order's leases serve for its blocks and then end, so `--renew-before-blocks` blocks
 //! before they do the gateway opens the same order again, routes over the new leases once it
 //! clears (their receipts kept and acknowledged like the first ones'), and stops routing over
-//! a lease once it no longer serves (ended, or dropped after a report).
+//! a lease once it no longer serves (ended, or dropped after a report). An order its client
+//! ended before its term (from the CLI, or the gateway itself on its way out) is not renewed,
+//! and once the gateway stops no replacement is opened.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,6 +26,8 @@ struct Kept {
     retry_at: u64,
     /// Replacements in a row that cleared without a lease.
     fruitless: u32,
+    /// No longer renewed: ended by its client, or too many fruitless replacements.
+    given_up: bool,
 }
 
 /// Replacements in a row that may clear without a lease before the gateway stops opening
@@ -61,6 +65,7 @@ impl Renewals {
                 next: None,
                 retry_at: 0,
                 fruitless: 0,
+                given_up: false,
             })
             .collect();
         Renewals {
@@ -73,12 +78,18 @@ impl Renewals {
         }
     }
 
-    /// Renews and retires, once a second, until the process ends.
-    pub(crate) async fn run(mut self) {
+    /// Renews and retires, once a second, until `stopped` holds true. A step runs with the
+    /// flag locked, so whoever sets it waits for the step under way, and every order opened
+    /// is then in `opened`.
+    pub(crate) async fn run(mut self, stopped: Arc<tokio::sync::Mutex<bool>>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            let stopped = stopped.lock().await;
+            if *stopped {
+                return;
+            }
             if let Err(e) = self.step().await {
                 tracing::warn!(error = %format!("{e:#}"), "renewing serving orders");
             }
@@ -108,11 +119,22 @@ impl Renewals {
             return Ok(());
         };
         let (spec, current, next, retry_at) = (k.spec.clone(), k.order, k.next, k.retry_at);
-        if k.fruitless >= MOST_FRUITLESS {
+        if k.given_up {
             return Ok(());
         }
         let Some(next) = next else {
             let order = self.order(current).await?;
+            if order.ended_early() {
+                tracing::info!(
+                    order = current,
+                    model = %spec.model,
+                    "the order was ended by its client: not renewed"
+                );
+                if let Some(k) = self.kept.get_mut(i) {
+                    k.given_up = true;
+                }
+                return Ok(());
+            }
             let due =
                 order.end_height != 0 && height.saturating_add(self.before) >= order.end_height;
             if due && height >= retry_at {
@@ -151,6 +173,7 @@ impl Renewals {
             k.retry_at = height.saturating_add(spec.bid_window).saturating_add(1);
             k.fruitless = k.fruitless.saturating_add(1);
             if k.fruitless >= MOST_FRUITLESS {
+                k.given_up = true;
                 tracing::error!(
                     order = next,
                     model = %spec.model,

@@ -80,19 +80,7 @@ impl<'a> Market<'a> {
         backend: &str,
         extra: &[&str],
     ) -> Result<ProviderAgent> {
-        let ports = free_port_block(2);
-        let spec = AgentSpec {
-            node: self.node(),
-            keys_home: self.net.keys_home(),
-            key: key.into(),
-            dir: self.dir.path().join(key),
-            blob_port: ports,
-            metrics_port: ports + 1,
-            cpu_price: 100_000,
-            max_jobs: 2,
-            archs: vec!["digits_mlp".into()],
-            bond: 1_000 * GPU,
-        };
+        let spec = AgentSpec::digits(self.net, key, self.dir.path());
         let config = write_provider_config(&spec, region, backend)?;
         register_provider(&config)?;
         ProviderAgent::spawn(&config, extra)

@@ -82,6 +82,25 @@ pub struct AgentSpec {
 }
 
 impl AgentSpec {
+    /// A CPU provider of digits jobs on `net`'s first node under key `key`, its files in
+    /// `<parent>/<key>`, on two free ports, at 100,000 ugpu per CPU-second, two jobs at
+    /// once, bonding 1,000 GPU: what most tests want, changed field by field where not.
+    pub fn digits(net: &crate::TestNet, key: &str, parent: &Path) -> AgentSpec {
+        let ports = crate::free_port_block(2);
+        AgentSpec {
+            node: net.net.nodes[0].rpc_url.clone(),
+            keys_home: net.keys_home(),
+            key: key.into(),
+            dir: parent.join(key),
+            blob_port: ports,
+            metrics_port: ports + 1,
+            cpu_price: 100_000,
+            max_jobs: 2,
+            archs: vec!["digits_mlp".into()],
+            bond: 1_000_000_000,
+        }
+    }
+
     /// Writes `<dir>/provider.toml` and returns its path.
     pub fn write_config(&self) -> Result<PathBuf> {
         std::fs::create_dir_all(&self.dir)?;

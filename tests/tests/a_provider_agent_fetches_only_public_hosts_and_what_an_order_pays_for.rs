@@ -7,8 +7,8 @@
 use gpuchain_auction::{AuctionMsg, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{
-    blob, digits_input, digits_job, free_port_block, register_provider, routed_order, wait_for,
-    AgentSpec, BlobHost, ProviderAgent, TestNet,
+    blob, digits_input, digits_job, register_provider, routed_order, wait_for, AgentSpec, BlobHost,
+    ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 
@@ -20,19 +20,7 @@ async fn a_provider_agent_fetches_only_public_hosts_and_what_an_order_pays_for(
     let accounts = [("client", 10_000 * GPU), ("p1", 2_000 * GPU)];
     let net = TestNet::start(1, &accounts).await?;
     let dir = tempfile::tempdir()?;
-    let ports = free_port_block(2);
-    let spec = AgentSpec {
-        node: net.net.nodes[0].rpc_url.clone(),
-        keys_home: net.keys_home(),
-        key: "p1".into(),
-        dir: dir.path().join("p1"),
-        blob_port: ports,
-        metrics_port: ports + 1,
-        cpu_price: 100_000,
-        max_jobs: 2,
-        archs: vec!["digits_mlp".into()],
-        bond: 1_000 * GPU,
-    };
+    let spec = AgentSpec::digits(&net, "p1", dir.path());
     let config = spec.write_config()?;
     let text = std::fs::read_to_string(&config)?.replace(
         "allow_private_blob_hosts = true",

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpuchain_tests::{free_port_block, register_provider, AgentSpec, ProviderAgent, TestNet};
+use gpuchain_tests::{register_provider, AgentSpec, ProviderAgent, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -40,18 +40,10 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
     let mut net = TestNet::start(1, &[("p1", 2_000 * GPU)]).await?;
     let chain = net.client(0)?;
     let dir = tempfile::tempdir()?;
-    let ports = free_port_block(2);
     let spec = AgentSpec {
-        node: net.net.nodes[0].rpc_url.clone(),
-        keys_home: net.keys_home(),
-        key: "p1".into(),
-        dir: dir.path().join("p1"),
-        blob_port: ports,
-        metrics_port: ports + 1,
         cpu_price: 1_000,
         max_jobs: 1,
-        archs: vec!["digits_mlp".into()],
-        bond: 1_000 * GPU,
+        ..AgentSpec::digits(&net, "p1", dir.path())
     };
     let config = spec.write_config()?;
     register_provider(&config)?;

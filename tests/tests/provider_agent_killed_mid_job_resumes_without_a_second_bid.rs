@@ -10,8 +10,7 @@ use gpuchain_auction::{
 use gpuchain_client::keys::Keystore;
 use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
-    blob, free_port_block, receive, register_provider, wait_for, AgentSpec, BlobHost,
-    ProviderAgent, TestNet,
+    blob, receive, register_provider, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 use tendermint_rpc::query::Query;
@@ -83,18 +82,9 @@ async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow:
     .await?;
     let chain = net.client(0)?;
     let dir = tempfile::tempdir()?;
-    let ports = free_port_block(2);
     let spec = AgentSpec {
-        node: net.net.nodes[0].rpc_url.clone(),
-        keys_home: net.keys_home(),
-        key: "p1".into(),
-        dir: dir.path().join("p1"),
-        blob_port: ports,
-        metrics_port: ports + 1,
-        cpu_price: 100_000,
         max_jobs: 1,
-        archs: vec!["digits_mlp".into()],
-        bond: 1_000 * GPU,
+        ..AgentSpec::digits(&net, "p1", dir.path())
     };
     let config = spec.write_config()?;
     register_provider(&config)?;

@@ -4,12 +4,13 @@
 //! agent bids on it and wins a second lease; the gateway routes over the new lease once it
 //! clears and stops routing over the first once it ends. A client asking all the while gets
 //! every answer, the later ones on the second lease, and the provider is paid on both leases
-//! for what it answered on each.
+//! for what it answered on each. Stopped, the gateway ends the order it serves on and opens
+//! none for the one it ended: both orders close and the client has its deposits' rest back.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
-use gpuchain_serving::{ServingLease, ServingLeaseState, ServingRead};
+use gpuchain_serving::{ServingLease, ServingLeaseState, ServingOrderState, ServingRead};
 use gpuchain_tests::serving_market::{OpenedBy, ServingMarket};
 use serde_json::json;
 
@@ -23,7 +24,7 @@ async fn leases(m: &ServingMarket) -> anyhow::Result<Vec<ServingLease>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_throughout(
 ) -> anyhow::Result<()> {
-    let m = ServingMarket::start(
+    let mut m = ServingMarket::start(
         1,
         &[],
         OpenedBy::GatewayRenewing {
@@ -115,5 +116,35 @@ async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_througho
         log.contains("opened its replacement") && log.contains("not routed to"),
         "the gateway logs the renewal and the retirement: {log}"
     );
+
+    ensure!(m.gateway.terminate()?, "the gateway did not stop cleanly");
+    let mut orders = Vec::new();
+    for _ in 0..240 {
+        orders = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::module_prefix())
+            .await?
+            .serving_orders();
+        if orders.iter().all(|o| o.state == ServingOrderState::Closed) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let states: Vec<_> = orders.iter().map(|o| (o.id, o.state)).collect();
+    ensure!(
+        orders.iter().any(|o| o.id == second.order_id)
+            && orders
+                .iter()
+                .all(|o| o.state == ServingOrderState::Closed && o.id <= second.order_id),
+        "the replacement (order {}) closed after the gateway stopped, and no third order was \
+         opened: {states:?} (logs in {})",
+        second.order_id,
+        m.dir.path().display()
+    );
+    let escrow = m
+        .chain
+        .balance(&gpuchain_serving::module_account::serving_escrow())
+        .await?;
+    ensure!(escrow == 0, "the serving escrow still holds {escrow} ugpu");
     Ok(())
 }

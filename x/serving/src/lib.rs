@@ -202,6 +202,16 @@ pub struct ServingOrder {
     pub leases: Vec<u64>,
 }
 
+impl ServingOrder {
+    /// Whether its client ended its leases before their full term: an order clears in the
+    /// end-block of `bid_end_height` and then serves `duration_blocks`, so an end before
+    /// that was asked for (`MsgEndServing`). A gateway renews only orders that ran their term.
+    pub fn ended_early(&self) -> bool {
+        !self.leases.is_empty()
+            && self.end_height < self.bid_end_height.saturating_add(self.duration_blocks)
+    }
+}
+
 /// A provider's bid on a serving order.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct ServingBid {

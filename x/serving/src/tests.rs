@@ -648,6 +648,7 @@ fn a_reported_provider_that_answers_loses_nothing_and_one_that_does_not_loses_th
 #[test]
 fn ending_early_stops_the_leases_and_refunds_the_rest_after_the_claim_grace() {
     let (mut chain, a, _) = serving(50_000);
+    assert!(!chain.state.serving_order(1).unwrap().ended_early());
     let end = ServingMsg::End(MsgEndServing { order_id: 1 });
     assert!(matches!(
         chain.exec(10, 10, end.clone()),
@@ -656,6 +657,7 @@ fn ending_early_stops_the_leases_and_refunds_the_rest_after_the_claim_grace() {
     chain.exec(10, CLIENT, end.clone()).unwrap();
     let order = chain.state.serving_order(1).unwrap();
     assert_eq!((order.end_height, order.close_height), (10, 30));
+    assert!(order.ended_early());
     assert_eq!(chain.state.serving_lease(a.id).unwrap().end_height, 10);
     chain.run(10, 29);
     claim(&mut chain, 29, 10, &receipts(a.id, 0, 1, 1_000)).unwrap();
