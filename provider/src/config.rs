@@ -90,8 +90,9 @@ pub(crate) struct ProviderConfig {
     /// blob URLs come from whoever posts an order. Localnets turn it on.
     #[serde(default)]
     pub(crate) allow_private_blob_hosts: bool,
-    /// Appeal every `faulty` first verdict on a result this agent computed (locks the
-    /// chain's appeal deposit, returned when the canonical re-runs overturn the verdict).
+    /// Appeal every `faulty` first verdict on a result this agent computed, and every
+    /// standing `faulty` verdict on a serving claim of its endpoint (locks the chain's
+    /// appeal deposit, returned when the fresh jury overturns the verdict).
     #[serde(default = "yes")]
     pub(crate) appeal_faulty_verdicts: bool,
 }

@@ -266,6 +266,8 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
         verdict_window_blocks: 4,
         report_window_blocks: 4,
         retention_blocks: 40,
+        appeal_window_blocks: 3,
+        appeal_deposit: 10 * GPU,
         ..ServingParams::default()
     };
     g

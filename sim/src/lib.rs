@@ -108,16 +108,19 @@ fn liveness_bound(
         .saturating_mul(6)
         .saturating_add(v.appeal_window_blocks);
     // A serving order opened in the last faulty block: its bid window, its leases, the claim
-    // grace, then a claim audited at the last moment: the reveal and every juror missing.
+    // grace, then a claim audited at the last moment: the reveal, every juror missing, the
+    // appeal window, and every appeal juror missing.
+    let juries = s
+        .verdict_window_blocks
+        .saturating_mul(u64::from(s.max_jury_draws))
+        .saturating_mul(2);
     let serving = s
         .max_bid_window_blocks
         .saturating_add(s.max_duration_blocks)
         .saturating_add(s.claim_grace_blocks)
         .saturating_add(s.reveal_window_blocks)
-        .saturating_add(
-            s.verdict_window_blocks
-                .saturating_mul(u64::from(s.max_jury_draws)),
-        );
+        .saturating_add(juries)
+        .saturating_add(s.appeal_window_blocks);
     auction
         .saturating_add(verify)
         .max(serving)

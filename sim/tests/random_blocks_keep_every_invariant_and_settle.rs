@@ -53,8 +53,8 @@ fn random_blocks_keep_every_invariant_and_settle() {
         "serving claims were paid and audited receipts revealed"
     );
     assert!(
-        passed("serving.verdict") > 0,
-        "drawn verifiers judged receipts"
+        passed("serving.verdict") > 0 && passed("serving.appeal") > 0,
+        "drawn verifiers judged receipts and standing verdicts were appealed"
     );
     assert!(total.invariant_checks >= total.blocks * 8);
 }

@@ -41,6 +41,29 @@ pub enum OpenedBy {
     },
 }
 
+/// What a market starts with beyond its verifiers, cheat and opener.
+#[derive(Clone, Debug)]
+pub struct MarketOptions {
+    /// How many of the verifiers rubber-stamp (`--rubber-stamp`: `honest` on every audit,
+    /// nothing run).
+    pub rubber_stamps: usize,
+    /// Accounts `spare0`, `spare1`, … funded at genesis, to become verifiers later
+    /// ([`ServingMarket::add_verifier`]).
+    pub spare_verifiers: usize,
+    /// The chain's appeal window for serving verdicts.
+    pub appeal_window_blocks: u64,
+}
+
+impl Default for MarketOptions {
+    fn default() -> Self {
+        MarketOptions {
+            rubber_stamps: 0,
+            spare_verifiers: 0,
+            appeal_window_blocks: 20,
+        }
+    }
+}
+
 /// Everything of one serving market; processes stop on drop.
 pub struct ServingMarket {
     /// The localnet.
@@ -57,8 +80,9 @@ pub struct ServingMarket {
     pub gateway: Server,
     /// The provider's endpoint.
     pub server: Server,
-    _verifiers: Vec<VerifierAgent>,
-    _provider: ProviderAgent,
+    verifiers: Vec<VerifierAgent>,
+    provider: ProviderAgent,
+    model_hash: String,
     /// Files of the agents and servers (logs, receipts).
     pub dir: tempfile::TempDir,
 }
@@ -86,13 +110,49 @@ pub fn key_address(home: &str, name: &str) -> Result<String> {
 
 /// Serving parameters under which every claim is audited, so the whole audit path runs: one
 /// verifier judges alone (no second opinion), with windows that leave a loaded test machine
-/// time to reveal and judge, and a short claim grace.
-pub(crate) fn audit_every_claim(p: &mut gpuchain_serving::ServingParams) {
+/// time to reveal and judge, a short claim grace, and standing verdicts open to appeal for
+/// `appeal_window_blocks`.
+pub(crate) fn audit_every_claim(
+    p: &mut gpuchain_serving::ServingParams,
+    appeal_window_blocks: u64,
+) {
     p.audit_ppm = 1_000_000;
     p.second_opinion_ppm = 0;
     p.reveal_window_blocks = 100;
     p.verdict_window_blocks = 200;
     p.claim_grace_blocks = 10;
+    p.appeal_window_blocks = appeal_window_blocks;
+}
+
+/// Writes a verifier's config that audits SmolLM2 answers, and registers it.
+fn verifier_config(
+    node: &str,
+    keys: &Path,
+    name: &str,
+    dir: &Path,
+    model: &Path,
+    hash: &str,
+) -> Result<PathBuf> {
+    let config = VerifierSpec {
+        node: node.to_string(),
+        keys_home: keys.to_path_buf(),
+        key: name.to_string(),
+        dir: dir.join(name),
+        metrics_port: free_port_block(1),
+        backend: "cpu".into(),
+        bond: 1_000 * GPU,
+        challenge: String::new(),
+    }
+    .write_config()?;
+    append(
+        &config,
+        &format!(
+            "[serving]\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\npath = \"{}\"\n",
+            model.display()
+        ),
+    )?;
+    register_verifier(&config)?;
+    Ok(config)
 }
 
 /// The first serving lease on the chain, once there is one.
@@ -117,11 +177,32 @@ impl ServingMarket {
         serve_extra: &[&str],
         by: OpenedBy,
     ) -> Result<ServingMarket> {
+        ServingMarket::start_with(verifiers, serve_extra, by, MarketOptions::default()).await
+    }
+
+    /// [`ServingMarket::start`] with `options`.
+    pub async fn start_with(
+        verifiers: usize,
+        serve_extra: &[&str],
+        by: OpenedBy,
+        options: MarketOptions,
+    ) -> Result<ServingMarket> {
         let mut accounts = vec![("client", 1_000 * GPU), ("provider", 3_000 * GPU)];
         let names: Vec<String> = (0..verifiers).map(|i| format!("verifier{i}")).collect();
-        accounts.extend(names.iter().map(|n| (n.as_str(), 3_000 * GPU)));
+        let spares: Vec<String> = (0..options.spare_verifiers)
+            .map(|i| format!("spare{i}"))
+            .collect();
+        accounts.extend(
+            names
+                .iter()
+                .chain(&spares)
+                .map(|n| (n.as_str(), 3_000 * GPU)),
+        );
         let net = TestNet::start_with(1, &accounts, |spec| {
-            audit_every_claim(&mut spec.genesis.serving.params);
+            audit_every_claim(
+                &mut spec.genesis.serving.params,
+                options.appeal_window_blocks,
+            );
         })
         .await?;
         let node = net.net.nodes[0].rpc_url.clone();
@@ -132,27 +213,14 @@ impl ServingMarket {
         let hash = blake3::hash(&std::fs::read(&model)?).to_hex().to_string();
 
         let mut agents = Vec::new();
-        for name in &names {
-            let config = VerifierSpec {
-                node: node.clone(),
-                keys_home: keys.clone(),
-                key: name.clone(),
-                dir: dir.path().join(name),
-                metrics_port: free_port_block(1),
-                backend: "cpu".into(),
-                bond: 1_000 * GPU,
-                challenge: String::new(),
-            }
-            .write_config()?;
-            append(
-                &config,
-                &format!(
-                    "[serving]\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{hash}\"\npath = \"{}\"\n",
-                    model.display()
-                ),
-            )?;
-            register_verifier(&config)?;
-            agents.push(VerifierAgent::spawn(&config)?);
+        for (i, name) in names.iter().enumerate() {
+            let config = verifier_config(&node, &keys, name, dir.path(), &model, &hash)?;
+            let extra: &[&str] = if i < options.rubber_stamps {
+                &["--rubber-stamp"]
+            } else {
+                &[]
+            };
+            agents.push(VerifierAgent::spawn_with(&config, extra)?);
         }
 
         let receipts = dir.path().join("provider-receipts");
@@ -287,10 +355,31 @@ impl ServingMarket {
             lease,
             gateway,
             server,
-            _verifiers: agents,
-            _provider: provider,
+            verifiers: agents,
+            provider,
+            model_hash: hash,
             dir,
         })
+    }
+
+    /// Registers the funded account `name` (a spare of [`MarketOptions`]) as a verifier that
+    /// audits SmolLM2 answers and starts its agent.
+    pub fn add_verifier(&mut self, name: &str) -> Result<()> {
+        let config = verifier_config(
+            &self.node,
+            Path::new(&self.home),
+            name,
+            self.dir.path(),
+            &smollm2_path(),
+            &self.model_hash,
+        )?;
+        self.verifiers.push(VerifierAgent::spawn(&config)?);
+        Ok(())
+    }
+
+    /// What the provider agent has logged so far.
+    pub fn provider_log(&self) -> String {
+        std::fs::read_to_string(&self.provider.log).unwrap_or_default()
     }
 
     /// Sends `body` to the gateway's `path`; the answer.

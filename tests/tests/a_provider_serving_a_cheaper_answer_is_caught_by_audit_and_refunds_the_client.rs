@@ -2,8 +2,11 @@
 //! `--dishonest-answers`: every token shifted, the text and receipt consistent with what it
 //! sent, so the client's gateway acknowledges it) is caught: every claim is audited, the
 //! provider agent reveals the answer it served, two drawn verifiers find tokens the model
-//! does not pick, and the chain slashes the provider for a wrong result, refunds the whole
-//! claim to the client and takes the lease from the provider. Nothing is paid for it.
+//! does not pick, and their `faulty` verdict stands. The provider agent, which cannot tell
+//! its endpoint cheated, appeals it; no fresh verifier is left to judge the appeal, so the
+//! verdict applies and the deposit goes back: the chain slashes the provider for a wrong
+//! result, refunds the whole claim to the client and takes the lease from the provider.
+//! Nothing is paid for it.
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::ServingLeaseState;
@@ -31,6 +34,11 @@ async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_
         caught.state == ServingLeaseState::Dropped,
         "the lease is taken from the cheat: {:?}",
         caught.state
+    );
+    let log = m.provider_log();
+    ensure!(
+        log.contains("appeal of a faulty serving verdict") && log.contains("committed"),
+        "the provider agent appeals the faulty verdict on its claim: {log}"
     );
     let slashes = slash_records(&m.node)?;
     let wrong: Vec<_> = slashes

@@ -1,7 +1,7 @@
 //! `tx serving …` and `query serving …`: clients open and end serving orders and report
 //! leases; providers bid, claim acknowledged batches and answer reports; the provider or
-//! client reveals an audited receipt; drawn verifiers judge it; anyone lists orders, leases
-//! and open claims.
+//! client reveals an audited receipt; drawn verifiers judge it; the party a standing verdict
+//! goes against appeals it; anyone lists orders, leases and open claims.
 
 use std::path::PathBuf;
 
@@ -9,8 +9,9 @@ use anyhow::{bail, Context, Result};
 use gpuchain_client::ChainClient;
 use gpuchain_serving::receipt::{merkle_proof, Receipt, SignedAck};
 use gpuchain_serving::{
-    ClaimStage, ModelRef, MsgBidServing, MsgEndServing, MsgOpenServing, MsgReportUnresponsive,
-    MsgRevealReceipt, MsgServingHeartbeat, MsgServingVerdict, ServingKind, ServingMsg, ServingRead,
+    ClaimStage, ModelRef, MsgAppealServing, MsgBidServing, MsgEndServing, MsgOpenServing,
+    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingVerdict, ServingKind,
+    ServingMsg, ServingRead,
 };
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount};
@@ -118,6 +119,15 @@ pub(crate) enum ServingTx {
         /// `honest` or `faulty`.
         #[arg(value_parser = parse_honest)]
         verdict: bool,
+    },
+    /// Appeal a claim's standing verdict within its appeal window: as the client of an
+    /// `honest` verdict or the provider of a `faulty` one. Locks the appeal deposit, lost if
+    /// the fresh jury upholds the verdict.
+    Appeal {
+        /// Client or provider key.
+        from: String,
+        /// Claim id.
+        claim_id: u64,
     },
 }
 
@@ -263,6 +273,12 @@ pub(crate) async fn serving_msg<'a>(
             ServingMsg::Verdict(MsgServingVerdict {
                 claim_id: *claim_id,
                 honest: *verdict,
+            }),
+        ),
+        ServingTx::Appeal { from, claim_id } => (
+            from,
+            ServingMsg::Appeal(MsgAppealServing {
+                claim_id: *claim_id,
             }),
         ),
     };

@@ -1,7 +1,8 @@
 //! Serving leases, the agent's side (the endpoint's side is `serve::ledger`): bid on serving
 //! orders for the models configured under `[serving]`, claim every batch the client
-//! acknowledged (in order, as the chain takes them), reveal the receipt an audit draws, and
-//! answer a client's report with a heartbeat.
+//! acknowledged (in order, as the chain takes them), reveal the receipt an audit draws,
+//! appeal a `faulty` verdict on what its endpoint answered, and answer a client's report with
+//! a heartbeat.
 
 use std::path::{Path, PathBuf};
 
@@ -9,9 +10,9 @@ use anyhow::{Context, Result};
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_serving::receipt::{merkle_proof, AckedBatch, Receipt};
 use gpuchain_serving::{
-    Claim, ClaimStage, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat, ServingAuditEvent,
-    ServingLease, ServingLeaseState, ServingMsg, ServingOrder, ServingOrderOpenedEvent,
-    ServingOrderState, ServingReportEvent,
+    Claim, ClaimStage, MsgAppealServing, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat,
+    ServingAuditEvent, ServingLease, ServingLeaseState, ServingMsg, ServingOrder,
+    ServingOrderOpenedEvent, ServingOrderState, ServingReportEvent, ServingVerdictStandsEvent,
 };
 use gpuchain_tx::Msg;
 
@@ -90,6 +91,10 @@ impl Agent {
                 if audit.provider == me {
                     self.reveal(&config, audit.claim_id, audit.lease_id).await;
                 }
+            } else if let Some(stands) = e.decode::<ServingVerdictStandsEvent>() {
+                if stands.provider == me && !stands.honest {
+                    self.appeal_serving_fault(stands.claim_id).await;
+                }
             } else if let Some(report) = e.decode::<ServingReportEvent>() {
                 if report.provider == me {
                     self.open_reports.insert(report.lease_id, report.deadline);
@@ -98,6 +103,23 @@ impl Agent {
         }
         self.answer_reports(&config, block.height).await;
         self.claim_acknowledged(&config).await
+    }
+
+    /// A `faulty` verdict stands on one of our claims: our endpoint answered with the model
+    /// it serves, so the verdict is wrong and a fresh jury is asked (the appeal deposit is
+    /// lost if it agrees). Operators who would rather not risk the deposit turn
+    /// `appeal_faulty_verdicts` off.
+    async fn appeal_serving_fault(&self, claim_id: u64) {
+        if !self.config.provider.appeal_faulty_verdicts {
+            tracing::warn!(
+                claim_id,
+                "faulty serving verdict on our claim; not appealing"
+            );
+            return;
+        }
+        let msg = ServingMsg::Appeal(MsgAppealServing { claim_id });
+        self.submit_serving(msg, "appeal of a faulty serving verdict")
+            .await;
     }
 
     /// Answers each open report with a heartbeat as soon as the serving endpoint answers:

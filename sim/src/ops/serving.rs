@@ -1,16 +1,18 @@
 //! x/serving operations: clients open serving orders, providers bid and claim acknowledged
 //! batches of receipts whose answers are right or (for liars and colluders) wrong, audited
 //! receipts are revealed (silent providers leave it to the client, or to nobody), drawn
-//! verifiers judge by profile, clients report leases and providers answer, clients end
+//! verifiers judge by profile, the party a wrong standing verdict goes against appeals it
+//! (and now and then a right one), clients report leases and providers answer, clients end
 //! orders early; faults: acknowledgements the client never signed, claims replayed. Also the
 //! honest reveals, verdicts and heartbeats of the liveness phase.
 
 use ed25519_dalek::Signer;
 use gpuchain_serving::receipt::{merkle_proof, BatchAck, Receipt};
 use gpuchain_serving::{
-    Claim, ClaimStage, ModelRef, MsgBidServing, MsgClaimServing, MsgEndServing, MsgOpenServing,
-    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingVerdict, ServingKind,
-    ServingLease, ServingLeaseState, ServingMsg, ServingOrderState, ServingRead,
+    Claim, ClaimStage, ModelRef, MsgAppealServing, MsgBidServing, MsgClaimServing, MsgEndServing,
+    MsgOpenServing, MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat,
+    MsgServingVerdict, ServingKind, ServingLease, ServingLeaseState, ServingMsg, ServingOrderState,
+    ServingRead,
 };
 use gpuchain_tx::Msg;
 
@@ -277,6 +279,51 @@ pub(super) fn verdict(g: &mut Gen<'_>) -> Planned {
         Profile::Honest | Profile::Silent | Profile::Colluder => truth,
     };
     Planned::Txs(vec![verdict_tx(g, verifier, claim_id, honest)])
+}
+
+/// Standing verdicts the party they go against could appeal: (that party, claim, whether
+/// the verdict is wrong).
+fn appealable(g: &Gen<'_>) -> Vec<(usize, u64, bool)> {
+    g.state
+        .serving_claims()
+        .into_iter()
+        .filter_map(|c| {
+            let ClaimStage::Standing {
+                honest,
+                appeal_deadline,
+                judgement,
+            } = &c.stage
+            else {
+                return None;
+            };
+            if g.height > *appeal_deadline {
+                return None;
+            }
+            let lease = g.state.serving_lease(c.lease_id)?;
+            let against = if *honest {
+                lease.client
+            } else {
+                lease.provider
+            };
+            let truth = judgement.response == right_answer(c.lease_id, judgement.receipt.seq);
+            Some((who(g, &against)?, c.id, *honest != truth))
+        })
+        .collect()
+}
+
+/// The party a standing verdict goes against appeals it: always when it is wrong (a client
+/// knows its answer was cheap, a provider what it served), one time in four when it is
+/// right (a bluff that costs the deposit).
+pub(super) fn appeal(g: &mut Gen<'_>) -> Planned {
+    let cases = appealable(g);
+    let Some(&(party, claim_id, wrong)) = g.rng.pick(&cases) else {
+        return Planned::NoOp;
+    };
+    if !wrong && !g.rng.one_in(4) {
+        return Planned::NoOp;
+    }
+    let msg = ServingMsg::Appeal(MsgAppealServing { claim_id });
+    Planned::Txs(vec![g.tx(party, vec![serving(msg)])])
 }
 
 /// A client reports one of its serving leases.

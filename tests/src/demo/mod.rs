@@ -208,10 +208,11 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         let v = &mut spec.genesis.verify.params;
         v.verdict_deadline_blocks = 200;
         v.appeal_window_blocks = 3;
-        // Every serving claim is audited, so the serving stage shows the audit path; a
-        // restarted endpoint has 100 blocks to answer a report.
+        // Every serving claim is audited, so the serving stage shows the audit path, and a
+        // verdict stands open to appeal for 5 blocks; a restarted endpoint has 100 blocks to
+        // answer a report.
         let s = &mut spec.genesis.serving.params;
-        crate::serving_market::audit_every_claim(s);
+        crate::serving_market::audit_every_claim(s, 5);
         s.report_window_blocks = 100;
     })
     .await?;

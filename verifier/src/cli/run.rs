@@ -11,8 +11,8 @@ use crate::config::Config;
 pub(crate) struct RunArgs {
     #[command(flatten)]
     config: ConfigArg,
-    /// Test only: post `honest` on every assignment without fetching or re-executing
-    /// anything (a lazy verifier; slashable when appealed).
+    /// Test only: post `honest` on every assignment and serving audit without fetching or
+    /// re-executing anything (a lazy verifier; slashable when appealed).
     #[cfg(feature = "test-hooks")]
     #[arg(long, hide = true)]
     rubber_stamp: bool,

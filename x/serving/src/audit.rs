@@ -1,14 +1,15 @@
 //! Audits of claims: the draw after a claim's block, the reveal deadline, the jury of drawn
-//! verifiers and what the standing verdict does (see the crate docs for the rules).
+//! verifiers, the appeal window and appeal jury, and what the final verdict does (see the
+//! crate docs for the rules).
 
 use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind};
 use gpuchain_types::{BlockCtx, StateWrite};
 use gpuchain_verify::jury::{self, Misjudgement};
 
-use crate::escrow::{drop_lease, pay_verifiers, settle_claim, Settlement};
+use crate::escrow::{drop_lease, move_funds, pay_verifiers, settle_claim, Settlement};
 use crate::{
-    module_account::serving_escrow, Claim, ClaimStage, Judgement, ServingAuditEvent, ServingError,
-    ServingJurorEvent, ServingRead, ServingWrite, Timer,
+    module_account::serving_escrow, Claim, ClaimStage, Judgement, JuryVerdict, ServingAuditEvent,
+    ServingError, ServingJurorEvent, ServingRead, ServingVerdictStandsEvent, ServingWrite, Timer,
 };
 
 /// Draw purposes: the audit roll, the audited position, the jurors.
@@ -96,7 +97,9 @@ pub(crate) fn withheld(
 }
 
 /// Draws the next verifier for a revealed claim, or settles it with no verdict when none
-/// can be drawn. The caller has stored nothing of `claim` yet.
+/// can be drawn (an appeal then ends with the first verdict and the deposit back). Each
+/// jury, the first and the appeal's, has `max_jury_draws` draws. The caller has stored
+/// nothing of `claim` yet.
 pub(crate) fn assign_next(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -108,9 +111,14 @@ pub(crate) fn assign_next(
         .serving_lease(claim.lease_id)
         .ok_or(ServingError::UnknownLease(claim.lease_id))?;
     let draws = judgement.served.len();
+    let first_draws = judgement.appeal.as_ref().map_or(0, |a| a.first_draws);
+    let this_round = u64::try_from(draws)
+        .ok()
+        .and_then(|d| d.checked_sub(u64::from(first_draws)))
+        .ok_or(ServingError::Overflow)?;
     let mut subject = claim.id.to_be_bytes().to_vec();
     subject.extend(u64::try_from(draws).unwrap_or(u64::MAX).to_be_bytes());
-    let drawn = if draws < usize::from(params.max_jury_draws) {
+    let drawn = if this_round < u64::from(params.max_jury_draws) {
         jury::draw(
             state,
             ctx,
@@ -123,6 +131,13 @@ pub(crate) fn assign_next(
         None
     };
     let Some(verifier) = drawn else {
+        if judgement.appeal.is_some() {
+            return decide_appeal(state, ctx, claim, judgement, None);
+        }
+        // No verdict stands: whoever judged is let go, nobody slashed.
+        for v in &judgement.verdicts {
+            jury::release(state, &v.verifier);
+        }
         return settle_claim(
             state,
             &claim,
@@ -160,7 +175,9 @@ pub(crate) fn assign_next(
     Ok(())
 }
 
-/// After a verdict: another round, or the standing verdict.
+/// After a verdict: another round, the standing verdict (open to appeal when the window is
+/// positive) or, in an appeal, the final one. An appeal jury decides by two agreeing
+/// verdicts, `honest` as much as `faulty`.
 pub(crate) fn next_step(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -169,7 +186,9 @@ pub(crate) fn next_step(
 ) -> Result<(), ServingError> {
     let params = state.serving_params();
     let found: Vec<bool> = judgement.verdicts.iter().map(|v| v.honest).collect();
+    let appeal = judgement.appeal.is_some();
     let standing = match found.as_slice() {
+        [true] if appeal => None,
         [true] => {
             let subject = claim.id.to_be_bytes();
             if ctx.draw_ppm(SECOND_OPINION, &subject) < u64::from(params.second_opinion_ppm) {
@@ -186,24 +205,121 @@ pub(crate) fn next_step(
     };
     match standing {
         None => assign_next(state, ctx, claim, judgement),
-        Some(honest) => stand(state, ctx, claim, &judgement, honest),
+        Some(honest) if appeal => decide_appeal(state, ctx, claim, judgement, Some(honest)),
+        Some(honest) if params.appeal_window_blocks == 0 => {
+            apply(state, ctx, claim, &judgement.verdicts, honest)
+        }
+        Some(honest) => open_appeal_window(state, ctx, claim, judgement, honest),
     }
 }
 
-/// Applies the standing verdict: the losing verifiers are slashed, then the claim is paid
-/// (`honest`) or the provider slashed and the client refunded (`faulty`).
-fn stand(
+/// The first jury's verdict stands: it applies when the appeal window passes, unless the
+/// party it goes against appeals before.
+fn open_appeal_window(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    mut claim: Claim,
+    judgement: Box<Judgement>,
+    honest: bool,
+) -> Result<(), ServingError> {
+    let lease = state
+        .serving_lease(claim.lease_id)
+        .ok_or(ServingError::UnknownLease(claim.lease_id))?;
+    let appeal_deadline = ctx
+        .height
+        .checked_add(state.serving_params().appeal_window_blocks)
+        .ok_or(ServingError::Overflow)?;
+    claim.stage = ClaimStage::Standing {
+        honest,
+        appeal_deadline,
+        judgement,
+    };
+    state.put_serving_claim(&claim);
+    state.set_serving_timer(appeal_deadline, Timer::Appeal(claim.id));
+    state.emit(
+        ServingVerdictStandsEvent {
+            claim_id: claim.id,
+            lease_id: claim.lease_id,
+            provider: lease.provider,
+            client: lease.client,
+            honest,
+            appeal_deadline,
+        }
+        .into(),
+    );
+    Ok(())
+}
+
+/// The appeal window passed without an appeal: the standing verdict applies.
+pub(crate) fn window_closed(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     claim: Claim,
-    judgement: &Judgement,
+) -> Result<(), ServingError> {
+    match claim.stage {
+        ClaimStage::Standing {
+            honest,
+            appeal_deadline,
+            ref judgement,
+        } if appeal_deadline == ctx.height => {
+            let verdicts = judgement.verdicts.clone();
+            apply(state, ctx, claim, &verdicts, honest)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The appeal jury decided (`Some`), or it could not be completed (`None`: the first verdict
+/// stands, the appeal jurors are let go). Upheld, the appeal deposit pays the appeal jury;
+/// overturned or undecided, it goes back to the appellant. Then the final verdict applies
+/// over both juries: whoever of either voted against a decided verdict is slashed.
+fn decide_appeal(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+    mut judgement: Box<Judgement>,
+    decided: Option<bool>,
+) -> Result<(), ServingError> {
+    let Some(appeal) = judgement.appeal.take() else {
+        return Err(ServingError::NotAppealable(claim.id));
+    };
+    let last = decided.unwrap_or(appeal.appealed);
+    if decided == Some(appeal.appealed) {
+        let upholders: Vec<_> = judgement
+            .verdicts
+            .iter()
+            .filter(|v| v.honest == last)
+            .map(|v| v.verifier)
+            .collect();
+        pay_verifiers(state, &upholders, appeal.deposit)?;
+    } else {
+        move_funds(state, &serving_escrow(), &appeal.appellant, appeal.deposit)?;
+    }
+    let mut all = appeal.first_verdicts;
+    if decided.is_some() {
+        all.append(&mut judgement.verdicts);
+    } else {
+        for v in &judgement.verdicts {
+            jury::release(state, &v.verifier);
+        }
+    }
+    apply(state, ctx, claim, &all, last)
+}
+
+/// Applies the final verdict: the verifiers who voted against it are slashed, then the claim
+/// is paid (`honest`) or the provider slashed and the client refunded (`faulty`).
+fn apply(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    claim: Claim,
+    verdicts: &[JuryVerdict],
     honest: bool,
 ) -> Result<(), ServingError> {
     let lease = state
         .serving_lease(claim.lease_id)
         .ok_or(ServingError::UnknownLease(claim.lease_id))?;
     let mut winners = Vec::new();
-    for v in &judgement.verdicts {
+    for v in verdicts {
         jury::release(state, &v.verifier);
         if v.honest == honest {
             winners.push(v.verifier);

@@ -49,6 +49,11 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Serv
                 }
             }
             Timer::Retire(id) => retire(state, ctx, id)?,
+            Timer::Appeal(id) => {
+                if let Some(claim) = state.serving_claim(id) {
+                    audit::window_closed(state, ctx, claim)?;
+                }
+            }
         }
     }
     Ok(())

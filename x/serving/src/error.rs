@@ -129,6 +129,9 @@ pub enum ServingError {
     /// Checked arithmetic failed.
     #[error("arithmetic overflow")]
     Overflow,
+    /// An appeal of a claim whose verdict is not standing, or after its window.
+    #[error("claim {0} has no standing verdict open to appeal (never judged, already appealed, or its appeal window passed)")]
+    NotAppealable(u64),
     /// A bid's endpoint that is not a usable URL.
     #[error("serving endpoint `{0}` must be an http:// or https:// URL of at most 256 bytes without spaces")]
     BadEndpoint(String),
@@ -172,6 +175,7 @@ impl ModuleError for ServingError {
             ServingError::Staking(_) => 29,
             ServingError::Verify(_) => 30,
             ServingError::BadEndpoint(_) => 31,
+            ServingError::NotAppealable(_) => 32,
         }
     }
 }

@@ -183,3 +183,38 @@ typed_event!(
         refunded: Amount,
     }
 );
+
+typed_event!(
+    /// A jury's verdict on a claim stands; the party it goes against may appeal until
+    /// `appeal_deadline`, after which it applies.
+    ServingVerdictStandsEvent = "serving.verdict_stands" {
+        /// Claim.
+        claim_id: u64,
+        /// Lease.
+        lease_id: u64,
+        /// Provider.
+        provider: Address,
+        /// Client.
+        client: Address,
+        /// The verdict.
+        honest: bool,
+        /// Last block an appeal is taken.
+        appeal_deadline: u64,
+    }
+);
+
+typed_event!(
+    /// A standing verdict was appealed: a fresh jury judges the receipt again.
+    ServingAppealedEvent = "serving.appealed" {
+        /// Claim.
+        claim_id: u64,
+        /// Lease.
+        lease_id: u64,
+        /// Who appealed.
+        appellant: Address,
+        /// The verdict appealed.
+        honest: bool,
+        /// Locked deposit.
+        deposit: Amount,
+    }
+);

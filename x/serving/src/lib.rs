@@ -28,6 +28,13 @@
 //!   the fee from the client's reserve. Verifiers on the losing side and verifiers who miss
 //!   their deadline are slashed through x/verify. Unaudited claims are paid in the end-block
 //!   of their block.
+//! - **Appeals.** A verdict applies `appeal_window_blocks` after it stands. Until then the
+//!   party it goes against (the client of `honest`, the provider of `faulty`) may appeal,
+//!   locking `appeal_deposit`: a fresh jury, none of the first, judges the receipt again and
+//!   decides by two agreeing verdicts. Its verdict is final and applies over both juries:
+//!   whoever voted against it is slashed. Upheld, the deposit pays the appeal jury;
+//!   overturned (or with no appeal jury to be had), it goes back. A jury of colluding
+//!   verifiers can therefore not make a wrong verdict stick while the wronged party watches.
 //! - **Liveness.** The client may report a serving lease; its provider must answer with a
 //!   heartbeat transaction within `report_window_blocks`, or it loses the lease (its end moves
 //!   to now) and the abandoned-lease share of its bond. A live provider loses nothing to a
@@ -38,7 +45,7 @@
 //!   `retention_blocks` after closing, once no claim of theirs is open.
 //!
 //! Invariant: the `serving_escrow` module account holds exactly the open orders' deposits
-//! plus the open claims' amounts and audit reserves ([`check_invariants`]).
+//! plus the open claims' amounts, audit reserves and appeal deposits ([`check_invariants`]).
 
 // Consensus code never panics: bad input is an error code that changes nothing.
 #![cfg_attr(
@@ -67,6 +74,8 @@ pub mod receipt;
 pub mod state_key;
 mod view;
 
+#[cfg(test)]
+mod appeal_tests;
 #[cfg(test)]
 mod test_utils;
 #[cfg(test)]
@@ -292,6 +301,17 @@ pub enum ClaimStage {
     },
     /// Variant 2: revealed; verifiers judge it.
     Judging(Box<Judgement>),
+    /// Variant 3: the jury's verdict stands, applied at `appeal_deadline` unless the party
+    /// it goes against appeals first. The jurors stay engaged (their bonds in place) until
+    /// then.
+    Standing {
+        /// The standing verdict.
+        honest: bool,
+        /// Last block an appeal is taken.
+        appeal_deadline: u64,
+        /// The judgement it came from.
+        judgement: Box<Judgement>,
+    },
 }
 
 /// A revealed receipt under judgement.
@@ -311,6 +331,26 @@ pub struct Judgement {
     pub deadline: u64,
     /// Every verifier drawn so far (never drawn again for this claim).
     pub served: Vec<Address>,
+    /// The appeal under way, if the first verdict was appealed; `verdicts` then holds the
+    /// appeal jury's verdicts only.
+    pub appeal: Option<ServingAppeal>,
+}
+
+/// An appeal of a standing verdict: a fresh jury judges the receipt again.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct ServingAppeal {
+    /// The party the verdict went against: the client of an `honest` verdict, the provider
+    /// of a `faulty` one.
+    pub appellant: Address,
+    /// Held in escrow: back to the appellant if the verdict is overturned (or no appeal jury
+    /// can be drawn), to the appeal jury if it is upheld.
+    pub deposit: Amount,
+    /// The verdict appealed.
+    pub appealed: bool,
+    /// The first jury's verdicts.
+    pub first_verdicts: Vec<JuryVerdict>,
+    /// Verifiers drawn before the appeal (the appeal's draws are counted from here).
+    pub first_draws: u32,
 }
 
 /// One verifier's finding on a revealed receipt.
@@ -352,6 +392,18 @@ pub struct Claim {
     pub stage: ClaimStage,
 }
 
+impl Claim {
+    /// The appeal deposit this claim holds in escrow (0 without an appeal).
+    pub fn appeal_deposit(&self) -> Amount {
+        match &self.stage {
+            ClaimStage::Judging(j) | ClaimStage::Standing { judgement: j, .. } => {
+                j.appeal.as_ref().map_or(0, |a| a.deposit)
+            }
+            ClaimStage::Posted | ClaimStage::AwaitingReveal { .. } => 0,
+        }
+    }
+}
+
 /// What an end-block timer does.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize,
@@ -371,6 +423,8 @@ pub enum Timer {
     Verdict(u64),
     /// Variant 6: delete the closed order and its leases.
     Retire(u64),
+    /// Variant 7: the claim's appeal window closed: its standing verdict applies.
+    Appeal(u64),
 }
 
 impl Timer {
@@ -384,6 +438,7 @@ impl Timer {
             Timer::Reveal(id) => ("reveal", id),
             Timer::Verdict(id) => ("verdict", id),
             Timer::Retire(id) => ("retire", id),
+            Timer::Appeal(id) => ("appeal", id),
         }
     }
 }

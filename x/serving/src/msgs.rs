@@ -106,6 +106,15 @@ pub struct MsgServingVerdict {
     pub honest: bool,
 }
 
+/// Appeals a claim's standing verdict: signed by the party it goes against (the client of
+/// an `honest` verdict, the provider of a `faulty` one), within the appeal window, locking
+/// the appeal deposit.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgAppealServing {
+    /// Claim.
+    pub claim_id: u64,
+}
+
 /// Every serving message. The borsh variant index is part of the wire format.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -126,6 +135,8 @@ pub enum ServingMsg {
     Reveal(MsgRevealReceipt),
     /// Variant 7.
     Verdict(MsgServingVerdict),
+    /// Variant 8.
+    Appeal(MsgAppealServing),
 }
 
 impl ServingMsg {
@@ -140,6 +151,7 @@ impl ServingMsg {
             ServingMsg::Heartbeat(_) => "serving.heartbeat",
             ServingMsg::Reveal(_) => "serving.reveal",
             ServingMsg::Verdict(_) => "serving.verdict",
+            ServingMsg::Appeal(_) => "serving.appeal",
         }
     }
 }

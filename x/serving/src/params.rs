@@ -42,6 +42,11 @@ pub struct ServingParams {
     pub max_reveal_bytes: u64,
     /// Blocks a closed order and its leases stay in state before they are deleted.
     pub retention_blocks: u64,
+    /// Blocks after a jury's verdict in which the party it goes against may appeal; the
+    /// verdict applies when they pass. 0: verdicts apply at once and cannot be appealed.
+    pub appeal_window_blocks: u64,
+    /// What an appeal locks, ugpu: lost to the appeal jury if the verdict is upheld.
+    pub appeal_deposit: Amount,
 }
 
 impl Default for ServingParams {
@@ -63,6 +68,8 @@ impl Default for ServingParams {
             report_window_blocks: 10,
             max_reveal_bytes: 49_152,
             retention_blocks: 1_000,
+            appeal_window_blocks: 10,
+            appeal_deposit: 10_000_000,
         }
     }
 }
@@ -101,6 +108,11 @@ impl ServingParams {
         }
         if self.max_reveal_bytes == 0 || self.max_reveal_bytes > 1 << 20 {
             return bad("max_reveal_bytes must be 1..=1048576");
+        }
+        // A free appeal would let the losing side delay every verdict and tie up two more
+        // verifiers at no cost.
+        if self.appeal_window_blocks > 0 && self.appeal_deposit == 0 {
+            return bad("appeal_deposit must be positive when appeals are open");
         }
         Ok(())
     }

@@ -8,11 +8,13 @@ use crate::receipt::merkle_proof;
 use crate::test_utils::*;
 use crate::*;
 
-/// Every parameter as default but the audit chance.
-fn params(audit_ppm: Ppm) -> ServingParams {
+/// Every parameter as default but the audit chance, without second opinions and with
+/// verdicts applied at once (appeals are tested in `appeal_tests`).
+pub(crate) fn params(audit_ppm: Ppm) -> ServingParams {
     ServingParams {
         audit_ppm,
         second_opinion_ppm: 0,
+        appeal_window_blocks: 0,
         ..ServingParams::default()
     }
 }
@@ -21,8 +23,8 @@ use gpuchain_types::Ppm;
 
 /// An order opened at height 1 by [`CLIENT`], bids by providers 10 (price 1 GPU), 11 (1.5 GPU)
 /// and 12 (1.8 GPU), cleared in the end-block of 3. Returns the chain and the two leases.
-fn serving(audit_ppm: Ppm) -> (Chain, ServingLease, ServingLease) {
-    let mut chain = Chain::new(params(audit_ppm));
+pub(crate) fn serving_with(params: ServingParams) -> (Chain, ServingLease, ServingLease) {
+    let mut chain = Chain::new(params);
     chain.exec(1, CLIENT, ServingMsg::Open(open_msg())).unwrap();
     chain.end_block(1);
     for (p, price) in [(10, GPU), (11, 3 * GPU / 2), (12, 9 * GPU / 5)] {
@@ -41,7 +43,11 @@ fn serving(audit_ppm: Ppm) -> (Chain, ServingLease, ServingLease) {
     (chain, a, b)
 }
 
-fn claim(
+fn serving(audit_ppm: Ppm) -> (Chain, ServingLease, ServingLease) {
+    serving_with(params(audit_ppm))
+}
+
+pub(crate) fn claim(
     chain: &mut Chain,
     height: u64,
     provider: u8,
@@ -362,7 +368,7 @@ fn an_audited_receipt_nobody_reveals_slashes_the_provider_and_refunds_the_whole_
 }
 
 /// Reveals the drawn receipt of the only open claim as `who`.
-fn reveal(chain: &mut Chain, height: u64, who: u8) -> Result<(), ServingError> {
+pub(crate) fn reveal(chain: &mut Chain, height: u64, who: u8) -> Result<(), ServingError> {
     let claim = chain.state.serving_claims().pop().unwrap();
     let ClaimStage::AwaitingReveal { index, .. } = claim.stage else {
         panic!("not awaiting a reveal: {:?}", claim.stage)
@@ -383,7 +389,7 @@ fn reveal(chain: &mut Chain, height: u64, who: u8) -> Result<(), ServingError> {
     )
 }
 
-fn assignee(chain: &Chain) -> Option<u8> {
+pub(crate) fn assignee(chain: &Chain) -> Option<u8> {
     let claim = chain.state.serving_claims().pop()?;
     let ClaimStage::Judging(j) = claim.stage else {
         return None;
@@ -392,7 +398,7 @@ fn assignee(chain: &Chain) -> Option<u8> {
     VERIFIERS.iter().copied().find(|v| addr(*v) == who)
 }
 
-fn verdict(chain: &mut Chain, height: u64, honest: bool) {
+pub(crate) fn verdict(chain: &mut Chain, height: u64, honest: bool) {
     let claim = chain.state.serving_claims().pop().unwrap();
     let v = assignee(chain).unwrap();
     chain
@@ -704,4 +710,10 @@ fn messages_round_trip_through_borsh_and_json_with_fixed_variant_indexes() {
     });
     let json = serde_json::to_string(&reveal).unwrap();
     assert_eq!(serde_json::from_str::<ServingMsg>(&json).unwrap(), reveal);
+    let appeal = ServingMsg::Appeal(MsgAppealServing { claim_id: 4 });
+    assert_eq!(borsh::to_vec(&appeal).unwrap()[0], 8);
+    assert_eq!(
+        serde_json::to_value(&appeal).unwrap(),
+        serde_json::json!({"type": "appeal", "claim_id": 4})
+    );
 }

@@ -153,7 +153,7 @@ pub trait ServingWrite: StateWrite {
 impl<S: StateWrite + ?Sized> ServingWrite for S {}
 
 /// The module's accounting: `serving_escrow` holds exactly every open order's deposit plus
-/// every open claim's amount and audit reserve, and every lease's open-claim count matches
+/// every open claim's amount, audit reserve and appeal deposit, and every lease's open-claim count matches
 /// its claims.
 pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
     let sum = |acc: Option<Amount>, v: Amount| acc.and_then(|a| a.checked_add(v));
@@ -166,7 +166,11 @@ pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
     let claims = state.serving_claims();
     let held = claims
         .iter()
-        .map(|c| c.amount.checked_add(c.audit_reserve))
+        .map(|c| {
+            c.amount
+                .checked_add(c.audit_reserve)
+                .and_then(|a| a.checked_add(c.appeal_deposit()))
+        })
         .try_fold(0u128, |a, v| v.and_then(|v| a.checked_add(v)));
     let expected = deposits
         .zip(held)
@@ -175,7 +179,8 @@ pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
     let balance = state.balance(&module_account::serving_escrow());
     if balance != expected {
         return Err(format!(
-            "serving escrow holds {balance} ugpu but deposits and open claims sum to {expected}"
+            "serving escrow holds {balance} ugpu but deposits, open claims and appeals sum to \
+             {expected}"
         ));
     }
     for lease in state.serving_leases() {

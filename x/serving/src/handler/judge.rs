@@ -63,6 +63,7 @@ pub(super) fn reveal(
         assignee: None,
         deadline: 0,
         served: Vec::new(),
+        appeal: None,
     });
     claim.stage = ClaimStage::Posted;
     audit::assign_next(state, ctx, claim, judgement)

@@ -1,6 +1,7 @@
 //! Message handlers: `check_stateless` (CheckTx and before execution) and `execute` (on a
 //! fork that is dropped on error, so a failed message changes nothing).
 
+mod appeal;
 mod bid;
 mod claim;
 mod end;
@@ -15,9 +16,9 @@ use crate::{ServingError, ServingLease, ServingMsg, ServingParams, ServingRead};
 /// Who may act on a lease with a message.
 #[derive(Clone, Copy)]
 enum Party {
-    /// Its provider (claims, heartbeats).
+    /// Its provider (claims, heartbeats, appeals of `faulty` verdicts).
     Provider,
-    /// Its client (liveness reports).
+    /// Its client (liveness reports, appeals of `honest` verdicts).
     Client,
     /// Either (reveals).
     Either,
@@ -85,5 +86,6 @@ pub fn execute(
         ServingMsg::Heartbeat(m) => report::heartbeat(state, ctx, signer, m),
         ServingMsg::Reveal(m) => judge::reveal(state, ctx, signer, m),
         ServingMsg::Verdict(m) => judge::verdict(state, ctx, signer, m),
+        ServingMsg::Appeal(m) => appeal::execute(state, ctx, signer, m),
     }
 }
