@@ -266,7 +266,8 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
         verdict_window_blocks: 4,
         report_window_blocks: 4,
         retention_blocks: 40,
-        appeal_window_blocks: 3,
+        // Long enough that the appeal operation often finds a standing verdict.
+        appeal_window_blocks: 20,
         appeal_deposit: 10 * GPU,
         ..ServingParams::default()
     };

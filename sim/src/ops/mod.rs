@@ -350,7 +350,7 @@ pub const OPS: &[OpSpec] = &[
     ),
     op("serving.reveal", 4, Honest, Any, serving::reveal),
     op("serving.verdict", 4, Honest, Any, serving::verdict),
-    op("serving.appeal", 2, Honest, Any, serving::appeal),
+    op("serving.appeal", 6, Honest, Any, serving::appeal),
     op("serving.report", 1, Honest, Any, serving::report),
     op("serving.heartbeat", 3, Honest, Any, serving::heartbeat),
     op("serving.end", 1, Honest, Any, serving::end),

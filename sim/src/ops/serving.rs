@@ -312,14 +312,14 @@ fn appealable(g: &Gen<'_>) -> Vec<(usize, u64, bool)> {
 }
 
 /// The party a standing verdict goes against appeals it: always when it is wrong (a client
-/// knows its answer was cheap, a provider what it served), one time in four when it is
+/// knows its answer was cheap, a provider what it served), one time in two when it is
 /// right (a bluff that costs the deposit).
 pub(super) fn appeal(g: &mut Gen<'_>) -> Planned {
     let cases = appealable(g);
     let Some(&(party, claim_id, wrong)) = g.rng.pick(&cases) else {
         return Planned::NoOp;
     };
-    if !wrong && !g.rng.one_in(4) {
+    if !wrong && !g.rng.one_in(2) {
         return Planned::NoOp;
     }
     let msg = ServingMsg::Appeal(MsgAppealServing { claim_id });
