@@ -420,17 +420,22 @@ impl ServingMarket {
     }
 
     /// The lease's order once it has closed (its claim grace over, the rest of its deposit
-    /// back with the client), and the serving escrow's balance then.
+    /// back with the client) and every claim of its leases settled (a verdict may stand open
+    /// to appeal past the close), and the serving escrow's balance then.
     pub async fn closed(&self, secs: u64) -> Result<(gpuchain_serving::ServingOrder, u128)> {
         for _ in 0..secs * 4 {
-            let order = self
+            let state = self
                 .chain
-                .get::<gpuchain_serving::ServingOrder>(&gpuchain_serving::state_key::order(
-                    self.lease.order_id,
-                ))
-                .await?
+                .snapshot(gpuchain_serving::state_key::module_prefix())
+                .await?;
+            let order = state
+                .serving_order(self.lease.order_id)
                 .context("the order")?;
-            if order.state == gpuchain_serving::ServingOrderState::Closed {
+            let open = state
+                .serving_claims()
+                .iter()
+                .any(|c| order.leases.contains(&c.lease_id));
+            if order.state == gpuchain_serving::ServingOrderState::Closed && !open {
                 let escrow = self
                     .chain
                     .balance(&gpuchain_serving::module_account::serving_escrow())
@@ -440,7 +445,7 @@ impl ServingMarket {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         anyhow::bail!(
-            "order {} did not close within {secs} s (logs in {})",
+            "order {} did not close with every claim settled within {secs} s (logs in {})",
             self.lease.order_id,
             self.dir.path().display()
         )

@@ -35,9 +35,22 @@ async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_
         "the lease is taken from the cheat: {:?}",
         caught.state
     );
-    let log = m.provider_log();
+    // The agent logs its appeal once it sees it committed, which may be after the claim
+    // settled in that same block.
+    let appealed = |log: &str| {
+        log.lines()
+            .any(|l| l.contains("appeal of a faulty serving verdict") && l.contains("committed"))
+    };
+    let mut log = m.provider_log();
+    for _ in 0..120 {
+        if appealed(&log) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        log = m.provider_log();
+    }
     ensure!(
-        log.contains("appeal of a faulty serving verdict") && log.contains("committed"),
+        appealed(&log),
         "the provider agent appeals the faulty verdict on its claim: {log}"
     );
     let slashes = slash_records(&m.node)?;
