@@ -97,6 +97,16 @@ pub struct GatewayArgs {
     /// Or when the oldest has waited this many milliseconds.
     #[arg(long, default_value_t = 2_000)]
     pub ack_after_ms: u64,
+    /// Requests of known answer, sent to every provider now and then as ordinary requests
+    /// (JSON lines: `{"request": {…, "temperature": 0}, "answer": "…"}`, optionally
+    /// `"path": "/v1/completions"`). A provider answering one differently is never routed to
+    /// again, that answer is not acknowledged, and with a chain key every `honest` verdict
+    /// standing on its leases' claims is appealed.
+    #[arg(long)]
+    pub ringers: Option<std::path::PathBuf>,
+    /// Seconds between two rounds of ringers.
+    #[arg(long, default_value_t = 30)]
+    pub ringer_every_s: u64,
 }
 
 /// One provider endpoint as given on the command line.

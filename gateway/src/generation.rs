@@ -361,6 +361,79 @@ pub(crate) async fn drive(g: Gateway, req: Generation, tx: mpsc::Sender<Out>) {
     }
 }
 
+/// One upstream's whole answer to a request nobody is waiting on (a ringer), read to its
+/// end; its receipt is kept only when [`WholeAnswer::keep_receipt`] is called.
+#[derive(Default)]
+pub(crate) struct WholeAnswer {
+    /// The answer's text.
+    pub(crate) text: String,
+    receipt: Option<Value>,
+    answer: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl WholeAnswer {
+    /// Keeps its receipt as any answer's (checked against what arrived).
+    pub(crate) fn keep_receipt(&self, g: &Gateway, u: &Upstream, req: &Generation) {
+        if let Some(receipt) = &self.receipt {
+            let answered = Answered {
+                text: &self.text,
+                tokens: self.answer.as_ref().and_then(|a| a.get("tokens")),
+                seed: self.answer.as_ref().and_then(|a| a.get("seed")),
+                usage: self.usage.as_ref(),
+            };
+            keep_receipt(g, u, req, receipt, &answered);
+        }
+    }
+}
+
+/// Sends `req` to `u` alone and reads its whole answer.
+pub(crate) async fn whole_answer(
+    g: &Gateway,
+    u: Arc<Upstream>,
+    req: &Generation,
+) -> Result<WholeAnswer, String> {
+    let mut opened = open(g, u, req).await.map_err(|r| match r {
+        Refusal::Client(a) | Refusal::Elsewhere(_, Some(a)) => {
+            format!("answered {}", a.status)
+        }
+        Refusal::Elsewhere(why, None) => why,
+    })?;
+    let mut out = WholeAnswer::default();
+    let mut next = Some(std::mem::take(&mut opened.first));
+    loop {
+        let data = match next.take() {
+            Some(d) => d,
+            None => match tokio::time::timeout(STALL, opened.reader.next_data()).await {
+                Ok(Ok(Some(d))) => d,
+                Ok(Ok(None)) => return Err("the answer ended before [DONE]".into()),
+                Ok(Err(e)) => return Err(format!("the answer broke off: {e}")),
+                Err(_) => return Err("the answer stalled".into()),
+            },
+        };
+        if data == "[DONE]" {
+            return Ok(out);
+        }
+        let chunk: Value =
+            serde_json::from_str(&data).map_err(|_| "a piece of the answer is not JSON")?;
+        if let Some(error) = chunk.get("error") {
+            return Err(format!("the provider reported an error: {error}"));
+        }
+        if let Some(receipt) = chunk.get("gpuchain_receipt") {
+            out.receipt = Some(receipt.clone());
+            out.answer = chunk.get("gpuchain_answer").cloned();
+            continue;
+        }
+        let piece = Piece::of(&chunk, req.shape);
+        if let Some(text) = piece.text {
+            out.text.push_str(&text);
+        }
+        if let Some(usage) = piece.usage {
+            out.usage = Some(usage);
+        }
+    }
+}
+
 /// What a provider's stream said about its answer, for its receipt.
 struct Answered<'a> {
     text: &'a str,

@@ -17,7 +17,9 @@
 //! and batches are acknowledged to the provider, which claims them on chain. With `--open`
 //! the gateway opens the serving orders itself and routes over the leases they clear to, at
 //! the endpoints the providers named in their bids (`orders.rs`); `--order` attaches to an
-//! order opened before. Orders it opened are ended when it stops.
+//! order opened before. Orders it opened are ended when it stops. With `--ringers` it mixes
+//! requests of known answer into each provider's traffic and drops (and, on chain, appeals
+//! against) a provider that answers one wrong (`ringers.rs`).
 
 mod args;
 mod attempt;
@@ -27,6 +29,7 @@ mod lease;
 mod orders;
 mod pool;
 mod renew;
+mod ringers;
 mod score;
 mod sse;
 mod stats;
@@ -46,6 +49,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
         price: a.price_weight,
         reputation: a.reputation_weight,
     };
+    let ringers = a.ringers.as_deref().map(ringers::load).transpose()?;
     gpuchain_agent_kit::cli::block_on(async move {
         let chain = client_chain(&a)?;
         let mut opened = Vec::new();
@@ -122,6 +126,14 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
             max_attempts: a.max_attempts.max(1),
             hedge_after: Duration::from_millis(a.hedge_after_ms),
         };
+        if let Some(ringers) = ringers {
+            tokio::spawn(ringers::run(
+                gateway.clone(),
+                ringers,
+                Duration::from_secs(a.ringer_every_s.max(1)),
+                chain.clone(),
+            ));
+        }
         axum::serve(listener, http::router(gateway))
             .with_graceful_shutdown(gpuchain_agent_kit::run::stop_requested())
             .await?;

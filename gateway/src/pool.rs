@@ -1,7 +1,7 @@
 //! The providers the gateway routes over: what each serves, whether it answers, how fast,
 //! and what the chain says of it. Probes and real requests both update it.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,8 @@ pub(crate) struct Upstream {
     pub(crate) failures: AtomicU64,
     /// Times it went from answering to not answering.
     pub(crate) went_down: AtomicU64,
+    /// It answered a ringer wrong: never routed to again.
+    caught: AtomicBool,
 }
 
 /// What the probes and requests have learnt of an upstream.
@@ -47,8 +49,18 @@ pub(crate) struct Health {
 impl Upstream {
     /// Whether requests for `model` may go here: it lists the model, and the model is the
     /// one its spec (its lease) is limited to, if any.
-    fn serves(&self, model: &str, listed: &[String]) -> bool {
+    fn serves_listed(&self, model: &str, listed: &[String]) -> bool {
         listed.iter().any(|m| m == model) && self.spec.model.as_deref().is_none_or(|m| m == model)
+    }
+
+    /// Whether requests for `model` may go here, by what it listed last.
+    pub(crate) fn serves(&self, model: &str) -> bool {
+        self.serves_listed(model, &self.health().models)
+    }
+
+    /// Whether it answered a ringer wrong.
+    pub(crate) fn is_caught(&self) -> bool {
+        self.caught.load(Ordering::Relaxed)
     }
 
     fn new(spec: UpstreamSpec) -> Upstream {
@@ -59,6 +71,7 @@ impl Upstream {
             requests: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             went_down: AtomicU64::new(0),
+            caught: AtomicBool::new(false),
         }
     }
 
@@ -163,6 +176,9 @@ pub(crate) struct Pool {
     weights: Weights,
     /// The chain leases requests are paid on, when any upstream names one.
     pub(crate) leases: Option<Arc<crate::lease::Leases>>,
+    /// Providers caught answering a ringer wrong: their upstreams, later ones included, are
+    /// never routed to.
+    caught: Mutex<Vec<gpuchain_types::Address>>,
 }
 
 impl Pool {
@@ -184,7 +200,26 @@ impl Pool {
                 .build()?,
             weights,
             leases,
+            caught: Mutex::default(),
         })
+    }
+
+    /// `u` answered a ringer wrong: it, and every upstream of the same provider now or
+    /// later, is never routed to again.
+    pub(crate) fn catch(&self, u: &Upstream) {
+        u.caught.store(true, Ordering::Relaxed);
+        let Some(provider) = u.spec.provider else {
+            return;
+        };
+        self.caught
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(provider);
+        for other in self.upstreams() {
+            if other.spec.provider == Some(provider) {
+                other.caught.store(true, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The upstreams now.
@@ -203,6 +238,16 @@ impl Pool {
             .map(|s| Arc::new(Upstream::new(s)))
             .collect();
         futures::future::join_all(new.iter().map(|u| self.probe(u))).await;
+        let caught = self
+            .caught
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for u in &new {
+            if u.spec.provider.is_some_and(|p| caught.contains(&p)) {
+                u.caught.store(true, Ordering::Relaxed);
+            }
+        }
         self.upstreams
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -225,11 +270,12 @@ impl Pool {
         let mut serving = Vec::new();
         for u in &self.upstreams() {
             let h = u.snapshot();
-            if !h.up {
+            // A caught provider counts as gone.
+            if !h.up || u.is_caught() {
                 continue;
             }
             any_up = true;
-            if u.serves(model, &h.models) {
+            if u.serves_listed(model, &h.models) {
                 serving.push((u.clone(), h));
             }
         }
@@ -263,7 +309,7 @@ impl Pool {
         let mut all: Vec<String> = Vec::new();
         for u in &self.upstreams() {
             let h = u.snapshot();
-            if h.up {
+            if h.up && !u.is_caught() {
                 for m in h.models {
                     if u.spec.model.as_deref().is_none_or(|only| only == m) && !all.contains(&m) {
                         all.push(m);

@@ -1,6 +1,6 @@
 //! The gateway's Prometheus metrics (`GET /metrics`): requests by kind and outcome,
-//! retries, hedges and answers resumed on another provider, time to first token as the
-//! client sees it, and each provider's state as the gateway sees it.
+//! retries, hedges and answers resumed on another provider, ringers passed and failed, time
+//! to first token as the client sees it, and each provider's state as the gateway sees it.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,8 @@ pub(crate) struct Stats {
     pub(crate) retried: AtomicU64,
     pub(crate) hedged: AtomicU64,
     pub(crate) resumed: AtomicU64,
+    pub(crate) ringers_passed: AtomicU64,
+    pub(crate) ringers_failed: AtomicU64,
     first_token_micros: AtomicU64,
     first_tokens: AtomicU64,
 }
@@ -89,6 +91,16 @@ impl Stats {
                 get(&self.resumed),
             ),
             (
+                "gpuchain_gateway_ringers_passed_total",
+                "Ringers (requests of known answer) answered right.",
+                get(&self.ringers_passed),
+            ),
+            (
+                "gpuchain_gateway_ringers_failed_total",
+                "Ringers answered wrong: each catches its provider.",
+                get(&self.ringers_failed),
+            ),
+            (
                 "gpuchain_gateway_first_tokens_total",
                 "Answers whose first token reached the client.",
                 get(&self.first_tokens),
@@ -124,8 +136,13 @@ fn labels(u: &crate::pool::Upstream) -> String {
 
 /// One labelled series per upstream for each of its figures.
 fn upstream_metrics(out: &mut String, pool: &Pool) {
-    let series: [(&str, &str, &str); 6] = [
+    let series: [(&str, &str, &str); 7] = [
         ("up", "gauge", "1 if the provider answers."),
+        (
+            "caught",
+            "gauge",
+            "1 if it answered a ringer wrong (never routed to again).",
+        ),
         ("latency_seconds", "gauge", "Smoothed time to first token."),
         ("in_flight", "gauge", "Requests running there now."),
         ("requests_total", "counter", "Tries sent there."),
@@ -139,6 +156,7 @@ fn upstream_metrics(out: &mut String, pool: &Pool) {
             let h = u.snapshot();
             let value = match name.trim_start_matches("gpuchain_gateway_upstream_") {
                 "up" => f64::from(u8::from(h.up)),
+                "caught" => f64::from(u8::from(u.is_caught())),
                 "latency_seconds" => h.latency_ms.unwrap_or(0.0) / 1e3,
                 "in_flight" => u.in_flight.load(Ordering::Relaxed) as f64,
                 "requests_total" => u.requests.load(Ordering::Relaxed) as f64,

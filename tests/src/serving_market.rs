@@ -52,6 +52,8 @@ pub struct MarketOptions {
     pub spare_verifiers: usize,
     /// The chain's appeal window for serving verdicts.
     pub appeal_window_blocks: u64,
+    /// More arguments for the client's gateway (e.g. `--ringers FILE`).
+    pub gateway_args: Vec<String>,
 }
 
 impl Default for MarketOptions {
@@ -60,6 +62,7 @@ impl Default for MarketOptions {
             rubber_stamps: 0,
             spare_verifiers: 0,
             appeal_window_blocks: 20,
+            gateway_args: Vec::new(),
         }
     }
 }
@@ -122,6 +125,40 @@ pub(crate) fn audit_every_claim(
     p.verdict_window_blocks = 200;
     p.claim_grace_blocks = 10;
     p.appeal_window_blocks = appeal_window_blocks;
+}
+
+/// Writes a ringers file for the gateway: `question` asked greedily for at most `max_tokens`
+/// tokens, with the answer SmolLM2 gives on this machine (`gpuchain-provider chat`, the same
+/// runtime `serve-model` answers with).
+pub fn smollm2_ringer(dir: &Path, question: &str, max_tokens: u32) -> Result<PathBuf> {
+    let model = smollm2_path();
+    let max = max_tokens.to_string();
+    let model_arg = model.to_string_lossy().to_string();
+    let out = crate::provider::provider_cli(&[
+        "chat",
+        question,
+        "--model",
+        &model_arg,
+        "--max-tokens",
+        &max,
+        "--backend",
+        "cpu",
+    ])?;
+    ensure!(
+        out.status.success(),
+        "chat: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout)?;
+    let answer = printed.strip_suffix('\n').unwrap_or(&printed);
+    let line = serde_json::json!({
+        "request": {"model": "smollm2", "max_tokens": max_tokens, "temperature": 0,
+                    "messages": [{"role": "user", "content": question}]},
+        "answer": answer,
+    });
+    let path = dir.join("ringers.jsonl");
+    std::fs::write(&path, format!("{line}\n"))?;
+    Ok(path)
 }
 
 /// Writes a verifier's config that audits SmolLM2 answers, and registers it.
@@ -255,7 +292,7 @@ impl ServingMarket {
 
         let client_receipts: PathBuf = dir.path().join("client-receipts");
         let receipts_arg = client_receipts.to_string_lossy().to_string();
-        let client_args = [
+        let mut client_args = vec![
             "--node",
             node.as_str(),
             "--home",
@@ -269,6 +306,7 @@ impl ServingMarket {
             "--ack-after-ms",
             "500",
         ];
+        client_args.extend(options.gateway_args.iter().map(String::as_str));
         let chain = net.client(0)?;
         // The endpoint answers only requests on this provider's leases; it can start first.
         let server = serve_model_on_leases(

@@ -27,6 +27,7 @@ async fn a_client_appeals_a_rubber_stamped_verdict_and_fresh_verifiers_catch_the
             rubber_stamps: 1,
             spare_verifiers: 2,
             appeal_window_blocks: 120,
+            ..MarketOptions::default()
         },
     )
     .await?;

@@ -4,7 +4,8 @@
 //! agent bids on it and wins a second lease; the gateway routes over the new lease once it
 //! clears and stops routing over the first once it ends. A client asking all the while gets
 //! every answer, the later ones on the second lease, and the provider is paid on both leases
-//! for what it answered on each. Stopped, the gateway ends every order it opened (the
+//! for what it answered on each, ringers of known answer included (answered right, so the
+//! provider stays routed to). Stopped, the gateway ends every order it opened (the
 //! replacement may itself have been renewed by then), a renewal in flight included: every
 //! order closes and the client has its deposits' rest back.
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::{ServingLease, ServingLeaseState, ServingOrderState, ServingRead};
-use gpuchain_tests::serving_market::{OpenedBy, ServingMarket};
+use gpuchain_tests::serving_market::{smollm2_ringer, MarketOptions, OpenedBy, ServingMarket};
 use serde_json::json;
 
 async fn leases(m: &ServingMarket) -> anyhow::Result<Vec<ServingLease>> {
@@ -25,12 +26,25 @@ async fn leases(m: &ServingMarket) -> anyhow::Result<Vec<ServingLease>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_throughout(
 ) -> anyhow::Result<()> {
-    let mut m = ServingMarket::start(
+    // Ringers of known answer go to every lease now and then; an honest provider answers
+    // them right and stays routed to.
+    let ringer_dir = tempfile::tempdir()?;
+    let ringers = smollm2_ringer(ringer_dir.path(), "Name a colour.", 3)?;
+    let mut m = ServingMarket::start_with(
         1,
         &[],
         OpenedBy::GatewayRenewing {
             blocks: 80,
             renew_before: 50,
+        },
+        MarketOptions {
+            gateway_args: vec![
+                "--ringers".into(),
+                ringers.to_string_lossy().to_string(),
+                "--ringer-every-s".into(),
+                "3".into(),
+            ],
+            ..MarketOptions::default()
         },
     )
     .await?;
@@ -116,6 +130,22 @@ async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_througho
     ensure!(
         log.contains("opened its replacement") && log.contains("not routed to"),
         "the gateway logs the renewal and the retirement: {log}"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", m.gateway.url))
+        .await?
+        .text()
+        .await?;
+    let counter = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    ensure!(
+        counter("gpuchain_gateway_ringers_passed_total") >= 1
+            && counter("gpuchain_gateway_ringers_failed_total") == 0
+            && !log.contains("ringer answered wrong"),
+        "the honest provider answers every ringer right: {metrics}"
     );
 
     ensure!(m.gateway.terminate()?, "the gateway did not stop cleanly");
