@@ -161,6 +161,16 @@ pub fn smollm2_ringer(dir: &Path, question: &str, max_tokens: u32) -> Result<Pat
     Ok(path)
 }
 
+/// The gateway's arguments to send the ringers of `file` every `every_s` seconds.
+pub fn ringer_args(file: &Path, every_s: u64) -> Vec<String> {
+    vec![
+        "--ringers".into(),
+        file.to_string_lossy().to_string(),
+        "--ringer-every-s".into(),
+        every_s.to_string(),
+    ]
+}
+
 /// Writes a verifier's config that audits SmolLM2 answers, and registers it.
 fn verifier_config(
     node: &str,

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::{ServingLease, ServingLeaseState, ServingOrderState, ServingRead};
-use gpuchain_tests::serving_market::{smollm2_ringer, MarketOptions, OpenedBy, ServingMarket};
+use gpuchain_tests::serving_market::{
+    ringer_args, smollm2_ringer, MarketOptions, OpenedBy, ServingMarket,
+};
 use serde_json::json;
 
 async fn leases(m: &ServingMarket) -> anyhow::Result<Vec<ServingLease>> {
@@ -38,12 +40,7 @@ async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_througho
             renew_before: 50,
         },
         MarketOptions {
-            gateway_args: vec![
-                "--ringers".into(),
-                ringers.to_string_lossy().to_string(),
-                "--ringer-every-s".into(),
-                "3".into(),
-            ],
+            gateway_args: ringer_args(&ringers, 3),
             ..MarketOptions::default()
         },
     )

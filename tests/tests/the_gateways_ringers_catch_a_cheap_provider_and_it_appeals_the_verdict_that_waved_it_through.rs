@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use gpuchain_serving::{ClaimStage, ServingRead};
-use gpuchain_tests::serving_market::{smollm2_ringer, MarketOptions, OpenedBy, ServingMarket};
+use gpuchain_tests::serving_market::{
+    ringer_args, smollm2_ringer, MarketOptions, OpenedBy, ServingMarket,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,13 +31,8 @@ async fn the_gateways_ringers_catch_a_cheap_provider_and_it_appeals_the_verdict_
         MarketOptions {
             rubber_stamps: 1,
             appeal_window_blocks: 120,
-            gateway_args: vec![
-                "--ringers".into(),
-                ringers.to_string_lossy().to_string(),
-                // Well after the first question is answered, so the ringer comes second.
-                "--ringer-every-s".into(),
-                "8".into(),
-            ],
+            // Well after the first question is answered, so the ringer comes second.
+            gateway_args: ringer_args(&ringers, 8),
             ..MarketOptions::default()
         },
     )
