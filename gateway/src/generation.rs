@@ -127,8 +127,31 @@ pub(crate) enum Out {
 struct Opened {
     upstream: Arc<Upstream>,
     reader: SseReader,
-    first: String,
+    /// The first piece, until [`Opened::next_chunk`] hands it out.
+    first: Option<String>,
     _in_flight: InFlight,
+}
+
+impl Opened {
+    /// The next piece of the answer as JSON, `None` at `[DONE]`; the error says how the
+    /// stream broke off.
+    async fn next_chunk(&mut self) -> Result<Option<Value>, String> {
+        let data = match self.first.take() {
+            Some(d) => d,
+            None => match tokio::time::timeout(STALL, self.reader.next_data()).await {
+                Ok(Ok(Some(d))) => d,
+                Ok(Ok(None)) => return Err("the answer ended before [DONE]".into()),
+                Ok(Err(e)) => return Err(format!("the answer broke off: {e}")),
+                Err(_) => return Err("the answer stalled".into()),
+            },
+        };
+        if data == "[DONE]" {
+            return Ok(None);
+        }
+        serde_json::from_str(&data)
+            .map(Some)
+            .map_err(|_| "a piece of the answer is not JSON".into())
+    }
 }
 
 fn open(g: &Gateway, u: Arc<Upstream>, req: &Generation) -> Attempt<Opened> {
@@ -162,7 +185,7 @@ fn open(g: &Gateway, u: Arc<Upstream>, req: &Generation) -> Attempt<Opened> {
         Ok(Opened {
             upstream: u,
             reader,
-            first,
+            first: Some(first),
             _in_flight: in_flight,
         })
     }
@@ -258,27 +281,18 @@ pub(crate) async fn drive(g: Gateway, req: Generation, tx: mpsc::Sender<Out>) {
         // This provider's whole answer and token counts, for its receipt.
         let mut upstream_text = String::new();
         let mut upstream_usage: Option<Value> = None;
-        let mut next = Some(std::mem::take(&mut opened.first));
         let broke_off = loop {
-            let data = match next.take() {
-                Some(d) => d,
-                None => match tokio::time::timeout(STALL, opened.reader.next_data()).await {
-                    Ok(Ok(Some(d))) => d,
-                    Ok(Ok(None)) => break "the answer ended before [DONE]".to_string(),
-                    Ok(Err(e)) => break format!("the answer broke off: {e}"),
-                    Err(_) => break "the answer stalled".to_string(),
-                },
-            };
-            if data == "[DONE]" {
-                let _ = tx.send(Out::Done).await;
-                // Read the body to its end, so that the connection goes back to the pool.
-                let _ = tokio::time::timeout(Duration::from_millis(200), opened.reader.next_data())
-                    .await;
-                return;
-            }
-            let chunk: Value = match serde_json::from_str(&data) {
-                Ok(c) => c,
-                Err(_) => break "a piece of the answer is not JSON".to_string(),
+            let chunk = match opened.next_chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => {
+                    let _ = tx.send(Out::Done).await;
+                    // Read the body to its end, so that the connection goes back to the pool.
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(200), opened.reader.next_data())
+                            .await;
+                    return;
+                }
+                Err(why) => break why,
             };
             if chunk.get("error").is_some() {
                 // The provider is alive and says why this answer failed: tell the client,
@@ -400,22 +414,10 @@ pub(crate) async fn whole_answer(
         Refusal::Elsewhere(why, None) => why,
     })?;
     let mut out = WholeAnswer::default();
-    let mut next = Some(std::mem::take(&mut opened.first));
     loop {
-        let data = match next.take() {
-            Some(d) => d,
-            None => match tokio::time::timeout(STALL, opened.reader.next_data()).await {
-                Ok(Ok(Some(d))) => d,
-                Ok(Ok(None)) => return Err("the answer ended before [DONE]".into()),
-                Ok(Err(e)) => return Err(format!("the answer broke off: {e}")),
-                Err(_) => return Err("the answer stalled".into()),
-            },
-        };
-        if data == "[DONE]" {
+        let Some(chunk) = opened.next_chunk().await? else {
             return Ok(out);
-        }
-        let chunk: Value =
-            serde_json::from_str(&data).map_err(|_| "a piece of the answer is not JSON")?;
+        };
         if let Some(error) = chunk.get("error") {
             return Err(format!("the provider reported an error: {error}"));
         }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::{ServingLease, ServingLeaseState, ServingOrderState, ServingRead};
+use gpuchain_tests::serving::metric_value;
 use gpuchain_tests::serving_market::{
     ringer_args, smollm2_ringer, MarketOptions, OpenedBy, ServingMarket,
 };
@@ -132,15 +133,9 @@ async fn the_gateway_renews_its_order_before_the_leases_end_and_answers_througho
         .await?
         .text()
         .await?;
-    let counter = |name: &str| {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
     ensure!(
-        counter("gpuchain_gateway_ringers_passed_total") >= 1
-            && counter("gpuchain_gateway_ringers_failed_total") == 0
+        metric_value(&metrics, "gpuchain_gateway_ringers_passed_total").is_some_and(|n| n >= 1.0)
+            && metric_value(&metrics, "gpuchain_gateway_ringers_failed_total") == Some(0.0)
             && !log.contains("ringer answered wrong"),
         "the honest provider answers every ringer right: {metrics}"
     );

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use gpuchain_serving::{ClaimStage, ServingRead};
+use gpuchain_tests::serving::metric_value;
 use gpuchain_tests::serving_market::{
     ringer_args, smollm2_ringer, MarketOptions, OpenedBy, ServingMarket,
 };
@@ -94,7 +95,7 @@ async fn the_gateways_ringers_catch_a_cheap_provider_and_it_appeals_the_verdict_
         .text()
         .await?;
     ensure!(
-        metrics.contains("gpuchain_gateway_ringers_failed_total 1")
+        metric_value(&metrics, "gpuchain_gateway_ringers_failed_total") == Some(1.0)
             && metrics
                 .lines()
                 .any(|l| l.starts_with("gpuchain_gateway_upstream_caught{") && l.ends_with(" 1")),

@@ -135,9 +135,7 @@ pub(crate) fn assign_next(
             return decide_appeal(state, ctx, claim, judgement, None);
         }
         // No verdict stands: whoever judged is let go, nobody slashed.
-        for v in &judgement.verdicts {
-            jury::release(state, &v.verifier);
-        }
+        release_all(state, &judgement.verdicts);
         return settle_claim(
             state,
             &claim,
@@ -254,17 +252,14 @@ fn open_appeal_window(
 pub(crate) fn window_closed(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
-    claim: Claim,
+    mut claim: Claim,
 ) -> Result<(), ServingError> {
-    match claim.stage {
+    match std::mem::replace(&mut claim.stage, ClaimStage::Posted) {
         ClaimStage::Standing {
             honest,
             appeal_deadline,
-            ref judgement,
-        } if appeal_deadline == ctx.height => {
-            let verdicts = judgement.verdicts.clone();
-            apply(state, ctx, claim, &verdicts, honest)
-        }
+            judgement,
+        } if appeal_deadline == ctx.height => apply(state, ctx, claim, &judgement.verdicts, honest),
         _ => Ok(()),
     }
 }
@@ -299,11 +294,16 @@ fn decide_appeal(
     if decided.is_some() {
         all.append(&mut judgement.verdicts);
     } else {
-        for v in &judgement.verdicts {
-            jury::release(state, &v.verifier);
-        }
+        release_all(state, &judgement.verdicts);
     }
     apply(state, ctx, claim, &all, last)
+}
+
+/// Lets go the verifiers of `verdicts` that no verdict stands on: nobody is slashed.
+fn release_all(state: &mut impl StateWrite, verdicts: &[JuryVerdict]) {
+    for v in verdicts {
+        jury::release(state, &v.verifier);
+    }
 }
 
 /// Applies the final verdict: the verifiers who voted against it are slashed, then the claim
