@@ -9,6 +9,7 @@ test compares against (cosine >= 0.9999 per sentence).
     scripts/fetch-minilm.sh
     /tmp/refvenv/bin/python scripts/gen-reference-vectors.py            # write the vectors
     /tmp/refvenv/bin/python scripts/gen-reference-vectors.py --bench 2  # PyTorch throughput
+    python3 scripts/gen-reference-vectors.py --bench 16 --device cuda   # on a GPU
 
 --bench N times PyTorch on N threads over the benchmark sentences (the same ones the Rust
 benchmark uses: data/minilm/bench-sentences.json) and prints sentences/s as JSON.
@@ -44,6 +45,7 @@ SENTENCES = [
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", type=int, default=0, help="threads for a PyTorch throughput run")
+    ap.add_argument("--device", default="cpu", help="torch device of the throughput run (cpu, cuda)")
     args = ap.parse_args()
     import torch
     from sentence_transformers import SentenceTransformer
@@ -51,15 +53,18 @@ def main() -> int:
     if not (MODEL_DIR / "model.safetensors").exists():
         print(f"{MODEL_DIR} is missing; run scripts/fetch-minilm.sh first", file=sys.stderr)
         return 1
-    model = SentenceTransformer(str(MODEL_DIR), device="cpu")
+    model = SentenceTransformer(str(MODEL_DIR), device=args.device if args.bench else "cpu")
     if args.bench:
         torch.set_num_threads(args.bench)
         sentences = json.loads(BENCH.read_text())
         model.encode(sentences[:32], batch_size=32)
         start = time.perf_counter()
         model.encode(sentences, batch_size=32)
+        if args.device != "cpu":
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
         print(json.dumps({"impl": "pytorch", "torch": torch.__version__, "threads": args.bench,
+                          "device": args.device,
                           "sentences": len(sentences), "seconds": elapsed,
                           "sentences_per_s": len(sentences) / elapsed}))
         return 0

@@ -520,3 +520,73 @@ fn nucleus_sampling_is_replayed_by_the_check_and_a_wider_nucleus_is_not() {
     assert_ne!(wider, honest);
     assert!(!passes(&s, &store, &wider, [5, 20]));
 }
+
+/// `x` as a GPU's tensor cores read an f32 in a TF32 product: 10 mantissa bits, rounded to
+/// nearest.
+fn tf32(x: f32) -> f32 {
+    f32::from_bits(x.to_bits().wrapping_add(0x1000) & !0x1fff)
+}
+
+/// burn's decoder (the code CUDA jobs run, here on the CPU backend) generating eight rows
+/// at once from the checked-in checkpoint, greedy and seeded, with its weights exact and as
+/// TF32 products read them (burn-cuda's f32 matmuls run on TF32 tensor cores): the
+/// verifier's row-decoder check, on the exact weights, accepts every row.
+#[test]
+fn burns_batched_generations_pass_the_row_decoder_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    let bytes = std::fs::read(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../data/llama/tiny-llama.safetensors"),
+    )
+    .unwrap();
+    let params = Params::from_safetensors(&bytes).unwrap();
+    let mut rounded = params.clone();
+    for t in rounded.tensors.values_mut() {
+        t.data.iter_mut().for_each(|x| *x = tf32(*x));
+    }
+    assert_ne!(rounded, params);
+    let cfg = LlamaConfig::from_shape(&shape());
+    let device = Default::default();
+    let models = [
+        cfg.load::<B>(&params, &device).unwrap(),
+        cfg.load::<B>(&rounded, &device).unwrap(),
+    ];
+    let prompts: Vec<u32> = (0..8u32)
+        .flat_map(|r| (0..6).map(move |i| (r * 11 + i * 7) % 97))
+        .collect();
+    let input = store.put(&encode_u32(&[8, 6], &prompts)).unwrap();
+    let weights = store.put(&bytes).unwrap();
+    let mut samplings = vec![Sampling::Greedy];
+    samplings.extend((0..32).map(|seed| Sampling::Seeded {
+        seed,
+        temperature_milli: 700,
+        top_k: 40,
+        top_p_ppm: 1_000_000,
+    }));
+    for sampling in samplings {
+        let spec = InferenceSpec {
+            arch: ModelArch::LlamaDecoder,
+            weights: weights.clone(),
+            tokenizer: None,
+            input: input.clone(),
+            batch_size: 64,
+            llama: Some(shape()),
+            generation: Some(GenerationSpec {
+                max_new_tokens: 24,
+                sampling: sampling.clone(),
+                stop_tokens: Vec::new(),
+            }),
+            tolerance: None,
+        };
+        for (model, weights) in models.iter().zip(["exact", "TF32"]) {
+            let out = generate(model, &prompts, 8, 24, &sampling, true, &device);
+            let verdict =
+                check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[8, 24], &out)).unwrap();
+            assert!(
+                verdict.accepted(),
+                "{weights} weights, {sampling:?}: {verdict:?}"
+            );
+        }
+    }
+}

@@ -27,9 +27,10 @@ use crate::tensor_io::{decode, Tensor as Stored};
 use crate::{Backend, Error, Result};
 
 /// A token passes when its logit is within this share of the row's logit spread (max − min)
-/// of the top logit (greedy), or the sampler's draw lies within this share of the top-k mass
-/// of its interval (seeded). Backends differ by far less (f32 reductions in another order,
-/// TF32 matmuls); a token the model did not favour sits far outside.
+/// of the top logit (greedy), or when the sampler's draw falls in its interval for some
+/// logits each within that much of the verifier's (seeded; and always within this share of
+/// the top-k mass of the interval). Backends differ by far less (f32 reductions in another
+/// order, TF32 matmuls); a token the model did not favour sits far outside.
 pub const TOKEN_MARGIN_PPM: u64 = 10_000;
 
 /// Checks `candidate` as the output of the decoder job `s` by teacher forcing on `backend`.
@@ -187,16 +188,47 @@ pub(crate) fn plausible_pick(
             ..
         } => {
             let (order, weights, total) = top_k_weights(logits, *temperature_milli, *top_k);
-            let u = draw(rng, total, *top_p_ppm);
-            let mut lo = 0.0f32;
-            for (w, i) in weights.iter().zip(&order) {
-                if *i == token as usize {
-                    let slack = total * margin;
-                    return u >= lo - slack && u < lo + w + slack;
+            // The draw, as a share of the mass, does not depend on the logits; the token's
+            // interval does.
+            let share = draw(rng, total, *top_p_ppm) / total;
+            // Another backend's logits each sit within the greedy margin of the verifier's
+            // (TF32 matmuls on a GPU move every logit a little). That scales each weight by
+            // at most e^(slack / T) either way and can reorder tokens whose logits are
+            // within twice the margin of each other: the token's interval starts no earlier
+            // than the mass of the tokens surely above it allows, and ends no later than
+            // that of the tokens possibly above it, itself included.
+            let top = logits[order[0]];
+            let low = logits.iter().copied().fold(f32::INFINITY, f32::min);
+            let slack = (top - low) * margin;
+            let t = *temperature_milli as f32 / 1000.0;
+            let own = libm::expf((mine - top) / t);
+            let last = order.len() - 1;
+            let in_top = order.contains(&(token as usize));
+            let mut total = total;
+            if !in_top {
+                // Just outside the verifier's top k, the token may have been inside the
+                // provider's, in place of the k-th.
+                if last == 0 || mine < logits[order[last]] - 2.0 * slack {
+                    return false;
                 }
-                lo += w;
+                total += own - weights[last];
             }
-            false
+            let (mut before, mut through) = (0.0f32, own);
+            for (k, (w, i)) in weights.iter().zip(&order).enumerate() {
+                if *i == token as usize || (!in_top && k == last) {
+                    continue;
+                }
+                if logits[*i] > mine + 2.0 * slack {
+                    before += w;
+                }
+                if logits[*i] >= mine - 2.0 * slack {
+                    through += w;
+                }
+            }
+            let s2 = libm::expf(2.0 * slack / t);
+            let start = before / (before + (total - before) * s2);
+            let end = through * s2 / (through * s2 + (total - through));
+            share >= start.min(before / total - margin) && share < end.max(through / total + margin)
         }
     }
 }
