@@ -58,9 +58,13 @@ pub struct GatewayArgs {
     /// are ended, and the rest of their deposits come back after the claim grace).
     #[arg(long)]
     pub keep_orders: bool,
-    /// CometBFT RPC of a node, to read the providers' reputation (every 10 s).
+    /// CometBFT RPC of a node, to read the providers' reputation and the serving verdicts
+    /// on their leases (every --chain-read-every-ms).
     #[arg(long)]
     pub node: Option<String>,
+    /// How often reputation and serving verdicts are read from --node, in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    pub chain_read_every_ms: u64,
     /// How often each provider is probed (`GET /v1/models`), in milliseconds.
     #[arg(long, default_value_t = 1_000)]
     pub probe_interval_ms: u64,

@@ -106,7 +106,7 @@ pub fn run(mut a: GatewayArgs) -> Result<()> {
         if let Some(node) = a.node.clone() {
             tokio::spawn(
                 pool.clone()
-                    .reputation_forever(node, Duration::from_secs(10)),
+                    .chain_forever(node, Duration::from_millis(a.chain_read_every_ms.max(100))),
             );
         }
         let listener = tokio::net::TcpListener::bind(a.listen)

@@ -27,6 +27,9 @@ pub(crate) struct Upstream {
     pub(crate) went_down: AtomicU64,
     /// It answered a ringer wrong: never routed to again.
     caught: AtomicBool,
+    /// A faulty verdict stands against its lease, or its provider appealed one: not routed
+    /// to until the claim settles otherwise (a final faulty verdict ends the lease).
+    suspended: AtomicBool,
 }
 
 /// What the probes and requests have learnt of an upstream.
@@ -63,6 +66,16 @@ impl Upstream {
         self.caught.load(Ordering::Relaxed)
     }
 
+    /// Whether a faulty verdict on its lease is standing or under appeal.
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.suspended.load(Ordering::Relaxed)
+    }
+
+    /// Whether requests may go here: neither caught by a ringer nor under a faulty verdict.
+    pub(crate) fn is_trusted(&self) -> bool {
+        !self.is_caught() && !self.is_suspended()
+    }
+
     fn new(spec: UpstreamSpec) -> Upstream {
         Upstream {
             spec,
@@ -72,6 +85,7 @@ impl Upstream {
             failures: AtomicU64::new(0),
             went_down: AtomicU64::new(0),
             caught: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
         }
     }
 
@@ -270,8 +284,8 @@ impl Pool {
         let mut serving = Vec::new();
         for u in &self.upstreams() {
             let h = u.snapshot();
-            // A caught provider counts as gone.
-            if !h.up || u.is_caught() {
+            // A caught or suspended provider counts as gone.
+            if !h.up || !u.is_trusted() {
                 continue;
             }
             any_up = true;
@@ -309,7 +323,7 @@ impl Pool {
         let mut all: Vec<String> = Vec::new();
         for u in &self.upstreams() {
             let h = u.snapshot();
-            if h.up && !u.is_caught() {
+            if h.up && u.is_trusted() {
                 for m in h.models {
                     if u.spec.model.as_deref().is_none_or(|only| only == m) && !all.contains(&m) {
                         all.push(m);
@@ -367,9 +381,9 @@ impl Pool {
         }
     }
 
-    /// Reads the reputation of every upstream that names its provider from the chain at
-    /// `node`, every `every`, for ever.
-    pub(crate) async fn reputation_forever(self: Arc<Self>, node: String, every: Duration) {
+    /// Reads the reputation of every upstream that names its provider, and the serving
+    /// verdicts on their leases, from the chain at `node`, every `every`, for ever.
+    pub(crate) async fn chain_forever(self: Arc<Self>, node: String, every: Duration) {
         let client = match gpuchain_client::ChainClient::new(&node) {
             Ok(c) => c,
             Err(e) => {
@@ -382,6 +396,9 @@ impl Pool {
             tick.tick().await;
             if let Err(e) = self.read_reputation(&client).await {
                 tracing::warn!(%node, error = %e, "reading reputation");
+            }
+            if let Err(e) = self.read_verdicts(&client).await {
+                tracing::warn!(%node, error = %e, "reading serving verdicts");
             }
         }
     }
@@ -406,6 +423,55 @@ impl Pool {
             )));
         }
         Ok(())
+    }
+}
+
+impl Pool {
+    /// Suspends the upstreams whose lease has a faulty verdict standing or under its
+    /// provider's appeal, and lifts the suspension once no such claim is left.
+    async fn read_verdicts(&self, client: &gpuchain_client::ChainClient) -> anyhow::Result<()> {
+        use gpuchain_serving::ServingRead;
+        let claims = client
+            .snapshot(gpuchain_serving::state_key::claims_prefix())
+            .await?
+            .serving_claims();
+        for u in &self.upstreams() {
+            let Some(lease) = u.spec.lease else {
+                continue;
+            };
+            let against = claims
+                .iter()
+                .any(|c| c.lease_id == lease && fault_pending(c, u.spec.provider.as_ref()));
+            if u.suspended.swap(against, Ordering::Relaxed) != against {
+                if against {
+                    tracing::warn!(
+                        lease,
+                        url = %u.spec.url,
+                        "a faulty verdict stands on this lease: not routed to while it stands"
+                    );
+                } else {
+                    tracing::info!(lease, url = %u.spec.url, "no faulty verdict stands now: routed to again");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `claim` holds a faulty verdict not yet final: standing, or appealed by the
+/// lease's provider (`provider`, when known).
+fn fault_pending(
+    claim: &gpuchain_serving::Claim,
+    provider: Option<&gpuchain_types::Address>,
+) -> bool {
+    use gpuchain_serving::ClaimStage;
+    match &claim.stage {
+        ClaimStage::Standing { honest, .. } => !honest,
+        ClaimStage::Judging(j) => j
+            .appeal
+            .as_ref()
+            .is_some_and(|a| provider == Some(&a.appellant)),
+        _ => false,
     }
 }
 

@@ -136,12 +136,17 @@ fn labels(u: &crate::pool::Upstream) -> String {
 
 /// One labelled series per upstream for each of its figures.
 fn upstream_metrics(out: &mut String, pool: &Pool) {
-    let series: [(&str, &str, &str); 7] = [
+    let series: [(&str, &str, &str); 8] = [
         ("up", "gauge", "1 if the provider answers."),
         (
             "caught",
             "gauge",
             "1 if it answered a ringer wrong (never routed to again).",
+        ),
+        (
+            "suspended",
+            "gauge",
+            "1 while a faulty verdict on its lease stands or is under appeal (not routed to).",
         ),
         ("latency_seconds", "gauge", "Smoothed time to first token."),
         ("in_flight", "gauge", "Requests running there now."),
@@ -157,6 +162,7 @@ fn upstream_metrics(out: &mut String, pool: &Pool) {
             let value = match name.trim_start_matches("gpuchain_gateway_upstream_") {
                 "up" => f64::from(u8::from(h.up)),
                 "caught" => f64::from(u8::from(u.is_caught())),
+                "suspended" => f64::from(u8::from(u.is_suspended())),
                 "latency_seconds" => h.latency_ms.unwrap_or(0.0) / 1e3,
                 "in_flight" => u.in_flight.load(Ordering::Relaxed) as f64,
                 "requests_total" => u.requests.load(Ordering::Relaxed) as f64,

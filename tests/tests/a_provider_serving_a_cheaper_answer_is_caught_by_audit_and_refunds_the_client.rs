@@ -2,22 +2,28 @@
 //! `--dishonest-answers`: every token shifted, the text and receipt consistent with what it
 //! sent, so the client's gateway acknowledges it) is caught: every claim is audited, the
 //! provider agent reveals the answer it served, two drawn verifiers find tokens the model
-//! does not pick, and their `faulty` verdict stands. The provider agent, which cannot tell
-//! its endpoint cheated, appeals it; no fresh verifier is left to judge the appeal, so the
-//! verdict applies and the deposit goes back: the chain slashes the provider for a wrong
-//! result, refunds the whole claim to the client and takes the lease from the provider.
-//! Nothing is paid for it.
+//! does not pick, and their `faulty` verdict stands. The client's gateway reads it and
+//! stops routing to the provider while it stands (a request then finds no provider). The
+//! provider agent, which cannot tell its endpoint cheated, appeals it; no fresh verifier is
+//! left to judge the appeal, so the verdict applies and the deposit goes back: the chain
+//! slashes the provider for a wrong result, refunds the whole claim to the client and takes
+//! the lease from the provider. Nothing is paid for it.
 
 use anyhow::{ensure, Context};
 use gpuchain_serving::ServingLeaseState;
-use gpuchain_tests::serving_market::{key_address, OpenedBy, ServingMarket};
+use gpuchain_serving::{ClaimStage, ServingRead};
+use gpuchain_tests::serving_market::{key_address, MarketOptions, OpenedBy, ServingMarket};
 use gpuchain_tests::{run_json, slash_records, tx_fee};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_client(
 ) -> anyhow::Result<()> {
-    let m = ServingMarket::start(2, &["--dishonest-answers"], OpenedBy::Cli).await?;
+    let options = MarketOptions {
+        gateway_args: vec!["--chain-read-every-ms".into(), "200".into()],
+        ..MarketOptions::default()
+    };
+    let m = ServingMarket::start_with(2, &["--dishonest-answers"], OpenedBy::Cli, options).await?;
     for content in ["Name a colour.", "Count to three."] {
         let answer = m
             .ask(
@@ -28,6 +34,60 @@ async fn a_provider_serving_a_cheaper_answer_is_caught_by_audit_and_refunds_the_
             .await?;
         ensure!(answer["usage"]["total_tokens"].as_u64().is_some());
     }
+    // While the faulty verdict stands (or the provider's appeal of it runs), the gateway
+    // sends nothing there: with no other provider, a request finds none trusted.
+    let http = reqwest::Client::new();
+    let mut suspended_seen = false;
+    for _ in 0..1_200 {
+        let state = m
+            .chain
+            .snapshot(gpuchain_serving::state_key::claims_prefix())
+            .await?;
+        let faulty_stands = state.serving_claims().iter().any(|c| {
+            matches!(c.stage, ClaimStage::Standing { honest: false, .. })
+                || matches!(&c.stage, ClaimStage::Judging(j) if j.appeal.is_some())
+        });
+        if faulty_stands {
+            let metrics = http
+                .get(format!("{}/metrics", m.gateway.url))
+                .send()
+                .await?
+                .text()
+                .await?;
+            if metrics
+                .lines()
+                .any(|l| l.starts_with("gpuchain_gateway_upstream_suspended{") && l.ends_with(" 1"))
+            {
+                let refused = http
+                    .post(format!("{}/v1/chat/completions", m.gateway.url))
+                    .header("content-type", "application/json")
+                    .body(
+                        json!({"model": "smollm2", "max_tokens": 4, "temperature": 0,
+                               "messages": [{"role": "user", "content": "Hello?"}]})
+                        .to_string(),
+                    )
+                    .send()
+                    .await?;
+                ensure!(
+                    refused.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE,
+                    "a suspended provider gets no request: {}",
+                    refused.status()
+                );
+                suspended_seen = true;
+                break;
+            }
+        } else if state.serving_claims().is_empty()
+            && m.settled(2, 1).await.is_ok_and(|l| l.paid == 0)
+        {
+            break; // settled before the gateway was seen suspending the provider
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    ensure!(
+        suspended_seen,
+        "the gateway suspends the provider while its faulty verdict stands (logs in {})",
+        m.dir.path().display()
+    );
     let caught = m.settled(2, 300).await?;
     ensure!(caught.paid == 0, "the cheat was paid {}", caught.paid);
     ensure!(
