@@ -61,10 +61,11 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
     ])?;
     let challenge_id =
         event_attr(&committed, "verify.challenge_committed", "challenge_id").unwrap_or_default();
+    // The bid window leaves room for a CLI start and a block or two on a busy machine.
     let order_file = dir.path().join("order.json");
     std::fs::write(
         &order_file,
-        serde_json::to_vec(&unfetched_digits_order(1, Some("r-pump"), 4, 12))?,
+        serde_json::to_vec(&unfetched_digits_order(1, Some("r-pump"), 10, 24))?,
     )?;
     let order_path = order_file.to_str().unwrap_or_default();
     let posted = cli.tx(&["auction", "post-order", "poster", "--order", order_path])?;
