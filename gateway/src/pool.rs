@@ -424,9 +424,7 @@ impl Pool {
         }
         Ok(())
     }
-}
 
-impl Pool {
     /// Suspends the upstreams whose lease has a faulty verdict standing or under its
     /// provider's appeal, and lifts the suspension once no such claim is left.
     async fn read_verdicts(&self, client: &gpuchain_client::ChainClient) -> anyhow::Result<()> {
