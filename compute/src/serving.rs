@@ -6,6 +6,7 @@
 //! the provider was asked.
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use gpuchain_jobspec::Sampling;
 use serde::Deserialize;
@@ -13,7 +14,7 @@ use serde::Deserialize;
 pub use gpuchain_jobspec::AnswerRecord;
 
 use crate::gguf::{self, Gguf};
-use crate::llama::{first_unjustified, LlamaConfig, RowDecoder};
+use crate::llama::{first_unjustified, LlamaConfig, PrefixCache, RowDecoder};
 use crate::{Error, Result};
 
 /// A loaded chat model and what requests need from its file.
@@ -30,7 +31,14 @@ pub struct ChatModel {
     pub eos: Option<u32>,
     /// Its context length in tokens.
     pub context: usize,
+    /// The keys and values of prompts answered before, which later prompts that begin the
+    /// same way start from ([`DEFAULT_PREFIX_CACHE_BYTES`] unless set otherwise).
+    pub prefixes: Mutex<PrefixCache>,
 }
+
+/// Keys and values of earlier prompts a loaded chat model keeps by default: for SmolLM2-135M
+/// (46 KB a token) about 700 tokens, some twenty chat prompts.
+pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 32 << 20;
 
 impl ChatModel {
     /// Loads a GGUF file.
@@ -50,7 +58,14 @@ impl ChatModel {
             plain: gguf::tokenizer::plain_tokenizer(&g)?,
             eos: gguf::eos_token(&g),
             context: shape.max_seq_len as usize,
+            prefixes: Mutex::new(PrefixCache::new(DEFAULT_PREFIX_CACHE_BYTES)),
         })
+    }
+
+    /// The prompt prefix cache, locked.
+    pub fn prefixes(&self) -> MutexGuard<'_, PrefixCache> {
+        // A poisoned lock only means a panic elsewhere mid-update; the entries are whole.
+        self.prefixes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `tokens` as text (control tokens left out).

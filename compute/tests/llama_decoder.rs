@@ -1,7 +1,9 @@
 //! The Llama-style decoder on a tiny checkpoint that the test creates and saves.
 
 use gpuchain_compute::blob::BlobStore;
-use gpuchain_compute::llama::{check_generation, generate, random_params, LlamaConfig};
+use gpuchain_compute::llama::{
+    check_generation, generate, generate_at, random_params, LlamaConfig, PrefixCache, RowDecoder,
+};
 use gpuchain_compute::params::Params;
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
@@ -138,10 +140,44 @@ fn generation_job_runs_and_rejects_bad_prompts() {
         .to_string();
     assert!(err.contains("outside the vocabulary"), "{err}");
     s.input = store.put(&encode_u32(&[1, 62], &[1; 62])).unwrap();
-    let err = run_job(&JobSpec::Inference(s), &store, Backend::Cpu)
+    let err = run_job(&JobSpec::Inference(s.clone()), &store, Backend::Cpu)
         .unwrap_err()
         .to_string();
     assert!(err.contains("exceed max_seq_len"), "{err}");
+    // Text needs a tokenizer, which only a GGUF file brings.
+    s.input = store.put(br#"["Once upon a time"]"#).unwrap();
+    let err = run_job(&JobSpec::Inference(s), &store, Backend::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("text prompts need a GGUF model"), "{err}");
+}
+
+#[test]
+fn prompts_of_different_lengths_each_sample_the_stream_of_their_place_in_the_batch() {
+    let cfg = LlamaConfig::from_shape(&shape());
+    let params = random_params(&cfg, 5);
+    let device = Default::default();
+    let model = cfg.load::<B>(&params, &device).unwrap();
+    let rows = RowDecoder::new(cfg, &params).unwrap();
+    let (short, long): (&[u32], &[u32]) = (&[3, 8, 13], &[1, 5, 9, 2, 40, 41]);
+    let sampling = Sampling::Seeded {
+        seed: 7,
+        temperature_milli: 900,
+        top_k: 20,
+        top_p_ppm: 1_000_000,
+    };
+    let both = rows.generate_rows(&[short, long], 10, &sampling, &[]);
+    // burn's decoder takes one prompt length at a time, each row at its place in the batch.
+    let alone = |prompt: &[u32], place: usize| {
+        generate_at(&model, prompt, &[place], 10, &sampling, true, &device)
+    };
+    assert_eq!(both[..10], alone(short, 0)[..]);
+    assert_eq!(both[10..], alone(long, 1)[..]);
+    assert_ne!(
+        both[10..],
+        alone(long, 0)[..],
+        "another place in the batch draws another stream"
+    );
 }
 
 /// The decoder against HuggingFace transformers' `LlamaForCausalLM` on a tiny random
@@ -589,4 +625,56 @@ fn burns_batched_generations_pass_the_row_decoder_check() {
             );
         }
     }
+}
+
+#[test]
+fn a_prompt_beginning_like_an_earlier_one_starts_from_its_keys_and_values() {
+    let cfg = LlamaConfig::from_shape(&shape());
+    let rows = RowDecoder::new(cfg.clone(), &random_params(&cfg, 17)).unwrap();
+    let greedy = Sampling::Greedy;
+    let system: Vec<u32> = (1..=12).collect();
+    let first = [system.as_slice(), &[40, 41, 42]].concat();
+    let second = [system.as_slice(), &[50, 51]].concat();
+    let answer = |prompt: &[u32], prefixes: &mut PrefixCache| {
+        let mut seq = rows.start(prompt, &greedy, 0);
+        let reused = seq.reuse_prefix(prefixes);
+        let tokens: Vec<u32> = (0..8).map(|_| seq.next_token().unwrap()).collect();
+        seq.share_prompt(prefixes);
+        (reused, tokens)
+    };
+    let mut prefixes = PrefixCache::new(1 << 20);
+    let (reused, first_answer) = answer(&first, &mut prefixes);
+    assert_eq!(reused, 0, "nothing held yet");
+    assert_eq!(first_answer, rows.generate(&first, 1, 8, &greedy));
+    // The shared beginning is not read again, and the answer is the one read whole.
+    let (reused, second_answer) = answer(&second, &mut prefixes);
+    assert_eq!(reused, system.len());
+    assert_eq!(second_answer, rows.generate(&second, 1, 8, &greedy));
+    // The same prompt again: all of it but the last token, which gives the first logits.
+    assert_eq!(
+        answer(&first, &mut prefixes),
+        (first.len() - 1, first_answer)
+    );
+    assert_eq!(prefixes.reused_tokens(), (2 * system.len() + 2) as u64);
+    // Fewer than eight shared tokens are read again.
+    let short = [&system[..5], &[60, 61, 62, 63, 64]].concat();
+    assert_eq!(answer(&short, &mut prefixes).0, 0);
+
+    // Under a budget of one prompt, the least recently used goes first.
+    let other: Vec<u32> = (30..46).collect();
+    let mut one = PrefixCache::new(6 * 1024);
+    answer(&first, &mut one);
+    let held = one.held_bytes();
+    assert!(held > 0 && held < 6 * 1024, "{held}");
+    answer(&other, &mut one);
+    assert!(one.held_bytes() <= 6 * 1024);
+    assert_eq!(
+        answer(&[other.as_slice(), &[7]].concat(), &mut one).0,
+        other.len()
+    );
+    assert_eq!(answer(&first, &mut one).0, 0, "let go of to make room");
+    // A budget of 0 keeps nothing.
+    let mut none = PrefixCache::new(0);
+    answer(&first, &mut none);
+    assert_eq!((none.held_bytes(), answer(&first, &mut none).0), (0, 0));
 }

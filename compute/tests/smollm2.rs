@@ -19,7 +19,7 @@ use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
 use gpuchain_compute::llama::{
-    check_generation, generate, LlamaConfig, RowDecoder, TOKEN_MARGIN_PPM,
+    answer_texts, check_generation, generate, LlamaConfig, RowDecoder, TOKEN_MARGIN_PPM,
 };
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
@@ -189,6 +189,116 @@ fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
     let verdict =
         check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[1, 8], &forged)).unwrap();
     assert!(!verdict.accepted(), "a forged answer fails: {verdict:?}");
+}
+
+#[test]
+fn a_chat_job_reads_text_prompts_of_any_length_and_answers_in_text() {
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let eos = gguf::eos_token(&g).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = BlobStore::open(dir.path()).unwrap();
+    // Two chats and a plain text, three lengths, over two batches.
+    let input = serde_json::json!([
+        { "messages": [{ "role": "user", "content": "What is the capital of France?" }] },
+        { "messages": [
+            { "role": "system", "content": "You answer in one word." },
+            { "role": "user", "content": "Name a colour of the sky on a clear day." }
+        ] },
+        "The three primary colours are"
+    ]);
+    let mut spec = InferenceSpec {
+        arch: ModelArch::LlamaGguf,
+        weights: store.put(&bytes).unwrap(),
+        tokenizer: None,
+        input: store.put(&serde_json::to_vec(&input).unwrap()).unwrap(),
+        batch_size: 2,
+        llama: None,
+        generation: Some(GenerationSpec {
+            max_new_tokens: 12,
+            sampling: Sampling::Greedy,
+            stop_tokens: vec![eos],
+        }),
+        tolerance: None,
+    };
+    let out = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
+    let answers = answer_texts(&spec, &store, &out.bytes).unwrap().unwrap();
+    assert_eq!(answers.len(), 3);
+    assert!(answers[0].contains("Paris"), "{answers:?}");
+    assert!(answers.iter().all(|a| !a.is_empty()), "{answers:?}");
+    let verdict = check_generation(&spec, &store, Backend::Cpu, &out.bytes).unwrap();
+    assert!(verdict.accepted(), "the honest answers pass: {verdict:?}");
+
+    // The chat reads as the serving endpoint reads it: the same ids as a token-id job.
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+    let plain = gguf::tokenizer::plain_tokenizer(&g).unwrap();
+    let ids = gguf::chat_ids(&tok, &plain, &[("user", "What is the capital of France?")]).unwrap();
+    let by_ids = InferenceSpec {
+        input: store.put(&encode_u32(&[1, ids.len()], &ids)).unwrap(),
+        batch_size: 1,
+        ..spec.clone()
+    };
+    let alone = run_job(&JobSpec::Inference(by_ids.clone()), &store, Backend::Cpu).unwrap();
+    let first_row = match decode(&out.bytes).unwrap() {
+        Tensor::U32 { data, .. } => data[..12].to_vec(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        decode(&alone.bytes).unwrap(),
+        Tensor::U32 {
+            dims: vec![1, 12],
+            data: first_row
+        }
+    );
+    assert_eq!(answer_texts(&by_ids, &store, &alone.bytes).unwrap(), None);
+
+    // Answers swapped between two prompts fail the check.
+    let mut swapped = match decode(&out.bytes).unwrap() {
+        Tensor::U32 { data, .. } => data,
+        other => panic!("{other:?}"),
+    };
+    swapped[..24].rotate_left(12);
+    let verdict =
+        check_generation(&spec, &store, Backend::Cpu, &encode_u32(&[3, 12], &swapped)).unwrap();
+    assert!(
+        !verdict.accepted(),
+        "another prompt's answer fails: {verdict:?}"
+    );
+
+    // Sampled, each row from the stream of its place in its batch: the check replays it.
+    spec.generation.as_mut().unwrap().sampling = Sampling::Seeded {
+        seed: 42,
+        temperature_milli: 700,
+        top_k: 40,
+        top_p_ppm: 900_000,
+    };
+    let out = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
+    let verdict = check_generation(&spec, &store, Backend::Cpu, &out.bytes).unwrap();
+    assert!(
+        verdict.accepted(),
+        "honest sampled answers pass: {verdict:?}"
+    );
+
+    // Bad input is refused with the reason.
+    for (input, reason) in [
+        ("[]", "holds no prompts"),
+        (r#"[{"messages": []}]"#, "no messages"),
+        (
+            r#"[{"messages": [{"role": "tool", "content": "x"}]}]"#,
+            "role `tool`",
+        ),
+        (
+            r#"[{"prompt": "x"}]"#,
+            "neither GCT1 token ids nor a JSON array",
+        ),
+        (r#"[""]"#, "prompt 0 is empty"),
+    ] {
+        spec.input = store.put(input.as_bytes()).unwrap();
+        let err = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(reason), "{input}: {err}");
+    }
 }
 
 /// `data/gguf/NAME`, written by `scripts/llama-cpp-anchor.mjs` from llama.cpp.

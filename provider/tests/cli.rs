@@ -177,6 +177,46 @@ fn chat_answers_a_question_with_the_real_model() {
         "{answer}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // The same question as a job spec with a text input: run-job prints the answer.
+    let dir = tempfile::tempdir().unwrap();
+    let weights = std::fs::read(&model).unwrap();
+    let input = serde_json::to_vec(&serde_json::json!([
+        { "messages": [{ "role": "user", "content": "What is the capital of France?" }] },
+        "Water boils at a temperature of"
+    ]))
+    .unwrap();
+    let input_path = dir.path().join("chat.json");
+    std::fs::write(&input_path, &input).unwrap();
+    let blob = |b: &[u8]| serde_json::json!({ "blake3": blake3::hash(b).to_hex().to_string(), "size": b.len() });
+    let spec = serde_json::json!({
+        "kind": "inference", "arch": "llama_gguf", "weights": blob(&weights),
+        "input": blob(&input), "batch_size": 2,
+        "generation": { "max_new_tokens": 12, "sampling": { "mode": "greedy" }, "stop_tokens": [2] }
+    });
+    let spec_path = dir.path().join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let blobs = dir.path().join("blobs");
+    let out = bin()
+        .args(["run-job", "--backend", "cpu", "--output", "json", "--blobs"])
+        .arg(&blobs)
+        .arg("--add-blob")
+        .arg(&model)
+        .arg("--add-blob")
+        .arg(&input_path)
+        .arg(&spec_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answers = summary["answers"].as_array().unwrap();
+    assert_eq!(answers.len(), 2, "{summary}");
+    assert!(answers[0].as_str().unwrap().contains("Paris"), "{summary}");
+
     let missing = bin()
         .args(["chat", "--model", "/nonexistent.gguf", "hello"])
         .output()

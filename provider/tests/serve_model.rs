@@ -523,3 +523,74 @@ async fn answers_asked_at_once_share_one_batch_and_match_the_answers_asked_alone
         "{steps} steps for four answers of up to 24 tokens"
     );
 }
+
+/// Chat prompts begin with the same template and system message: each model keeps the keys
+/// and values of the prompts it read, and a later prompt starts from the longest beginning
+/// it shares with one of them. The answers are the answers of an endpoint that reads every
+/// prompt whole (`--prefix-cache-mb 0`).
+#[tokio::test]
+async fn prompts_beginning_alike_read_that_beginning_once_and_get_the_same_answers() {
+    let serve = |prefix_mb: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
+        cmd.args([
+            "serve-model",
+            "--listen",
+            "127.0.0.1:0",
+            "--name",
+            "smollm2",
+        ])
+        .args(["--prefix-cache-mb", prefix_mb, "--model"])
+        .arg(common::smollm2_file());
+        spawn(cmd)
+    };
+    let ((_cached, cached), (_whole, whole)) = (serve("32"), serve("0"));
+    let http = reqwest::Client::new();
+    let ask = |base: &str, q: &str| {
+        let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": 16,
+                          "messages": [{"role": "user", "content": q}]});
+        let request = http
+            .post(format!("{base}/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        async move {
+            let answer: Value =
+                serde_json::from_str(&request.send().await.unwrap().text().await.unwrap()).unwrap();
+            answer["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let questions = [
+        "What is the capital of France?",
+        "What do bees make?",
+        "What is the capital of France?",
+        "Name three colours of the rainbow.",
+    ];
+    for q in questions {
+        assert_eq!(ask(&cached, q).await, ask(&whole, q).await, "{q}");
+    }
+    let reused = |base: String| {
+        let http = http.clone();
+        async move {
+            let m = get_text(&http, &format!("{base}/metrics")).await;
+            (
+                metric(&m, "gpuchain_serve_prompt_tokens_reused_total"),
+                metric(&m, "gpuchain_serve_prompt_tokens_total"),
+            )
+        }
+    };
+    let (saved, read) = reused(cached).await;
+    // The template and system message (about 25 tokens) for the second and fourth
+    // questions, and the repeated question (about 37 tokens) all but its last token.
+    assert!(
+        saved >= 2.0 * 20.0 + 30.0,
+        "{saved} of {read} prompt tokens reused"
+    );
+    assert!(saved < read);
+    assert_eq!(
+        reused(whole).await.0,
+        0.0,
+        "nothing kept with a budget of 0"
+    );
+}

@@ -42,7 +42,7 @@ pub fn check_generation(
 ) -> Result<Verdict> {
     let job = load(s, store)?;
     let (shape, gen, prompts) = (&job.shape, job.gen, &job.prompts);
-    let (rows, plen, new) = (job.dims[0], job.dims[1], gen.max_new_tokens as usize);
+    let (rows, new) = (prompts.len(), gen.max_new_tokens as usize);
     let tokens = match decode(candidate) {
         Ok(Stored::U32 { dims: d, data }) if d == [rows, new] => data,
         Ok(Stored::U32 { dims: d, .. }) => {
@@ -96,7 +96,7 @@ pub fn check_generation(
         // The CPU path generates with the row decoder; it checks with it too: one pass over
         // each prompt and its answer, with the weights in their stored precision.
         let decoder = job.row_decoder()?;
-        for (row, prompt) in prompts.chunks(plen).enumerate() {
+        for (row, prompt) in prompts.iter().enumerate() {
             let answer = &tokens[row * new..row * new + generated[row]];
             let logits = decoder.teacher_forced_logits(prompt, answer).concat();
             judge(row, &logits, shape.vocab_size as usize);
@@ -105,34 +105,25 @@ pub fn check_generation(
         let cfg = LlamaConfig::from_shape(shape);
         crate::with_burn_backend!(burn_backend(backend), |B, device| {
             let model = cfg.load::<B>(&job.params()?, &device)?;
-            for (chunk_index, chunk) in prompts.chunks(batch * plen).enumerate() {
-                let chunk_rows = chunk.len() / plen;
-                let row0 = chunk_index * batch;
+            for group in job.same_length_groups(batch) {
+                let plen = prompts[group[0].0].len();
                 // Each sequence: its prompt, then every candidate token but the last.
                 let len = plen + new - 1;
-                let mut feed = Vec::with_capacity(chunk_rows * len);
-                for r in 0..chunk_rows {
-                    feed.extend(
-                        chunk[r * plen..(r + 1) * plen]
-                            .iter()
-                            .map(|t| i64::from(*t)),
-                    );
-                    let row = &tokens[(row0 + r) * new..(row0 + r + 1) * new];
-                    feed.extend(row[..new - 1].iter().map(|t| i64::from(*t)));
+                let mut feed = Vec::with_capacity(group.len() * len);
+                for &(row, _) in &group {
+                    feed.extend(prompts[row].iter().map(|t| i64::from(*t)));
+                    let answer = &tokens[row * new..(row + 1) * new];
+                    feed.extend(answer[..new - 1].iter().map(|t| i64::from(*t)));
                 }
                 let ids = Tensor::<B, 2, Int>::from_data(
-                    TensorData::new(feed, [chunk_rows, len]),
+                    TensorData::new(feed, [group.len(), len]),
                     &device,
                 );
                 let logits = model.forward(ids, 0, None);
                 let vocab = logits.dims()[2];
                 let picked = values(logits.narrow(1, plen - 1, new));
-                for r in 0..chunk_rows {
-                    judge(
-                        row0 + r,
-                        &picked[r * new * vocab..(r + 1) * new * vocab],
-                        vocab,
-                    );
+                for (k, &(row, _)) in group.iter().enumerate() {
+                    judge(row, &picked[k * new * vocab..(k + 1) * new * vocab], vocab);
                 }
             }
             Ok::<(), Error>(())

@@ -107,8 +107,26 @@ pub fn generate<B: Backend>(
     use_cache: bool,
     device: &B::Device,
 ) -> Vec<u32> {
+    let in_batch: Vec<usize> = (0..rows).collect();
+    generate_at(
+        model, prompts, &in_batch, new_tokens, sampling, use_cache, device,
+    )
+}
+
+/// [`generate`] for rows that sit at `in_batch` in their job batch (one index a row), each
+/// sampling from the stream of its place there.
+pub fn generate_at<B: Backend>(
+    model: &Llama<B>,
+    prompts: &[u32],
+    in_batch: &[usize],
+    new_tokens: usize,
+    sampling: &Sampling,
+    use_cache: bool,
+    device: &B::Device,
+) -> Vec<u32> {
+    let rows = in_batch.len();
     let plen = prompts.len() / rows.max(1);
-    let mut rngs: Vec<SplitMix64> = (0..rows).map(|r| row_rng(sampling, r)).collect();
+    let mut rngs: Vec<SplitMix64> = in_batch.iter().map(|&r| row_rng(sampling, r)).collect();
     let mut seqs: Vec<Vec<u32>> = prompts.chunks(plen.max(1)).map(<[u32]>::to_vec).collect();
     let mut cache = KvCache::new();
     let ids = |rows_data: Vec<i64>, s: usize| {

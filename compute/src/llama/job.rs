@@ -1,9 +1,12 @@
 //! Decoder generation jobs.
 
+use std::collections::BTreeMap;
+
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
 
-use super::generate::{end_at_stops, generate};
+use super::generate::{end_at_stops, generate_at, generated_len};
 use super::model::LlamaConfig;
+use super::prompts::{input_is_text, read_prompts};
 use super::rows::RowDecoder;
 use crate::blob::BlobStore;
 use crate::gguf::llama::GgufWeights;
@@ -12,13 +15,12 @@ use crate::params::Params;
 use crate::tensor_io::{decode, encode_u32, Tensor};
 use crate::{Backend, Error, JobOutput, Result};
 
-/// A decoder job's parts, checked: its shape and generation settings, the prompts
-/// (`dims = [n, prompt_len]`) and the weights file.
+/// A decoder job's parts, checked: its shape and generation settings, the prompts (one id
+/// row each, see [`super::prompts`]) and the weights file.
 pub(super) struct Loaded<'a> {
     pub(super) shape: LlamaShape,
     pub(super) gen: &'a GenerationSpec,
-    pub(super) dims: Vec<usize>,
-    pub(super) prompts: Vec<u32>,
+    pub(super) prompts: Vec<Vec<u32>>,
     gguf: bool,
     weights: Vec<u8>,
 }
@@ -43,6 +45,24 @@ impl Loaded<'_> {
             RowDecoder::new(cfg, &Params::from_safetensors(&self.weights)?)
         }
     }
+
+    /// The prompts in batches of the job's batch size, each row with its index in its batch
+    /// (which seeds its sampler stream), rows of one length together: burn's decoder takes
+    /// rows of one length at a time.
+    pub(super) fn same_length_groups(&self, batch: usize) -> Vec<Vec<(usize, usize)>> {
+        let mut groups = Vec::new();
+        for (b, chunk) in self.prompts.chunks(batch.max(1)).enumerate() {
+            let mut by_len: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+            for (i, p) in chunk.iter().enumerate() {
+                by_len
+                    .entry(p.len())
+                    .or_default()
+                    .push((b * batch.max(1) + i, i));
+            }
+            groups.extend(by_len.into_values());
+        }
+        groups
+    }
 }
 
 /// Reads and checks a decoder job's input and weights: safetensors with the spec's shape
@@ -50,53 +70,46 @@ impl Loaded<'_> {
 pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded<'a>> {
     let weights = store.get(&s.weights)?;
     let gguf = s.arch == ModelArch::LlamaGguf;
-    let shape = if gguf {
-        crate::gguf::llama::shape(&Gguf::parse(&weights)?)?
+    let file = if gguf {
+        Some(Gguf::parse(&weights)?)
     } else {
-        s.llama
+        None
+    };
+    let shape = match &file {
+        Some(f) => crate::gguf::llama::shape(f)?,
+        None => s
+            .llama
             .clone()
-            .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?
+            .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?,
     };
     let gen = s
         .generation
         .as_ref()
         .ok_or_else(|| Error::BadInput("decoder jobs need generation settings".into()))?;
-    let (dims, prompts) = match decode(&store.get(&s.input)?)? {
-        Tensor::U32 { dims, data } if dims.len() == 2 && dims[0] > 0 && dims[1] > 0 => (dims, data),
-        Tensor::U32 { dims, .. } => {
-            return Err(Error::BadInput(format!(
-                "decoder input must be u32 [n, prompt_len] with n, prompt_len ≥ 1, got {dims:?}"
-            )))
-        }
-        Tensor::F32 { .. } => {
-            return Err(Error::BadInput(
-                "decoder input must be u32 token ids, got f32".into(),
-            ))
-        }
-    };
+    let prompts = read_prompts(&store.get(&s.input)?, file.as_ref())?;
+    drop(file);
     if let Some(t) = gen.stop_tokens.iter().find(|t| **t >= shape.vocab_size) {
         return Err(Error::BadInput(format!(
             "stop token {t} is outside the vocabulary of {}",
             shape.vocab_size
         )));
     }
-    if let Some(t) = prompts.iter().find(|t| **t >= shape.vocab_size) {
+    if let Some(t) = prompts.iter().flatten().find(|t| **t >= shape.vocab_size) {
         return Err(Error::BadInput(format!(
             "token id {t} is outside the vocabulary of {}",
             shape.vocab_size
         )));
     }
-    let total = dims[1] + gen.max_new_tokens as usize;
-    if total > shape.max_seq_len as usize {
+    let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
+    if longest + gen.max_new_tokens as usize > shape.max_seq_len as usize {
         return Err(Error::BadInput(format!(
-            "prompt ({}) plus new tokens ({}) exceed max_seq_len {}",
-            dims[1], gen.max_new_tokens, shape.max_seq_len
+            "prompt ({longest}) plus new tokens ({}) exceed max_seq_len {}",
+            gen.max_new_tokens, shape.max_seq_len
         )));
     }
     Ok(Loaded {
         shape,
         gen,
-        dims,
         prompts,
         gguf,
         weights,
@@ -116,8 +129,8 @@ pub(super) fn burn_backend(backend: Backend) -> Backend {
 /// Runs a generation job (burn backends; see [`burn_backend`]).
 pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result<JobOutput> {
     let job = load(s, store)?;
-    let (gen, dims, prompts) = (job.gen, &job.dims, &job.prompts);
-    let cfg = LlamaConfig::from_shape(&job.shape);
+    let gen = job.gen;
+    let new = gen.max_new_tokens as usize;
     let batch = (s.batch_size as usize).max(1);
     let mut out = Vec::new();
     if burn_backend(backend) == Backend::Cpu {
@@ -126,42 +139,86 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
         // Chunked by the batch size like the burn path: a row's sampler stream is seeded by
         // its index within its batch.
         let decoder = job.row_decoder()?;
-        for chunk in prompts.chunks(batch * dims[1]) {
-            let rows = chunk.len() / dims[1];
-            out.extend(decoder.generate_until(
-                chunk,
-                rows,
-                gen.max_new_tokens as usize,
-                &gen.sampling,
-                &gen.stop_tokens,
-            ));
+        for chunk in job.prompts.chunks(batch) {
+            let rows: Vec<&[u32]> = chunk.iter().map(Vec::as_slice).collect();
+            out.extend(decoder.generate_rows(&rows, new, &gen.sampling, &gen.stop_tokens));
         }
-        return Ok(JobOutput::new(
-            JobKind::Tokens,
-            encode_u32(&[dims[0], gen.max_new_tokens as usize], &out),
-            None,
-        ));
+    } else {
+        let cfg = LlamaConfig::from_shape(&job.shape);
+        out = vec![0; job.prompts.len() * new];
+        crate::with_burn_backend!(burn_backend(backend), |B, device| {
+            let model = cfg.load::<B>(&job.params()?, &device)?;
+            for group in job.same_length_groups(batch) {
+                let prompts: Vec<u32> = group
+                    .iter()
+                    .flat_map(|&(row, _)| job.prompts[row].iter().copied())
+                    .collect();
+                let in_batch: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+                let got = generate_at(
+                    &model,
+                    &prompts,
+                    &in_batch,
+                    new,
+                    &gen.sampling,
+                    true,
+                    &device,
+                );
+                for (&(row, _), answer) in group.iter().zip(got.chunks(new.max(1))) {
+                    out[row * new..(row + 1) * new].copy_from_slice(answer);
+                }
+            }
+            Ok::<(), Error>(())
+        })?;
+        end_at_stops(&mut out, new, &gen.stop_tokens);
     }
-    crate::with_burn_backend!(burn_backend(backend), |B, device| {
-        let model = cfg.load::<B>(&job.params()?, &device)?;
-        for chunk in prompts.chunks(batch * dims[1]) {
-            let rows = chunk.len() / dims[1];
-            out.extend(generate(
-                &model,
-                chunk,
-                rows,
-                gen.max_new_tokens as usize,
-                &gen.sampling,
-                true,
-                &device,
-            ));
-        }
-        Ok::<(), Error>(())
-    })?;
-    end_at_stops(&mut out, gen.max_new_tokens as usize, &gen.stop_tokens);
     Ok(JobOutput::new(
         JobKind::Tokens,
-        encode_u32(&[dims[0], gen.max_new_tokens as usize], &out),
+        encode_u32(&[job.prompts.len(), new], &out),
         None,
     ))
+}
+
+/// The answers of a GGUF job whose input is text, as text: each row's tokens up to its first
+/// stop token (or the file's end of sequence), without control tokens. `None` for a job
+/// whose input is token ids, whose reader has the tokenizer of its own choice.
+pub fn answer_texts(
+    s: &InferenceSpec,
+    store: &BlobStore,
+    output: &[u8],
+) -> Result<Option<Vec<String>>> {
+    if s.arch != ModelArch::LlamaGguf || !input_is_text(&store.get(&s.input)?) {
+        return Ok(None);
+    }
+    let weights = store.get(&s.weights)?;
+    let file = Gguf::parse(&weights)?;
+    let tokenizer = crate::gguf::tokenizer::tokenizer(&file)?;
+    let new = s
+        .generation
+        .as_ref()
+        .map_or(0, |g| g.max_new_tokens as usize);
+    let stops = s
+        .generation
+        .as_ref()
+        .map(|g| g.stop_tokens.clone())
+        .unwrap_or_default();
+    let tokens = match decode(output)? {
+        Tensor::U32 { dims, data } if dims.len() == 2 && dims[1] == new => data,
+        _ => {
+            return Err(Error::BadInput(
+                "the output is not the job's u32 [n, max_new_tokens] token ids".into(),
+            ))
+        }
+    };
+    tokens
+        .chunks(new.max(1))
+        .map(|row| {
+            let turn = &row[..generated_len(row, &stops)];
+            let turn = match turn.split_last() {
+                Some((last, rest)) if stops.contains(last) => rest,
+                _ => turn,
+            };
+            crate::gguf::answer_text(&file, &tokenizer, turn)
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }

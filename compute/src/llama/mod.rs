@@ -3,8 +3,8 @@
 //! Loads safetensors with the usual Llama tensor names (`model.embed_tokens.weight`,
 //! `model.layers.N.self_attn.q_proj.weight`, …, `model.norm.weight`, `lm_head.weight`).
 //!
-//! Job input: `GCT1` u32 `[n, prompt_len]` token ids. Output: `GCT1` u32
-//! `[n, max_new_tokens]` generated ids.
+//! Job input: `GCT1` u32 `[n, prompt_len]` token ids or, for a GGUF model, a JSON array of
+//! chats and texts ([`prompts`]). Output: `GCT1` u32 `[n, max_new_tokens]` generated ids.
 
 mod answer_check;
 mod check;
@@ -16,12 +16,16 @@ mod sequence;
 
 mod job;
 mod matrix;
+mod prefix;
+mod prompts;
 
 pub use answer_check::first_unjustified;
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
-pub use generate::{generate, pick_token};
-pub use job::run_job;
+pub use generate::{generate, generate_at, pick_token};
+pub use job::{answer_texts, run_job};
 pub use matrix::Matrix;
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
+pub use prefix::{PrefixCache, MIN_REUSED_TOKENS};
+pub use prompts::input_is_text;
 pub use rows::{DecoderWeights, RowDecoder};
 pub use sequence::Sequence;

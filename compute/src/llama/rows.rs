@@ -73,12 +73,40 @@ pub struct RowDecoder {
 pub(super) struct Cache {
     k: Vec<Vec<f32>>,
     v: Vec<Vec<f32>>,
+    /// Values a layer holds per token (`kv_heads × head_dim`).
+    width: usize,
 }
 
 impl Cache {
-    /// Tokens held, each `kv_width` values a layer.
-    pub(super) fn tokens(&self, kv_width: usize) -> usize {
-        self.k.first().map_or(0, |k| k.len() / kv_width.max(1))
+    /// Tokens held.
+    pub(super) fn len(&self) -> usize {
+        self.k.first().map_or(0, |k| k.len() / self.width.max(1))
+    }
+
+    /// Whether it holds no token.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the first `n` tokens' keys and values (all of them if it holds fewer).
+    pub(super) fn first(&self, n: usize) -> Cache {
+        let end = n.saturating_mul(self.width);
+        let cut = |layers: &[Vec<f32>]| -> Vec<Vec<f32>> {
+            layers
+                .iter()
+                .map(|l| l[..end.min(l.len())].to_vec())
+                .collect()
+        };
+        Cache {
+            k: cut(&self.k),
+            v: cut(&self.v),
+            width: self.width,
+        }
+    }
+
+    /// Bytes of keys and values held.
+    pub(super) fn bytes(&self) -> usize {
+        self.k.iter().chain(&self.v).map(Vec::len).sum::<usize>() * 4
     }
 }
 
@@ -297,6 +325,7 @@ impl RowDecoder {
         Cache {
             k: vec![Vec::new(); self.cfg.layers],
             v: vec![Vec::new(); self.cfg.layers],
+            width: self.kv_width(),
         }
     }
 
@@ -326,6 +355,17 @@ impl RowDecoder {
     ) -> Vec<u32> {
         let plen = prompts.len() / rows.max(1);
         let prompts: Vec<&[u32]> = prompts.chunks(plen.max(1)).collect();
+        self.generate_rows(&prompts, new_tokens, sampling, stops)
+    }
+
+    /// [`Self::generate_until`] for prompts of any lengths, row `r` being `prompts[r]`.
+    pub fn generate_rows(
+        &self,
+        prompts: &[&[u32]],
+        new_tokens: usize,
+        sampling: &Sampling,
+        stops: &[u32],
+    ) -> Vec<u32> {
         let mut caches: Vec<Cache> = prompts.iter().map(|_| self.empty_cache()).collect();
         let mut rngs: Vec<SplitMix64> = (0..prompts.len()).map(|r| row_rng(sampling, r)).collect();
         let mut steps: Vec<(&[u32], &mut Cache)> =

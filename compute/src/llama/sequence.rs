@@ -8,6 +8,7 @@
 use gpuchain_jobspec::Sampling;
 
 use super::generate::{pick_token, row_rng};
+use super::prefix::PrefixCache;
 use super::rows::{Cache, RowDecoder};
 use crate::models::init::SplitMix64;
 
@@ -150,7 +151,7 @@ impl<'a> Sequence<'a> {
 
     /// Tokens in the context so far (prompt and fed tokens).
     pub fn len(&self) -> usize {
-        self.cache.tokens(self.decoder.kv_width())
+        self.cache.len()
     }
 
     /// Whether nothing has been fed yet.
@@ -161,5 +162,29 @@ impl<'a> Sequence<'a> {
     /// Whether the prompt has been read and tokens are being generated.
     pub fn generating(&self) -> bool {
         self.read >= self.prompt.len()
+    }
+
+    /// Starts from the keys and values of the longest beginning of the prompt that
+    /// `prefixes` holds, if nothing has been read yet; returns the prompt tokens so skipped.
+    pub fn reuse_prefix(&mut self, prefixes: &mut PrefixCache) -> usize {
+        if self.read > 0 || !self.cache.is_empty() {
+            return 0;
+        }
+        match prefixes.reuse(&self.prompt) {
+            Some((shared, cache)) => {
+                self.cache = cache;
+                self.read = shared;
+                shared
+            }
+            None => 0,
+        }
+    }
+
+    /// Lends the prompt's keys and values to `prefixes` once the prompt has been read, for
+    /// later prompts that begin the same way.
+    pub fn share_prompt(&self, prefixes: &mut PrefixCache) {
+        if self.generating() {
+            prefixes.keep(&self.prompt, &self.cache);
+        }
     }
 }

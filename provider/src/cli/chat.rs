@@ -9,7 +9,8 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
+use gpuchain_compute::llama::answer_texts;
+use gpuchain_compute::tensor_io::{decode, Tensor};
 use gpuchain_compute::{run_job, Backend};
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
 
@@ -39,13 +40,11 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
     let weights =
         std::fs::read(&a.model).with_context(|| format!("reading {}", a.model.display()))?;
     let file = Gguf::parse(&weights)?;
-    let tokenizer = gguf::tokenizer::tokenizer(&file)?;
-    let prompt = gguf::chat_prompt(&[("user", a.question.as_str())]);
-    let ids = tokenizer
-        .encode(prompt.as_str(), false)
-        .map_err(|e| anyhow!("tokenizing: {e}"))?
-        .get_ids()
-        .to_vec();
+    // The question as a chat job's text input: the job reads it into the chat template with
+    // the file's tokenizer, as the serving endpoint reads a chat request.
+    let input = serde_json::to_vec(&serde_json::json!([
+        { "messages": [{ "role": "user", "content": a.question }] }
+    ]))?;
     let store = BlobStore::open(std::env::temp_dir().join("gpuchain-chat-blobs"))?;
     let sampling = match a.seed {
         Some(seed) => Sampling::Seeded {
@@ -56,11 +55,11 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
         },
         None => Sampling::Greedy,
     };
-    let spec = JobSpec::Inference(InferenceSpec {
+    let inference = InferenceSpec {
         arch: ModelArch::LlamaGguf,
         weights: store.put(&weights)?,
         tokenizer: None,
-        input: store.put(&encode_u32(&[1, ids.len()], &ids))?,
+        input: store.put(&input)?,
         batch_size: 1,
         llama: None,
         generation: Some(GenerationSpec {
@@ -69,14 +68,18 @@ pub(super) fn run(a: ChatArgs) -> Result<()> {
             stop_tokens: gguf::eos_token(&file).into_iter().collect(),
         }),
         tolerance: None,
-    });
+    };
+    let spec = JobSpec::Inference(inference.clone());
     let started = Instant::now();
     let out = run_job(&spec, &store, Backend::parse(&a.backend)?)?;
+    let answer = answer_texts(&inference, &store, &out.bytes)?
+        .and_then(|a| a.into_iter().next())
+        .ok_or_else(|| anyhow!("the model returned no answer"))?;
+    println!("{answer}");
     let tokens = match decode(&out.bytes)? {
         Tensor::U32 { data, .. } => data,
         Tensor::F32 { .. } => return Err(anyhow!("the model returned no token ids")),
     };
-    println!("{}", gguf::answer_text(&file, &tokenizer, &tokens)?);
     // The job's output repeats the stop token to its full length; count what was generated.
     let eos = gguf::eos_token(&file);
     let generated = tokens

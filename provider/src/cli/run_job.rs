@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
+use gpuchain_compute::llama::answer_texts;
 use gpuchain_compute::{fetch_job_blobs, run_job, Backend};
 use gpuchain_jobspec::JobSpec;
 use serde::Serialize;
@@ -49,6 +50,9 @@ struct Summary {
     result_path: PathBuf,
     transcript_root: Option<String>,
     seconds: f64,
+    /// A chat or text generation job's answers, as text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answers: Option<Vec<String>>,
 }
 
 pub(super) fn run(args: RunJobArgs) -> anyhow::Result<()> {
@@ -93,6 +97,10 @@ pub(super) fn run(args: RunJobArgs) -> anyhow::Result<()> {
         result_path: path,
         transcript_root: out.transcript_root.map(hex::encode),
         seconds,
+        answers: match &spec {
+            JobSpec::Inference(s) => answer_texts(s, &store, &out.bytes)?,
+            JobSpec::Training(_) => None,
+        },
     };
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
@@ -108,6 +116,9 @@ pub(super) fn run(args: RunJobArgs) -> anyhow::Result<()> {
                 println!("transcript root {r}");
             }
             println!("time      {:.3} s", summary.seconds);
+            for (i, answer) in summary.answers.iter().flatten().enumerate() {
+                println!("answer {i}  {answer}");
+            }
         }
     }
     Ok(())

@@ -147,7 +147,11 @@ impl Batches {
     ) -> Vec<(mpsc::UnboundedSender<Piece>, Piece)> {
         let mut active: Vec<Answer<'_>> = Vec::new();
         loop {
-            active.extend(joining.drain(..).map(|r| Answer::new(model, r)));
+            active.extend(
+                joining
+                    .drain(..)
+                    .map(|r| Answer::new(model, r, &self.stats)),
+            );
             let mut seqs: Vec<&mut Sequence<'_>> = active.iter_mut().map(|a| &mut a.seq).collect();
             let tokens = Sequence::step(&mut seqs, PROMPT_CHUNK);
             self.stats.step(active.len());
@@ -203,14 +207,18 @@ struct Answer<'m> {
 }
 
 impl<'m> Answer<'m> {
-    fn new(model: &'m Model, r: Request) -> Answer<'m> {
+    fn new(model: &'m Model, r: Request, stats: &Stats) -> Answer<'m> {
         let p = r.prepared;
         let seed = match &p.sampling {
             gpuchain_jobspec::Sampling::Seeded { seed, .. } => Some(*seed),
             gpuchain_jobspec::Sampling::Greedy => None,
         };
+        let mut seq = model.decoder.start(&p.prompt, &p.sampling, 0);
+        // The chat template and system message most prompts begin with are read once.
+        let reused = seq.reuse_prefix(&mut model.prefixes());
+        stats.prompt(p.prompt.len(), reused);
         Answer {
-            seq: model.decoder.start(&p.prompt, &p.sampling, 0),
+            seq,
             tx: r.tx,
             arrived: r.arrived,
             joined: Instant::now(),
@@ -234,6 +242,7 @@ impl<'m> Answer<'m> {
         };
         if self.tokens.is_empty() {
             stats.first_token(self.arrived.elapsed());
+            self.seq.share_prompt(&mut model.prefixes());
         }
         if Some(t) == model.eos {
             self.stopped = true;

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use gpuchain_agent_kit::metrics::metric;
+use gpuchain_compute::llama::PrefixCache;
 
 use super::Model;
 
@@ -32,6 +33,8 @@ struct Loaded {
 pub(crate) struct ModelCache {
     offered: Vec<(String, PathBuf)>,
     budget: Option<usize>,
+    /// Each loaded model's prompt prefix cache budget.
+    prefix_bytes: usize,
     loaded: Mutex<Vec<Loaded>>,
     /// One model loads at a time.
     loading: tokio::sync::Mutex<()>,
@@ -44,10 +47,16 @@ pub(crate) struct ModelCache {
 impl ModelCache {
     /// Offers `offered` (name and GGUF file, in listing order), keeping at most `budget`
     /// bytes of weights loaded (no limit without one).
-    pub(crate) fn new(offered: Vec<(String, PathBuf)>, budget: Option<usize>) -> ModelCache {
+    /// Each model keeps up to `prefix_bytes` of its earlier prompts' keys and values.
+    pub(crate) fn new(
+        offered: Vec<(String, PathBuf)>,
+        budget: Option<usize>,
+        prefix_bytes: usize,
+    ) -> ModelCache {
         ModelCache {
             offered,
             budget,
+            prefix_bytes,
             loaded: Mutex::default(),
             loading: tokio::sync::Mutex::new(()),
             clock: AtomicU64::new(0),
@@ -100,10 +109,11 @@ impl ModelCache {
             .map_err(|e| Unavailable::Failed(format!("{}: {e}", path.display())))?;
         self.make_room(need)?;
         let owned = name.to_string();
-        let model = tokio::task::spawn_blocking(move || Model::load(&path, owned))
+        let mut model = tokio::task::spawn_blocking(move || Model::load(&path, owned))
             .await
             .map_err(|e| Unavailable::Failed(e.to_string()))?
             .map_err(|e| Unavailable::Failed(format!("{e:#}")))?;
+        model.prefixes = std::sync::Mutex::new(PrefixCache::new(self.prefix_bytes));
         let model = Arc::new(model);
         self.loads.fetch_add(1, Ordering::Relaxed);
         tracing::info!(

@@ -61,6 +61,11 @@ pub(crate) struct ServeArgs {
     /// loaded.
     #[arg(long)]
     memory_budget_mb: Option<usize>,
+    /// Megabytes of earlier prompts' keys and values each loaded chat model keeps (on top of
+    /// --memory-budget-mb), so that prompts beginning the same way (the chat template and
+    /// system message) read that beginning once; 0 turns it off.
+    #[arg(long, env = "GPUCHAIN_PREFIX_CACHE_MB", default_value_t = 32)]
+    prefix_cache_mb: usize,
     /// Serve chain leases: keep each lease's receipts, bodies and acknowledged batches in
     /// this directory (the provider agent claims from it). Needs --node and --operator.
     #[arg(long, requires_all = ["node", "operator"])]
@@ -142,7 +147,11 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
         offered.push((name.clone(), file.clone()));
     }
     let budget = a.memory_budget_mb.map(|mb| mb.saturating_mul(1_000_000));
-    let models = Arc::new(cache::ModelCache::new(offered, budget));
+    let models = Arc::new(cache::ModelCache::new(
+        offered,
+        budget,
+        a.prefix_cache_mb.saturating_mul(1 << 20),
+    ));
     let embedder = match &a.embedder {
         Some(dir) => Some(Arc::new(EmbedModel::load(dir, a.embedder_name.clone())?)),
         None => None,

@@ -20,6 +20,8 @@ pub(crate) struct Stats {
     batch_steps: AtomicU64,
     batch_sequences: AtomicU64,
     batch_size: AtomicU64,
+    prompt_tokens: AtomicU64,
+    prompt_tokens_reused: AtomicU64,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -41,6 +43,12 @@ impl Stats {
     pub(crate) fn generated(&self, tokens: u64, took: Duration) {
         Stats::add(&self.generated_tokens, tokens);
         Stats::add(&self.generation_micros, micros(took));
+    }
+
+    /// A prompt of `tokens` joined a batch, `reused` of them read before (prefix cache).
+    pub(crate) fn prompt(&self, tokens: usize, reused: usize) {
+        Stats::add(&self.prompt_tokens, tokens as u64);
+        Stats::add(&self.prompt_tokens_reused, reused as u64);
     }
 
     /// A batch took a step with `sequences` answers in it.
@@ -86,6 +94,16 @@ impl Stats {
                 "gpuchain_serve_first_tokens_total",
                 "Answers that reached their first token.",
                 get(&self.first_tokens),
+            ),
+            (
+                "gpuchain_serve_prompt_tokens_total",
+                "Prompt tokens of the chat and text completions that joined a batch.",
+                get(&self.prompt_tokens),
+            ),
+            (
+                "gpuchain_serve_prompt_tokens_reused_total",
+                "Prompt tokens not read again: an earlier prompt began the same way (prefix cache).",
+                get(&self.prompt_tokens_reused),
             ),
             (
                 "gpuchain_serve_batch_steps_total",
