@@ -108,6 +108,43 @@ pub fn to_f32(kind: u32, data: &[u8], numel: usize) -> Result<Vec<f32>> {
     Ok(out)
 }
 
+/// Whole super-blocks of the K-quant `kind` (Q4_K, Q5_K or Q6_K) in `data`, decoded into
+/// `out` (as many values as they hold): for widening one row of a matrix kept in its blocks.
+pub fn k_quant_into(kind: u32, data: &[u8], out: &mut [f32]) {
+    kquant::decode(kind, data, &mut Fill { out, at: 0 });
+}
+
+/// Q4_K super-blocks as the 32-value blocks of 4-bit values with an f32 scale and minimum
+/// that Q4_1 rows are kept in (`q × scale + min`; byte `j` of a block's 16 holds value `j` in
+/// its low nibble and value `j + 16` in its high nibble), appended to `scales`, `mins` and
+/// `qs`. Exact: each sub-block of a super-block has its own 6-bit scale and minimum, whose
+/// products with the super-block's f16 factors f32 holds without rounding.
+pub fn q4_k_as_q4_blocks(
+    data: &[u8],
+    scales: &mut Vec<f32>,
+    mins: &mut Vec<f32>,
+    qs: &mut Vec<u8>,
+) {
+    kquant::q4_k_blocks(data, scales, mins, qs);
+}
+
+/// Writes values into a slice in order (values past its end are dropped).
+struct Fill<'a> {
+    out: &'a mut [f32],
+    at: usize,
+}
+
+impl Extend<f32> for Fill<'_> {
+    fn extend<I: IntoIterator<Item = f32>>(&mut self, values: I) {
+        for v in values {
+            if let Some(o) = self.out.get_mut(self.at) {
+                *o = v;
+            }
+            self.at += 1;
+        }
+    }
+}
+
 /// The K-quants: super-blocks of 256 values.
 mod kquant {
     use super::{f16_at, kind};
@@ -126,8 +163,32 @@ mod kquant {
         }
     }
 
+    /// Q4_K's sub-blocks as 32-value 4-bit blocks with a scale and a minimum: see
+    /// [`super::q4_k_as_q4_blocks`].
+    pub(super) fn q4_k_blocks(
+        data: &[u8],
+        scales: &mut Vec<f32>,
+        mins: &mut Vec<f32>,
+        qs: &mut Vec<u8>,
+    ) {
+        for b in data.chunks_exact(144) {
+            let (d, min) = (f16_at(b, 0), f16_at(b, 2));
+            let (packed, q) = (&b[4..16], &b[16..144]);
+            // Four groups of 64: 32 bytes, low nibbles then high nibbles, as `decode` reads.
+            for (g, q) in q.chunks_exact(32).enumerate() {
+                for (half, shift) in [(0, 0), (1, 4)] {
+                    let (s, m) = scale_min(2 * g + half, packed);
+                    scales.push(d * s);
+                    mins.push(-(min * m));
+                    let v = |i: usize| (q[i] >> shift) & 0x0f;
+                    qs.extend((0..16).map(|j| v(j) | (v(j + 16) << 4)));
+                }
+            }
+        }
+    }
+
     /// Appends every value of `data` (whole blocks of `kind`) to `out`.
-    pub(super) fn decode(kind: u32, data: &[u8], out: &mut Vec<f32>) {
+    pub(super) fn decode(kind: u32, data: &[u8], out: &mut impl Extend<f32>) {
         match kind {
             kind::Q4_K => {
                 for b in data.chunks_exact(144) {
@@ -184,7 +245,7 @@ mod kquant {
                             half[l + 64] = d * scale(is + 4) * q(ql[l] >> 4, 4);
                             half[l + 96] = d * scale(is + 6) * q(ql[l + 32] >> 4, 6);
                         }
-                        out.extend_from_slice(&half);
+                        out.extend(half);
                     }
                 }
             }

@@ -1,7 +1,9 @@
 //! The row decoder's weight matrices, kept in the precision they were stored in: f32, or
 //! ggml's 32-value blocks (Q4_0, Q4_1, Q8_0) with each block's f16 scale (and minimum)
-//! widened to f32 on load. Decoding reads every weight once a token, so its speed is the
-//! speed of reading the weights: 4-bit blocks are a sixth of the bytes of f32.
+//! widened to f32 on load, or its K-quant super-blocks of 256 values: Q4_K as the 32-value
+//! 4-bit blocks its sub-blocks are (exactly), Q5_K and Q6_K as stored, a row widened when it
+//! is used. Decoding reads every weight once a token, so its speed is the speed of reading
+//! the weights: 4-bit blocks are a sixth of the bytes of f32.
 //!
 //! Products dequantise inside the dot product (a few tokens) or widen a block of rows for a
 //! tiled matrix product (8 tokens or more), and keep the activations in f32 (llama.cpp
@@ -26,6 +28,9 @@ const PRODUCT_MIN_TOKENS: usize = 8;
 /// Rows widened at once for a product: a block of widened weights stays in the L2 cache.
 const PRODUCT_ROWS: usize = 128;
 
+/// Values in a K-quant super-block.
+const K_BLOCK: usize = 256;
+
 enum Store {
     F32(Vec<f32>),
     /// `q × scale + min` with 4-bit `q`; byte `j` of a block's 16 holds value `j` in its low
@@ -39,6 +44,12 @@ enum Store {
     Q8 {
         scales: Vec<f32>,
         qs: Vec<i8>,
+    },
+    /// Q5_K or Q6_K super-blocks as stored, `row_bytes` a row.
+    KQuant {
+        kind: u32,
+        row_bytes: usize,
+        data: Vec<u8>,
     },
 }
 
@@ -69,14 +80,18 @@ impl Matrix {
         })
     }
 
-    /// A matrix stored as ggml type `ggml_kind` in `data`. Q4_0, Q4_1 and Q8_0 stay in their
-    /// blocks; other types are widened to f32.
+    /// A matrix stored as ggml type `ggml_kind` in `data`. Q4_0, Q4_1, Q8_0 and the
+    /// K-quants stay in their blocks; other types are widened to f32.
     pub fn from_ggml(ggml_kind: u32, data: &[u8], rows: usize, cols: usize) -> Result<Matrix> {
         let numel = rows
             .checked_mul(cols)
             .ok_or_else(|| Error::BadWeights("matrix too large".into()))?;
-        let blocked = matches!(ggml_kind, kind::Q4_0 | kind::Q4_1 | kind::Q8_0);
-        if !blocked || cols % BLOCK != 0 {
+        let blocked = match ggml_kind {
+            kind::Q4_0 | kind::Q4_1 | kind::Q8_0 => cols % BLOCK == 0,
+            kind::Q4_K | kind::Q5_K | kind::Q6_K => cols % K_BLOCK == 0,
+            _ => false,
+        };
+        if !blocked {
             return Matrix::f32(rows, cols, dequant::to_f32(ggml_kind, data, numel)?);
         }
         if dequant::byte_size(ggml_kind, numel) != Some(data.len()) {
@@ -87,6 +102,18 @@ impl Matrix {
         }
         let blocks = numel / BLOCK;
         let store = match ggml_kind {
+            kind::Q4_K => {
+                let mut scales = Vec::with_capacity(blocks);
+                let mut mins = Vec::with_capacity(blocks);
+                let mut qs = Vec::with_capacity(numel / 2);
+                dequant::q4_k_as_q4_blocks(data, &mut scales, &mut mins, &mut qs);
+                Store::Q4 { scales, mins, qs }
+            }
+            kind::Q5_K | kind::Q6_K => Store::KQuant {
+                kind: ggml_kind,
+                row_bytes: dequant::byte_size(ggml_kind, cols).unwrap_or(0),
+                data: data.to_vec(),
+            },
             kind::Q8_0 => {
                 let mut scales = Vec::with_capacity(blocks);
                 let mut qs = Vec::with_capacity(numel);
@@ -130,6 +157,7 @@ impl Matrix {
             Store::F32(v) => v.len() * 4,
             Store::Q4 { scales, mins, qs } => (scales.len() + mins.len()) * 4 + qs.len(),
             Store::Q8 { scales, qs } => scales.len() * 4 + qs.len(),
+            Store::KQuant { data, .. } => data.len(),
         }
     }
 
@@ -154,6 +182,9 @@ impl Matrix {
                 gather(scales, order, blocks);
                 gather(qs, order, cols);
             }
+            Store::KQuant {
+                row_bytes, data, ..
+            } => gather(data, order, *row_bytes),
         }
     }
 
@@ -172,7 +203,18 @@ impl Matrix {
             Store::Q8 { scales, qs } => {
                 kernels::widen_q8(&scales[blocks], &qs[r * cols..(r + 1) * cols], out)
             }
+            Store::KQuant {
+                kind,
+                row_bytes,
+                data,
+            } => dequant::k_quant_into(*kind, &data[r * row_bytes..(r + 1) * row_bytes], out),
         }
+    }
+
+    /// Whether a row is multiplied in its blocks without being widened first (a K-quant row
+    /// is widened, once for all the tokens).
+    fn dots_in_place(&self) -> bool {
+        !matches!(self.store, Store::KQuant { .. })
     }
 
     /// Row `r` · `x`; `sums` holds the sum of each 32-value block of `x` (4-bit rows use it
@@ -191,6 +233,11 @@ impl Matrix {
             ),
             Store::Q8 { scales, qs } => {
                 kernels::dot_q8(&scales[blocks], &qs[r * cols..(r + 1) * cols], x)
+            }
+            Store::KQuant { .. } => {
+                let mut row = vec![0.0f32; cols];
+                self.row_into(r, &mut row);
+                kernels::dot_f32(&row, x)
             }
         }
     }
@@ -233,7 +280,14 @@ impl Matrix {
                 return product(first, part);
             }
             // With several tokens a quantised row is widened once, not once a token.
-            let mut row = vec![0.0f32; if tokens < 3 { 0 } else { cols }];
+            let mut row = vec![
+                0.0f32;
+                if tokens < 3 && self.dots_in_place() {
+                    0
+                } else {
+                    cols
+                }
+            ];
             for (i, out) in part.chunks_exact_mut(tokens).enumerate() {
                 if row.is_empty() {
                     for ((o, x), s) in out.iter_mut().zip(xs.chunks_exact(cols)).zip(&sums) {
@@ -337,6 +391,58 @@ mod tests {
         let mut row = vec![0.0; 32];
         m.row_into(0, &mut row);
         assert_eq!(row[1], 2.5);
+    }
+
+    /// llama.cpp's K-quant blocks (`data/gguf/kquants.json`, two super-blocks a type) as a
+    /// 2 × 256 matrix: kept in their blocks (Q4_K as 4-bit blocks, a third larger; Q5_K and
+    /// Q6_K as stored), rows and products as the dequantised matrix gives them, for one token
+    /// (a dot product a row), four (rows widened once) and eleven (the tiled product).
+    #[test]
+    fn k_quant_rows_stay_in_their_blocks_and_multiply_as_dequantised() {
+        let text = include_str!("../../../data/gguf/kquants.json");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let (rows, cols) = (2, 256);
+        for case in v["cases"].as_array().unwrap() {
+            let kind = u32::try_from(case["ggml_type"].as_u64().unwrap()).unwrap();
+            let data = hex::decode(case["blocks_hex"].as_str().unwrap()).unwrap();
+            let dense = dequant::to_f32(kind, &data, rows * cols).unwrap();
+            let mut m = Matrix::from_ggml(kind, &data, rows, cols).unwrap();
+            assert!(
+                m.bytes() * 3 <= data.len() * 4,
+                "{kind}: {} bytes",
+                m.bytes()
+            );
+            let close = |a: f32, b: f32| (a - b).abs() <= 1e-5 * (1.0 + b.abs());
+            let mut row = vec![0.0; cols];
+            for r in 0..rows {
+                m.row_into(r, &mut row);
+                let want = &dense[r * cols..(r + 1) * cols];
+                assert!(
+                    row.iter().zip(want).all(|(a, b)| close(*a, *b)),
+                    "{kind} row {r}"
+                );
+            }
+            for tokens in [1, 4, 11] {
+                let xs: Vec<f32> = (0..tokens * cols)
+                    .map(|i| (i as f32 * 0.11).sin())
+                    .collect();
+                let got = m.apply(&xs);
+                for (t, x) in xs.chunks_exact(cols).enumerate() {
+                    for r in 0..rows {
+                        let w = &dense[r * cols..(r + 1) * cols];
+                        let want: f32 = w.iter().zip(x).map(|(a, b)| a * b).sum();
+                        let got = got[t * rows + r];
+                        assert!(
+                            (got - want).abs() < 1e-3 * (1.0 + want.abs()),
+                            "{kind}, {tokens} tokens: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+            m.reorder_rows(&[1, 0]);
+            m.row_into(0, &mut row);
+            assert!(row.iter().zip(&dense[cols..]).all(|(a, b)| close(*a, *b)));
+        }
     }
 
     #[test]
