@@ -1,6 +1,6 @@
 //! An agent's view of the chain: its signing key and address, signed submissions (one at a
 //! time per key, so nonces never race) and the market reads every agent makes. An agent
-//! wraps it with its own reads.
+//! wraps it with its own reads ([`agent_chain!`](crate::agent_chain)).
 
 use std::path::Path;
 
@@ -9,6 +9,7 @@ use ed25519_dalek::SigningKey;
 use gpuchain_auction::{state_key, Lease, Order};
 use gpuchain_client::keys::Keystore;
 use gpuchain_client::{ChainClient, TxOutcome};
+use gpuchain_serving::{Claim, ServingLease};
 use gpuchain_staking::Provider;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount, StateRead};
@@ -125,6 +126,20 @@ impl AgentChain {
         Ok(out)
     }
 
+    /// One serving lease.
+    pub async fn serving_lease(&self, id: u64) -> Result<Option<ServingLease>> {
+        self.client
+            .get(&gpuchain_serving::state_key::lease(id))
+            .await
+    }
+
+    /// One claim on a serving lease.
+    pub async fn serving_claim(&self, id: u64) -> Result<Option<Claim>> {
+        self.client
+            .get(&gpuchain_serving::state_key::claim(id))
+            .await
+    }
+
     /// A provider's registration (its blob server's endpoint, hardware, bond).
     pub async fn provider(&self, operator: &Address) -> Result<Option<Provider>> {
         self.client
@@ -152,4 +167,44 @@ impl AgentChain {
             .filter_map(|(_, v)| borsh::from_slice::<T>(&v).ok())
             .collect())
     }
+}
+
+/// Declares an agent's chain handle `$name`: the kit's [`AgentChain`] (reached through
+/// `Deref`) whose transactions carry `$memo`, opened from the `[chain]` and `[key]` sections
+/// (`open`) or from a node, a gpuchaind home and a key name (`connect`). The agent adds its
+/// own reads in an `impl $name` of its own.
+#[macro_export]
+macro_rules! agent_chain {
+    ($(#[$attr:meta])* $vis:vis struct $name:ident, memo = $memo:literal) => {
+        $(#[$attr])*
+        #[derive(Clone)]
+        $vis struct $name($crate::chain::AgentChain);
+
+        impl ::std::ops::Deref for $name {
+            type Target = $crate::chain::AgentChain;
+
+            fn deref(&self) -> &$crate::chain::AgentChain {
+                &self.0
+            }
+        }
+
+        impl $name {
+            /// Opens the key `<home>/keys/<name>.json` (passphrase from `GPUCHAIN_PASSPHRASE`).
+            $vis fn connect(
+                node: &str,
+                home: &::std::path::Path,
+                name: &str,
+            ) -> ::anyhow::Result<$name> {
+                $crate::chain::AgentChain::connect(node, home, name, $memo).map($name)
+            }
+
+            /// Opens the configured key on the configured node.
+            $vis fn open(
+                chain: &$crate::config::ChainConfig,
+                key: &$crate::config::KeyConfig,
+            ) -> ::anyhow::Result<$name> {
+                $name::connect(&chain.node, &key.home, &key.name)
+            }
+        }
+    };
 }

@@ -1,14 +1,10 @@
-//! The command-line skeleton every agent shares.
-
-use std::path::{Path, PathBuf};
+//! The command-line skeleton every agent shares: the program around the agent's
+//! subcommands, log and output formats, the runtime, and printing a transaction. The
+//! arguments the agents' chain-facing subcommands share are in [`crate::args`].
 
 use anyhow::Result;
-use clap::ValueEnum;
-use gpuchain_client::keys::Keystore;
+use clap::{CommandFactory, FromArgMatches, Subcommand, ValueEnum};
 use gpuchain_client::TxOutcome;
-use gpuchain_types::Address;
-
-use crate::config::{ChainConfig, KeyConfig};
 
 /// Log format on stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -40,6 +36,68 @@ pub struct GlobalArgs {
         env = "GPUCHAIN_LOG_FORMAT"
     )]
     pub log_format: LogFormat,
+}
+
+/// What an agent's program says of itself: `--version` prints its name and version, `--help`
+/// starts with its description. [`program!`](crate::program) fills it from the agent
+/// crate's manifest.
+#[derive(Clone, Copy, Debug)]
+pub struct Program {
+    /// The program's name, e.g. `gpuchain-provider`.
+    pub name: &'static str,
+    /// Its version.
+    pub version: &'static str,
+    /// Its one-line description.
+    pub about: &'static str,
+}
+
+/// The [`cli::Program`](crate::cli::Program) of the crate this is written in: its package
+/// name, version and description.
+#[macro_export]
+macro_rules! program {
+    () => {
+        $crate::cli::Program {
+            name: env!("CARGO_PKG_NAME"),
+            version: env!("CARGO_PKG_VERSION"),
+            about: env!("CARGO_PKG_DESCRIPTION"),
+        }
+    };
+}
+
+/// An agent's command line: the options every agent takes, then one of its subcommands.
+#[derive(Debug, clap::Parser)]
+struct Cli<S: Subcommand> {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: S,
+}
+
+impl Program {
+    /// The command line of this program with the subcommands `S`.
+    fn command<S: Subcommand>(self) -> clap::Command {
+        Cli::<S>::command()
+            .name(self.name)
+            .version(self.version)
+            .about(self.about)
+            .long_about(None)
+    }
+}
+
+/// The whole of an agent's program: parses its command line, installs the tracing
+/// subscriber, runs the subcommand with `run`, and maps its error to the exit code.
+pub fn run_program<S: Subcommand>(
+    program: Program,
+    run: fn(S) -> Result<()>,
+) -> std::process::ExitCode {
+    let mut command = program.command::<S>();
+    let mut matches = command.clone().get_matches();
+    let cli = match Cli::<S>::from_arg_matches_mut(&mut matches) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut command).exit(),
+    };
+    init_tracing(cli.global.log_format);
+    exit_code(run(cli.command))
 }
 
 /// Installs the tracing subscriber (`RUST_LOG`, default `info`) writing `format` to stderr.
@@ -75,56 +133,6 @@ pub fn block_on<F: std::future::Future<Output = Result<()>>>(work: F) -> Result<
         .block_on(work)
 }
 
-/// The chain and key options of `init`.
-#[derive(Debug, clap::Args)]
-pub struct ChainKeyArgs {
-    /// CometBFT RPC of a node.
-    #[arg(long, default_value = "http://127.0.0.1:26657")]
-    pub node: String,
-    /// gpuchaind home holding `keys/`.
-    #[arg(long)]
-    pub home: PathBuf,
-    /// Key name (the agent's account).
-    #[arg(long)]
-    pub key: String,
-    /// Create the key if it does not exist (unencrypted unless GPUCHAIN_PASSPHRASE is set).
-    #[arg(long)]
-    pub create_key: bool,
-}
-
-impl ChainKeyArgs {
-    /// Makes sure the key exists (creating it when asked); returns its address and the
-    /// `[chain]` and `[key]` sections.
-    pub fn sections(self) -> Result<(Address, ChainConfig, KeyConfig)> {
-        let address = key_address(&self.home, &self.key, self.create_key)?;
-        Ok((
-            address,
-            ChainConfig {
-                node: self.node,
-                websocket: None,
-            },
-            KeyConfig {
-                home: self.home,
-                name: self.key,
-            },
-        ))
-    }
-}
-
-/// The address of key `name` in `<home>/keys`, creating the key when `create` is set
-/// (unencrypted unless `GPUCHAIN_PASSPHRASE` is set).
-pub fn key_address(home: &Path, name: &str, create: bool) -> Result<Address> {
-    let keys = Keystore::open(&home.join("keys"))?;
-    match keys.show(name) {
-        Ok(k) => Ok(k.address),
-        Err(_) if create => {
-            let pass = std::env::var("GPUCHAIN_PASSPHRASE").ok();
-            Ok(keys.create(name, pass.as_deref())?.address)
-        }
-        Err(e) => Err(e.context("pass --create-key to create it")),
-    }
-}
-
 /// Prints a committed transaction (`what` names it in text output); fails if it was refused.
 pub fn print_tx(outcome: TxOutcome, output: Output, what: &str) -> Result<()> {
     let outcome = outcome.ok()?;
@@ -136,4 +144,33 @@ pub fn print_tx(outcome: TxOutcome, output: Output, what: &str) -> Result<()> {
         ),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Subcommand)]
+    enum Command {
+        /// Does nothing.
+        Idle,
+    }
+
+    #[test]
+    fn the_program_names_itself_and_the_subcommands_follow_the_global_options() {
+        let program = Program {
+            name: "gpuchain-test",
+            version: "9.9.9",
+            about: "An agent under test.",
+        };
+        let mut command = program.command::<Command>();
+        assert_eq!(command.render_version(), "gpuchain-test 9.9.9\n");
+        let help = command.render_help().to_string();
+        assert!(help.starts_with("An agent under test.\n"), "{help}");
+        assert!(help.contains("--log-format"), "{help}");
+        let cli = Cli::<Command>::try_parse_from(["x", "idle", "--log-format", "json"]).unwrap();
+        assert_eq!(cli.global.log_format, LogFormat::Json);
+    }
 }

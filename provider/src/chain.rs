@@ -1,34 +1,18 @@
 //! The provider's view of the chain: the agent kit's chain handle (key, submissions, market
 //! reads) and the reads only a provider makes.
 
-use std::ops::Deref;
-use std::path::Path;
-
 use anyhow::Result;
-use gpuchain_agent_kit::chain::AgentChain;
 use gpuchain_auction::{state_key, AuctionMsg, Bid, Order, OrderState};
 use gpuchain_client::TxOutcome;
 use gpuchain_staking::Provider;
 use gpuchain_tx::Msg;
 
-/// The kit's handle, with the provider's memo.
-#[derive(Clone)]
-pub(crate) struct Chain(AgentChain);
-
-impl Deref for Chain {
-    type Target = AgentChain;
-
-    fn deref(&self) -> &AgentChain {
-        &self.0
-    }
-}
+gpuchain_agent_kit::agent_chain!(
+    /// The kit's handle, with the provider's memo.
+    pub(crate) struct Chain, memo = "gpuchain-provider"
+);
 
 impl Chain {
-    /// Opens the key `<home>/keys/<name>.json` (passphrase from `GPUCHAIN_PASSPHRASE`).
-    pub(crate) fn connect(node: &str, home: &Path, name: &str) -> Result<Chain> {
-        AgentChain::connect(node, home, name, "gpuchain-provider").map(Chain)
-    }
-
     /// Submits an auction message.
     pub(crate) async fn auction(&self, msg: AuctionMsg) -> Result<TxOutcome> {
         self.submit(Msg::Auction(msg)).await

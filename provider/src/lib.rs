@@ -24,12 +24,8 @@ mod state;
 /// The agents' atomic JSON state file (from the agent kit).
 use gpuchain_agent_kit::state_file as store;
 
-use clap::Parser;
-
 /// The whole program: parses the command line, runs the command, and maps its error to the
 /// exit code.
 pub fn run_cli() -> std::process::ExitCode {
-    let args = cli::Cli::parse();
-    gpuchain_agent_kit::cli::init_tracing(args.global.log_format);
-    gpuchain_agent_kit::cli::exit_code(args.command.run())
+    gpuchain_agent_kit::cli::run_program(gpuchain_agent_kit::program!(), cli::Command::run)
 }

@@ -1,152 +1,95 @@
 //! Prometheus metrics over plain HTTP (`GET /metrics`, served by
-//! `gpuchain_agent_kit::metrics`): the agent's counters and gauges, GPU utilisation from NVML at scrape
-//! time, and the process's CPU seconds and resident memory.
+//! `gpuchain_agent_kit::metrics`): the agent's counters and gauges as of its last save, GPU
+//! utilisation from NVML at scrape time, and the process's CPU seconds and resident memory.
 
-use std::fmt::Write as _;
-use std::net::SocketAddr;
+use gpuchain_agent_kit::metrics::Exposition;
 
-use gpuchain_agent_kit::metrics::{self, metric, process_metrics};
+use crate::state::State;
 
-use crate::state::Counters;
+/// The start of every metric's name.
+const PREFIX: &str = "gpuchain_provider";
 
-/// What the agent publishes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Gauges {
-    pub(crate) counters: Counters,
-    pub(crate) height: u64,
-    pub(crate) reserved_slots: u32,
-    pub(crate) active_leases: u32,
-    pub(crate) capacity_slots: u32,
-}
-
-/// Shared between the agent and the server.
-pub(crate) type Shared = metrics::Shared<Gauges>;
-
-/// Binds `addr` and serves the agent's gauges until the runtime stops; returns the bound
-/// address.
-pub(crate) async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<SocketAddr> {
-    metrics::serve_gauges(addr, shared, render).await
-}
-
-/// The exposition text.
-pub(crate) fn render(g: &Gauges) -> String {
-    let c = &g.counters;
-    let mut out = String::new();
-    metric(
-        &mut out,
-        "gpuchain_provider_bids_total",
-        "counter",
-        "Bids placed on chain.",
-        c.bids,
-    );
-    metric(
-        &mut out,
-        "gpuchain_provider_bids_failed_total",
-        "counter",
+/// The agent's counters and gauges: its `state`, the last block it processed and the
+/// capacity slots configured.
+pub(crate) fn render(state: &State, height: u64, capacity_slots: u32) -> Exposition {
+    let c = &state.counters;
+    let mut m = Exposition::new(PREFIX);
+    m.counter("bids_total", "Bids placed on chain.", c.bids);
+    m.counter(
+        "bids_failed_total",
         "Bid transactions that failed.",
         c.bids_failed,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_orders_skipped_total",
-        "counter",
+    m.counter(
+        "orders_skipped_total",
         "Orders not bid on (ineligible, priced out, bad blobs).",
         c.orders_skipped,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_wins_total",
-        "counter",
-        "Auctions won (leases).",
-        c.wins,
-    );
-    metric(
-        &mut out,
-        "gpuchain_provider_losses_total",
-        "counter",
-        "Auctions lost.",
-        c.losses,
-    );
-    metric(
-        &mut out,
-        "gpuchain_provider_jobs_completed_total",
-        "counter",
+    m.counter("wins_total", "Auctions won (leases).", c.wins);
+    m.counter("losses_total", "Auctions lost.", c.losses);
+    m.counter(
+        "jobs_completed_total",
         "Jobs executed and committed.",
         c.jobs_completed,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_jobs_failed_total",
-        "counter",
+    m.counter(
+        "jobs_failed_total",
         "Jobs that could not be run.",
         c.jobs_failed,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_earnings_ugpu_total",
-        "counter",
+    m.counter(
+        "earnings_ugpu_total",
         "Payments received, ugpu.",
         c.earnings,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_chain_height",
-        "gauge",
-        "Last block processed.",
-        g.height,
-    );
-    metric(
-        &mut out,
-        "gpuchain_provider_reserved_slots",
-        "gauge",
+    m.gauge("chain_height", "Last block processed.", height);
+    let reserved = state.slots_used();
+    m.gauge(
+        "reserved_slots",
         "Capacity slots held by pending bids and running jobs.",
-        g.reserved_slots,
+        reserved,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_capacity_slots",
-        "gauge",
+    m.gauge(
+        "capacity_slots",
         "Capacity slots configured.",
-        g.capacity_slots,
+        capacity_slots,
     );
-    metric(
-        &mut out,
-        "gpuchain_provider_active_leases",
-        "gauge",
-        "Leases not yet final.",
-        g.active_leases,
-    );
+    let active = u32::try_from(state.active_leases().count()).unwrap_or(0);
+    m.gauge("active_leases", "Leases not yet final.", active);
+    m
+}
+
+/// GPU utilisation from NVML, read at each scrape.
+pub(crate) fn gpu_utilisation() -> String {
     let report = gpuchain_compute::hardware::probe();
-    let _ = writeln!(out, "# HELP gpuchain_provider_gpu_utilization_percent GPU utilisation from NVML.\n# TYPE gpuchain_provider_gpu_utilization_percent gauge");
-    for gpu in &report.gpus {
-        if let Some(u) = gpu.utilization_percent {
-            let _ = writeln!(
-                out,
-                "gpuchain_provider_gpu_utilization_percent{{gpu=\"{}\"}} {u}",
-                gpu.index
-            );
-        }
-    }
-    process_metrics(&mut out);
-    out
+    let busy = report
+        .gpus
+        .iter()
+        .filter_map(|gpu| Some((gpu.index, gpu.utilization_percent?)));
+    let mut m = Exposition::new(PREFIX);
+    let help = "GPU utilisation from NVML.";
+    m.labelled("gpu_utilization_percent", "gauge", help, "gpu", busy);
+    m.into_text()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn metrics_are_served_over_plain_http() {
-        let shared = Shared::default();
-        if let Ok(mut g) = shared.lock() {
-            g.counters.bids = 3;
-            g.counters.earnings = 720_000;
-        }
-        let addr = serve("127.0.0.1:0".parse().unwrap(), shared).await.unwrap();
-        let text = metrics::scrape(addr).await.unwrap();
-        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-        assert!(text.contains("gpuchain_provider_bids_total 3"));
-        assert!(text.contains("gpuchain_provider_earnings_ugpu_total 720000"));
-        assert!(text.contains("process_resident_memory_bytes"));
+    #[test]
+    fn counters_and_gauges_are_named_for_the_provider() {
+        let mut state = State::default();
+        state.counters.bids = 3;
+        state.counters.earnings = 720_000;
+        let text = render(&state, 12, 2).into_text();
+        assert!(text.contains("gpuchain_provider_bids_total 3\n"), "{text}");
+        assert!(text.contains("gpuchain_provider_earnings_ugpu_total 720000\n"));
+        assert!(text.contains(
+            "# HELP gpuchain_provider_capacity_slots Capacity slots configured.\n\
+             # TYPE gpuchain_provider_capacity_slots gauge\n\
+             gpuchain_provider_capacity_slots 2\n"
+        ));
+        let gpus = gpu_utilisation();
+        assert!(gpus.starts_with("# HELP gpuchain_provider_gpu_utilization_percent "));
     }
 }

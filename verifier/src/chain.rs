@@ -1,34 +1,18 @@
 //! The verifier's view of the chain: the agent kit's chain handle (key, submissions, market
 //! reads) and the reads only a verifier makes.
 
-use std::ops::Deref;
-use std::path::Path;
-
 use anyhow::Result;
-use gpuchain_agent_kit::chain::AgentChain;
 use gpuchain_auction::{state_key, Order};
 use gpuchain_client::TxOutcome;
 use gpuchain_tx::Msg;
 use gpuchain_verify::{Case, Challenge, Verifier, VerifyMsg, VerifyParams};
 
-/// The kit's handle, with the verifier's memo.
-#[derive(Clone)]
-pub(crate) struct Chain(AgentChain);
-
-impl Deref for Chain {
-    type Target = AgentChain;
-
-    fn deref(&self) -> &AgentChain {
-        &self.0
-    }
-}
+gpuchain_agent_kit::agent_chain!(
+    /// The kit's handle, with the verifier's memo.
+    pub(crate) struct Chain, memo = "gpuchain-verifier"
+);
 
 impl Chain {
-    /// Opens the key `<home>/keys/<name>.json` (passphrase from `GPUCHAIN_PASSPHRASE`).
-    pub(crate) fn connect(node: &str, home: &Path, name: &str) -> Result<Chain> {
-        AgentChain::connect(node, home, name, "gpuchain-verifier").map(Chain)
-    }
-
     /// Submits a verify message.
     pub(crate) async fn verify(&self, msg: VerifyMsg) -> Result<TxOutcome> {
         self.submit(Msg::Verify(msg)).await

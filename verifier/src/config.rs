@@ -6,186 +6,165 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use gpuchain_agent_kit::config::read_toml;
+use gpuchain_agent_kit::config::{const_u32, const_u64, default_backend};
 pub(crate) use gpuchain_agent_kit::config::{AgentConfig, ChainConfig, KeyConfig};
 use gpuchain_auction::ClassRequirement;
-use serde::{Deserialize, Serialize};
 
-/// The whole file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Config {
-    /// Chain connection.
-    pub(crate) chain: ChainConfig,
-    /// Signing key.
-    pub(crate) key: KeyConfig,
-    /// Local state, metrics, execution.
-    pub(crate) verifier: VerifierConfig,
-    /// Ringer challenges.
-    #[serde(default)]
-    pub(crate) challenge: ChallengeConfig,
-    /// The models served on leases this verifier audits answers of.
-    #[serde(default)]
-    pub(crate) serving: ServingAuditConfig,
-}
-
-/// `[serving]`: the chat models (GGUF files) and embedders (MiniLM directories) whose
-/// served answers this verifier can re-check when drawn to judge an audited receipt. A
-/// verifier drawn for a model it lacks cannot judge and misses its deadline.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ServingAuditConfig {
-    /// Chat models.
-    #[serde(default)]
-    pub(crate) models: Vec<AuditedModel>,
-    /// Sentence embedders.
-    #[serde(default)]
-    pub(crate) embedders: Vec<AuditedModel>,
+gpuchain_agent_kit::config_section! {
+    /// The whole file.
+    pub(crate) struct Config {
+        /// Chain connection.
+        chain: ChainConfig,
+        /// Signing key.
+        key: KeyConfig,
+        /// Local state, metrics, execution.
+        verifier: VerifierConfig,
+        /// Ringer challenges.
+        #[serde(default)]
+        challenge: ChallengeConfig,
+        /// The models served on leases this verifier audits answers of.
+        #[serde(default)]
+        serving: ServingAuditConfig,
+    }
 }
 
-/// One model, as orders name it, and where its weights are.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AuditedModel {
-    /// Its name in orders.
-    pub(crate) name: String,
-    /// Hex blake3 of its weights file (`model.safetensors` for an embedder).
-    pub(crate) blake3: String,
-    /// The GGUF file, or the embedder's directory.
-    pub(crate) path: PathBuf,
+gpuchain_agent_kit::config_section! {
+    /// `[serving]`: the chat models (GGUF files) and embedders (MiniLM directories) whose
+    /// served answers this verifier can re-check when drawn to judge an audited receipt. A
+    /// verifier drawn for a model it lacks cannot judge and misses its deadline.
+    #[derive(Default)]
+    pub(crate) struct ServingAuditConfig {
+        /// Chat models.
+        #[serde(default)]
+        models: Vec<AuditedModel>,
+        /// Sentence embedders.
+        #[serde(default)]
+        embedders: Vec<AuditedModel>,
+    }
 }
 
-/// `[verifier]`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct VerifierConfig {
-    /// Local state (`state.json`) and the blob store (`blobs/`).
-    pub(crate) data_dir: PathBuf,
-    /// Prometheus `/metrics` listen address (keep it on 127.0.0.1).
-    pub(crate) metrics_listen: SocketAddr,
-    /// Bond for `register`, ugpu (TOML integers are 64-bit).
-    pub(crate) bond: u64,
-    /// Backend of first-round re-execution: auto, cpu, canonical, cuda[:N]. Appeal and
-    /// tie-break rounds always use the canonical path.
-    #[serde(default = "default_backend")]
-    pub(crate) backend: String,
-    /// Seconds allowed for fetching one job's blobs or one provider output.
-    #[serde(default = "default_fetch_timeout")]
-    pub(crate) fetch_timeout_secs: u64,
-    /// Largest provider output fetched, bytes.
-    #[serde(default = "default_max_output")]
-    pub(crate) max_output_bytes: u64,
-    /// Fetch from loopback, private and link-local addresses too. Off by default: blob URLs
-    /// and provider endpoints are chosen by other parties. Localnets turn it on.
-    #[serde(default)]
-    pub(crate) allow_private_blob_hosts: bool,
+gpuchain_agent_kit::config_section! {
+    /// One model, as orders name it, and where its weights are.
+    pub(crate) struct AuditedModel {
+        /// Its name in orders.
+        name: String,
+        /// Hex blake3 of its weights file (`model.safetensors` for an embedder).
+        blake3: String,
+        /// The GGUF file, or the embedder's directory.
+        path: PathBuf,
+    }
 }
 
-/// `[challenge]`: ringers. The agent plants one ringer per `1_000_000 / rate_ppm` orders it
-/// sees (or one every `every_blocks` blocks when set), at most `max_open` unrevealed at a
-/// time and `max_total` in all (0: no limit).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ChallengeConfig {
-    /// Plant ringers at all.
-    #[serde(default)]
-    pub(crate) enabled: bool,
-    /// Target share of orders that are ringers, ppm (the chain's `challenge_rate_ppm` when 0).
-    #[serde(default)]
-    pub(crate) rate_ppm: u32,
-    /// Plant one ringer every this many blocks instead of by rate (0: by rate).
-    #[serde(default)]
-    pub(crate) every_blocks: u64,
-    /// Most unrevealed ringers at once.
-    #[serde(default = "default_max_open")]
-    pub(crate) max_open: u32,
-    /// Most ringers in all (0: no limit).
-    #[serde(default)]
-    pub(crate) max_total: u64,
-    /// Ordinary accounts (key names in the same home) that post the ringer orders, each
-    /// once: a ringer's reveal names its poster, and a reused poster would mark the next
-    /// ringer. Fund them as ordinary clients are funded, not from the verifier's account
-    /// (a funding transfer links them).
-    #[serde(default)]
-    pub(crate) posters: Vec<String>,
-    /// A committed ringer is posted at a random height up to this many blocks after its
-    /// commitment, so the commitment does not mark the next order (0: the next block).
-    #[serde(default = "default_post_delay")]
-    pub(crate) post_delay_max_blocks: u64,
-    /// Where the ringer inputs are served (a blob server the agent starts), if any; without
-    /// it the pool inputs are used as they are.
-    #[serde(default)]
-    pub(crate) blob_listen: Option<SocketAddr>,
-    /// Public URL of that server.
-    #[serde(default)]
-    pub(crate) blob_url: Option<String>,
-    /// Jobs the ringers are drawn from.
-    #[serde(default)]
-    pub(crate) pool: Vec<PoolJob>,
+gpuchain_agent_kit::config_section! {
+    /// `[verifier]`.
+    pub(crate) struct VerifierConfig {
+        /// Local state (`state.json`) and the blob store (`blobs/`).
+        data_dir: PathBuf,
+        /// Prometheus `/metrics` listen address (keep it on 127.0.0.1).
+        metrics_listen: SocketAddr,
+        /// Bond for `register`, ugpu (TOML integers are 64-bit).
+        bond: u64,
+        /// Backend of first-round re-execution: auto, cpu, canonical, cuda[:N]. Appeal and
+        /// tie-break rounds always use the canonical path.
+        #[serde(default = "default_backend")]
+        backend: String,
+        /// Seconds allowed for fetching one job's blobs or one provider output.
+        #[serde(default = "const_u64::<120>")]
+        fetch_timeout_secs: u64,
+        /// Largest provider output fetched, bytes.
+        #[serde(default = "const_u64::<{ 1 << 30 }>")]
+        max_output_bytes: u64,
+        /// Fetch from loopback, private and link-local addresses too. Off by default: blob URLs
+        /// and provider endpoints are chosen by other parties. Localnets turn it on.
+        #[serde(default)]
+        allow_private_blob_hosts: bool,
+    }
 }
 
-/// One job template of the pool: an inference job spec (JSON file, as `gpuchaind tx auction
-/// post-order --job` takes) and ordinary-looking terms.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PoolJob {
-    /// Path of the `JobSpec` JSON.
-    pub(crate) spec: PathBuf,
-    /// Replicas k.
-    #[serde(default = "one")]
-    pub(crate) replicas: u32,
-    /// Highest price per replica, ugpu.
-    pub(crate) max_price_per_replica: u64,
-    /// Bid window, blocks.
-    #[serde(default = "default_bid_window")]
-    pub(crate) bid_window_blocks: u64,
-    /// Execution deadline, blocks.
-    #[serde(default = "default_exec_deadline")]
-    pub(crate) exec_deadline_blocks: u64,
-    /// Provider class.
-    #[serde(default = "any_class")]
-    pub(crate) class: ClassRequirement,
-    /// Region requirement.
-    #[serde(default)]
-    pub(crate) region: Option<String>,
-    /// Rows drawn (with replacement) from the pool input for each ringer (0: the input as is).
-    #[serde(default)]
-    pub(crate) draw_rows: u32,
+gpuchain_agent_kit::config_section! {
+    /// `[challenge]`: ringers. The agent plants one ringer per `1_000_000 / rate_ppm` orders it
+    /// sees (or one every `every_blocks` blocks when set), at most `max_open` unrevealed at a
+    /// time and `max_total` in all (0: no limit).
+    #[derive(Default)]
+    pub(crate) struct ChallengeConfig {
+        /// Plant ringers at all.
+        #[serde(default)]
+        enabled: bool,
+        /// Target share of orders that are ringers, ppm (the chain's `challenge_rate_ppm` when 0).
+        #[serde(default)]
+        rate_ppm: u32,
+        /// Plant one ringer every this many blocks instead of by rate (0: by rate).
+        #[serde(default)]
+        every_blocks: u64,
+        /// Most unrevealed ringers at once.
+        #[serde(default = "const_u32::<4>")]
+        max_open: u32,
+        /// Most ringers in all (0: no limit).
+        #[serde(default)]
+        max_total: u64,
+        /// Ordinary accounts (key names in the same home) that post the ringer orders, each
+        /// once: a ringer's reveal names its poster, and a reused poster would mark the next
+        /// ringer. Fund them as ordinary clients are funded, not from the verifier's account
+        /// (a funding transfer links them).
+        #[serde(default)]
+        posters: Vec<String>,
+        /// A committed ringer is posted at a random height up to this many blocks after its
+        /// commitment, so the commitment does not mark the next order (0: the next block).
+        #[serde(default = "const_u64::<30>")]
+        post_delay_max_blocks: u64,
+        /// Where the ringer inputs are served (a blob server the agent starts), if any; without
+        /// it the pool inputs are used as they are.
+        #[serde(default)]
+        blob_listen: Option<SocketAddr>,
+        /// Public URL of that server.
+        #[serde(default)]
+        blob_url: Option<String>,
+        /// Jobs the ringers are drawn from.
+        #[serde(default)]
+        pool: Vec<PoolJob>,
+    }
 }
 
-fn default_backend() -> String {
-    "auto".into()
+gpuchain_agent_kit::config_section! {
+    /// One job template of the pool: an inference job spec (JSON file, as `gpuchaind tx auction
+    /// post-order --job` takes) and ordinary-looking terms.
+    pub(crate) struct PoolJob {
+        /// Path of the `JobSpec` JSON.
+        spec: PathBuf,
+        /// Replicas k.
+        #[serde(default = "const_u32::<1>")]
+        replicas: u32,
+        /// Highest price per replica, ugpu.
+        max_price_per_replica: u64,
+        /// Bid window, blocks.
+        #[serde(default = "const_u64::<10>")]
+        bid_window_blocks: u64,
+        /// Execution deadline, blocks.
+        #[serde(default = "const_u64::<30>")]
+        exec_deadline_blocks: u64,
+        /// Provider class.
+        #[serde(default = "any_class")]
+        class: ClassRequirement,
+        /// Region requirement.
+        #[serde(default)]
+        region: Option<String>,
+        /// Rows drawn (with replacement) from the pool input for each ringer (0: the input as is).
+        #[serde(default)]
+        draw_rows: u32,
+    }
 }
-fn default_fetch_timeout() -> u64 {
-    120
-}
-fn default_max_output() -> u64 {
-    1 << 30
-}
-fn default_post_delay() -> u64 {
-    30
-}
-fn default_max_open() -> u32 {
-    4
-}
-fn one() -> u32 {
-    1
-}
-fn default_bid_window() -> u64 {
-    10
-}
-fn default_exec_deadline() -> u64 {
-    30
-}
+
 fn any_class() -> ClassRequirement {
     ClassRequirement::Any
 }
 
-impl Config {
-    /// Reads and checks a config file.
-    pub(crate) fn load(path: &Path) -> Result<Config> {
-        let config: Config = read_toml(path)?;
-        let c = &config.challenge;
+impl AgentConfig for Config {
+    const ROLE: &'static str = "verifier";
+    const CONFIG_ENV: &'static str = "GPUCHAIN_VERIFIER_CONFIG";
+    const CONFIG_FILE: &'static str = "verifier.toml";
+
+    fn check(&self) -> Result<()> {
+        let c = &self.challenge;
         if c.enabled {
             anyhow::ensure!(
                 !c.posters.is_empty(),
@@ -200,11 +179,9 @@ impl Config {
                 "challenge.blob_listen and challenge.blob_url go together"
             );
         }
-        Ok(config)
+        Ok(())
     }
-}
 
-impl AgentConfig for Config {
     fn data_dir(&self) -> &Path {
         &self.verifier.data_dir
     }

@@ -1,166 +1,109 @@
 //! Prometheus metrics over plain HTTP (`GET /metrics`, served by
-//! `gpuchain_agent_kit::metrics`): assignments, verdicts by kind, fetch failures, training audits,
-//! challenges, and the process's CPU seconds and resident memory.
+//! `gpuchain_agent_kit::metrics`): assignments, verdicts by kind, fetch failures, training
+//! audits, challenges, and the process's CPU seconds and resident memory.
 
-use std::fmt::Write as _;
-use std::net::SocketAddr;
+use gpuchain_agent_kit::metrics::Exposition;
 
-use gpuchain_agent_kit::metrics::{self, metric, process_metrics};
+use crate::state::State;
 
-use crate::state::Counters;
-
-/// What the agent publishes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Gauges {
-    pub(crate) counters: Counters,
-    pub(crate) height: u64,
-    pub(crate) checking: u32,
-    pub(crate) open_ringers: u32,
-    pub(crate) bonded: u128,
-}
-
-/// Shared between the agent and the server.
-pub(crate) type Shared = metrics::Shared<Gauges>;
-
-/// Binds `addr` and serves the agent's gauges until the runtime stops; returns the bound
-/// address.
-pub(crate) async fn serve(addr: SocketAddr, shared: Shared) -> std::io::Result<SocketAddr> {
-    metrics::serve_gauges(addr, shared, render).await
-}
-
-/// The exposition text.
-pub(crate) fn render(g: &Gauges) -> String {
-    let c = &g.counters;
-    let mut out = String::new();
-    metric(
-        &mut out,
-        "gpuchain_verifier_assignments_total",
-        "counter",
+/// The agent's counters and gauges: its `state`, the last block it processed, the
+/// re-executions in flight and its bond at the last check.
+pub(crate) fn render(state: &State, height: u64, checking: usize, bonded: u128) -> Exposition {
+    let c = &state.counters;
+    let mut m = Exposition::new("gpuchain_verifier");
+    m.counter(
+        "assignments_total",
         "Assignments taken (lease, round).",
         c.assignments,
     );
-    let _ = writeln!(out, "# HELP gpuchain_verifier_verdicts_total Verdicts posted on chain, by kind.\n# TYPE gpuchain_verifier_verdicts_total counter");
-    let _ = writeln!(
-        out,
-        "gpuchain_verifier_verdicts_total{{verdict=\"honest\"}} {}",
-        c.verdicts_honest
-    );
-    let _ = writeln!(
-        out,
-        "gpuchain_verifier_verdicts_total{{verdict=\"faulty\"}} {}",
-        c.verdicts_faulty
-    );
-    metric(
-        &mut out,
-        "gpuchain_verifier_verdicts_failed_total",
-        "counter",
+    let verdicts = [("honest", c.verdicts_honest), ("faulty", c.verdicts_faulty)];
+    let help = "Verdicts posted on chain, by kind.";
+    m.labelled("verdicts_total", "counter", help, "verdict", verdicts);
+    m.counter(
+        "verdicts_failed_total",
         "Assignments that got no verdict (could not check or post).",
         c.verdicts_failed,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_fetch_failures_total",
-        "counter",
+    m.counter(
+        "fetch_failures_total",
         "Provider outputs that could not be fetched or did not match their hash.",
         c.fetch_failures,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_training_audits_total",
-        "counter",
+    m.counter(
+        "training_audits_total",
         "Training segments audited.",
         c.training_audits,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_challenges_committed_total",
-        "counter",
+    m.counter(
+        "challenges_committed_total",
         "Ringer challenges committed.",
         c.challenges_committed,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_challenges_revealed_total",
-        "counter",
+    m.counter(
+        "challenges_revealed_total",
         "Ringer challenges revealed.",
         c.challenges_revealed,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_challenges_abandoned_total",
-        "counter",
+    m.counter(
+        "challenges_abandoned_total",
         "Ringer challenges given up.",
         c.challenges_abandoned,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_challenge_leases_failed_total",
-        "counter",
+    m.counter(
+        "challenge_leases_failed_total",
         "Ringer leases that returned a wrong answer.",
         c.challenge_leases_failed,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_challenge_leases_passed_total",
-        "counter",
+    m.counter(
+        "challenge_leases_passed_total",
         "Ringer leases that returned the expected answer.",
         c.challenge_leases_passed,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_orders_seen_total",
-        "counter",
+    m.counter(
+        "orders_seen_total",
         "Orders seen (the ringer rate's base).",
         c.orders_seen,
     );
-    metric(
-        &mut out,
-        "gpuchain_verifier_chain_height",
-        "gauge",
-        "Last block processed.",
-        g.height,
-    );
-    metric(
-        &mut out,
-        "gpuchain_verifier_checking",
-        "gauge",
-        "Re-executions in flight.",
-        g.checking,
-    );
-    metric(
-        &mut out,
-        "gpuchain_verifier_open_ringers",
-        "gauge",
-        "Ringers not yet revealed.",
-        g.open_ringers,
-    );
-    metric(
-        &mut out,
-        "gpuchain_verifier_bonded_ugpu",
-        "gauge",
+    m.gauge("chain_height", "Last block processed.", height);
+    let checking = u32::try_from(checking).unwrap_or(u32::MAX);
+    m.gauge("checking", "Re-executions in flight.", checking);
+    let open_ringers = u32::try_from(state.open_ringers()).unwrap_or(u32::MAX);
+    m.gauge("open_ringers", "Ringers not yet revealed.", open_ringers);
+    m.gauge(
+        "bonded_ugpu",
         "Verifier bond at the last check, ugpu.",
-        g.bonded,
+        bonded,
     );
-    process_metrics(&mut out);
-    out
+    m
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::Counters;
 
-    #[tokio::test]
-    async fn metrics_are_served_over_plain_http() {
-        let shared = Shared::default();
-        if let Ok(mut g) = shared.lock() {
-            g.counters.assignments = 3;
-            g.counters.verdicts_faulty = 2;
-        }
-        let addr = serve("127.0.0.1:0".parse().unwrap(), shared).await.unwrap();
-        let text = metrics::scrape(addr).await.unwrap();
-        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-        assert!(text.contains("gpuchain_verifier_assignments_total 3"));
-        assert!(text.contains("gpuchain_verifier_verdicts_total{verdict=\"faulty\"} 2"));
-        assert!(text.contains("process_resident_memory_bytes"));
+    #[test]
+    fn verdicts_are_one_counter_told_apart_by_kind() {
+        let counters = Counters {
+            assignments: 3,
+            verdicts_faulty: 2,
+            ..Counters::default()
+        };
+        let state = State {
+            counters,
+            ..State::default()
+        };
+        let text = render(&state, 12, 1, 5).into_text();
+        assert!(
+            text.contains("gpuchain_verifier_assignments_total 3\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "# TYPE gpuchain_verifier_verdicts_total counter\n\
+             gpuchain_verifier_verdicts_total{verdict=\"honest\"} 0\n\
+             gpuchain_verifier_verdicts_total{verdict=\"faulty\"} 2\n"
+        ));
+        assert!(text.contains("gpuchain_verifier_challenges_abandoned_total 0\n"));
+        assert!(text.contains("gpuchain_verifier_bonded_ugpu 5\n"));
     }
 }

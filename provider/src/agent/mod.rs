@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::Result;
+use gpuchain_agent_kit::metrics::Published;
 use gpuchain_auction::{
     LeaseCreatedEvent, LeasePaidEvent, OrderClearedEvent, OrderClosedEvent, OrderPostedEvent,
 };
@@ -30,7 +31,6 @@ use tokio::sync::mpsc;
 use crate::chain::Chain;
 use crate::config::Config;
 use crate::dishonest::Dishonest;
-use crate::metrics::Shared;
 use crate::state::State;
 use crate::store::JsonFile;
 
@@ -64,32 +64,16 @@ pub(crate) struct Agent {
     /// heartbeat is taken.
     open_reports: std::collections::BTreeMap<u64, u64>,
     done_tx: mpsc::Sender<Done>,
-    gauges: Shared,
+    metrics: Published,
     height: u64,
 }
 
-impl Agent {
-    /// Persists the state; a failure to persist is fatal (the agent would forget bids).
-    fn save(&mut self) -> Result<()> {
-        self.file.save(&self.state)?;
-        self.publish();
-        Ok(())
-    }
-
-    /// Copies counters and gauges to the metrics endpoint.
-    fn publish(&self) {
-        if let Ok(mut g) = self.gauges.lock() {
-            g.counters = self.state.counters.clone();
-            g.height = self.height;
-            g.reserved_slots = self.state.slots_used();
-            g.capacity_slots = self.config.capacity.max_concurrent_jobs;
-            g.active_leases = u32::try_from(self.state.active_leases().count()).unwrap_or(0);
-        }
-    }
+impl gpuchain_agent_kit::run::Agent for Agent {
+    type Done = Done;
 
     /// Handles one committed block: auction outcomes and payments from its events, new
     /// orders, then every active lease and pending bid.
-    async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
         let me = self.chain.address;
         let mut posted = Vec::new();
@@ -131,16 +115,20 @@ impl Agent {
         self.state.last_height = block.height;
         self.save()
     }
-}
-
-impl gpuchain_agent_kit::run::Agent for Agent {
-    type Done = Done;
-
-    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
-        self.follow_block(block).await
-    }
 
     async fn on_done(&mut self, done: Done) -> Result<()> {
         self.on_produced(done).await
+    }
+}
+
+impl Agent {
+    /// Persists the state and publishes its metrics; a failure to persist is fatal (the
+    /// agent would forget bids).
+    fn save(&mut self) -> Result<()> {
+        self.file.save(&self.state)?;
+        let capacity = self.config.capacity.max_concurrent_jobs;
+        let metrics = crate::metrics::render(&self.state, self.height, capacity);
+        self.metrics.publish(metrics);
+        Ok(())
     }
 }

@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_serving::receipt::{merkle_proof, AckedBatch, Receipt};
 use gpuchain_serving::{
-    Claim, ClaimStage, MsgAppealServing, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat,
-    ServingAuditEvent, ServingLease, ServingLeaseState, ServingMsg, ServingOrder,
-    ServingOrderOpenedEvent, ServingOrderState, ServingReportEvent, ServingVerdictStandsEvent,
+    ClaimStage, MsgAppealServing, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat,
+    ServingAuditEvent, ServingLeaseState, ServingMsg, ServingOrder, ServingOrderOpenedEvent,
+    ServingOrderState, ServingReportEvent, ServingVerdictStandsEvent,
 };
 use gpuchain_tx::Msg;
 
@@ -184,10 +184,9 @@ impl Agent {
             .filter_map(|e| e.file_name().to_str()?.strip_prefix("lease-")?.parse().ok())
             .collect();
         for lease_id in lease_ids {
-            let lease: Option<ServingLease> = self
+            let lease = self
                 .chain
-                .client
-                .get(&gpuchain_serving::state_key::lease(lease_id))
+                .serving_lease(lease_id)
                 .await
                 .with_context(|| format!("reading serving lease {lease_id}"))?;
             // A lease retired from state, or ended with no claim left open, can take no claim
@@ -252,12 +251,9 @@ impl Agent {
         claim_id: u64,
         lease_id: u64,
     ) -> Result<ServingMsg> {
-        let claim: Claim = self
-            .chain
-            .client
-            .get(&gpuchain_serving::state_key::claim(claim_id))
-            .await?
-            .context("the claim is gone")?;
+        let Some(claim) = self.chain.serving_claim(claim_id).await? else {
+            anyhow::bail!("the claim is gone");
+        };
         let ClaimStage::AwaitingReveal { index, .. } = claim.stage else {
             anyhow::bail!("the claim waits for no reveal");
         };

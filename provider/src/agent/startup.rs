@@ -4,10 +4,11 @@
 //! SIGTERM or Ctrl-C.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use gpuchain_agent_kit::metrics::Published;
 use gpuchain_agent_kit::run::follow_until_stopped;
+use gpuchain_agent_kit::startup::{first_height, own_state, registered};
 use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
 use tokio::sync::mpsc;
@@ -15,26 +16,15 @@ use tokio::sync::mpsc;
 use super::{Agent, RunOptions};
 use crate::chain::Chain;
 use crate::config::{AgentConfig, Config};
+use crate::metrics::{gpu_utilisation, render};
 use crate::state::{BidStatus, State};
-use crate::store::JsonFile;
 
 /// Runs the daemon until a signal.
 pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
-    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
-    let file = JsonFile::new(config.state_path());
-    let mut state: State = file.load()?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     let me = chain.address.to_string();
-    if !state.provider.is_empty() && state.provider != me {
-        bail!(
-            "{} belongs to provider {}, not {me}; use another data_dir",
-            file.path().display(),
-            state.provider
-        );
-    }
-    state.provider = me.clone();
-    let provider = chain.me().await?.with_context(|| {
-        format!("{me} is not a registered provider: run `gpuchain-provider register` first")
-    })?;
+    let (file, state) = own_state(&config, &me, |s: &mut State| &mut s.provider)?;
+    let provider = registered::<Config, _>(chain.me().await?, &me)?;
     let backend = Backend::parse(&config.provider.backend)?;
     let store = BlobStore::open(config.blob_dir())?;
     let policy = FetchPolicy::new(config.provider.allow_private_blob_hosts);
@@ -42,8 +32,9 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
     let (blob_addr, _server) = serve(BlobServer::new(store), config.provider.listen)
         .await
         .with_context(|| format!("starting the blob server on {}", config.provider.listen))?;
-    let gauges = Arc::default();
-    let metrics_addr = crate::metrics::serve(config.provider.metrics_listen, Arc::clone(&gauges))
+    let metrics = Published::new(render(&State::default(), 0, 0));
+    let metrics_addr = metrics
+        .serve(config.provider.metrics_listen, gpu_utilisation)
         .await
         .with_context(|| format!("starting /metrics on {}", config.provider.metrics_listen))?;
     if let Some(cheat) = options.dishonest {
@@ -64,7 +55,7 @@ pub(crate) async fn run(config: Config, options: RunOptions) -> Result<()> {
         running: BTreeSet::new(),
         open_reports: Default::default(),
         done_tx,
-        gauges,
+        metrics,
         height: 0,
         config,
     };
@@ -111,22 +102,13 @@ impl Agent {
             }
         }
         self.adopt_my_leases().await?;
-        let from = if self.state.last_height == 0 {
+        if self.state.last_height == 0 {
             // First start: take the open orders now, then follow new blocks.
             for order in self.chain.open_orders().await? {
                 self.consider(order.id).await?;
             }
-            // The scan may have read the state before `latest` (see `client::follow`): its
-            // events are taken again, and every handler ignores what it has already seen.
-            latest
-        } else {
-            tracing::info!(
-                from = self.state.last_height + 1,
-                latest,
-                "catching up missed blocks"
-            );
-            self.state.last_height + 1
-        };
+        }
+        let from = first_height(self.state.last_height, latest);
         let resumable = self.state.active_leases().count();
         if resumable > 0 {
             tracing::info!(leases = resumable, "active leases to resume");

@@ -6,22 +6,16 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_agent_kit::cli::ChainKeyArgs;
 use gpuchain_jobspec::ModelArch;
 
-use super::ConfigArg;
-use crate::config::{AgentConfig, CapacityConfig, Config, PricingConfig, ProviderConfig};
+use crate::config::{CapacityConfig, Config, PricingConfig, ProviderConfig};
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
 pub(crate) struct InitArgs {
+    /// The file, the chain, the key and the data directory.
     #[command(flatten)]
-    config: ConfigArg,
-    #[command(flatten)]
-    chain: ChainKeyArgs,
-    /// Local state and blob store.
-    #[arg(long)]
-    data_dir: PathBuf,
+    file: gpuchain_agent_kit::args::InitFileArgs<Config>,
     /// Blob server listen address.
     #[arg(long, default_value = "127.0.0.1:7070")]
     listen: SocketAddr,
@@ -61,7 +55,7 @@ pub(crate) struct InitArgs {
 }
 
 pub(super) fn run(a: InitArgs) -> Result<()> {
-    let (address, chain, key) = a.chain.sections()?;
+    let (address, chain, key) = a.file.sections()?;
     let mut rates = BTreeMap::new();
     rates.insert("cpu".to_string(), a.cpu_price);
     rates.insert("default".to_string(), a.gpu_price);
@@ -69,7 +63,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
         chain,
         key,
         provider: ProviderConfig {
-            data_dir: a.data_dir,
+            data_dir: a.file.data_dir.clone(),
             endpoint_url: a
                 .endpoint_url
                 .unwrap_or_else(|| format!("http://{}", a.listen)),
@@ -106,7 +100,5 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
             script: a.pricing_script,
         },
     };
-    config.save(&a.config.config, a.force)?;
-    println!("wrote {} for provider {address}", a.config.config.display());
-    Ok(())
+    a.file.write(&config, &address, a.force)
 }

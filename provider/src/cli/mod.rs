@@ -8,35 +8,17 @@ mod run_job;
 mod stake;
 mod status;
 
-use std::path::PathBuf;
-
-use clap::{Parser, Subcommand};
-use gpuchain_agent_kit::cli::GlobalArgs;
+use clap::Subcommand;
+use gpuchain_agent_kit::args::{AmountArgs, BasicArgs};
+use gpuchain_agent_kit::cli::block_on;
 pub(crate) use gpuchain_agent_kit::cli::Output;
 
-/// gpuchain provider agent.
-#[derive(Debug, Parser)]
-#[command(name = "gpuchain-provider", version, about)]
-pub(crate) struct Cli {
-    #[command(flatten)]
-    pub(crate) global: GlobalArgs,
-    #[command(subcommand)]
-    pub(crate) command: Command,
-}
+use crate::config::Config;
 
-/// `--config` shared by the chain-facing commands.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ConfigArg {
-    /// Agent configuration file (written by `init`).
-    #[arg(
-        long,
-        env = "GPUCHAIN_PROVIDER_CONFIG",
-        default_value = "provider.toml"
-    )]
-    pub(crate) config: PathBuf,
-}
+/// `--config`, the provider's configuration file.
+pub(crate) type ConfigArg = gpuchain_agent_kit::args::ConfigArg<Config>;
 
-/// Subcommands.
+/// gpuchain provider agent: its subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Describe GPUs (model, count, memory, driver, CUDA, compute capability, utilisation) and CPU.
@@ -52,18 +34,19 @@ pub(crate) enum Command {
     /// Register this machine as a provider (probed hardware + bond), or update its attributes.
     Register(stake::RegisterArgs),
     /// Bond more stake.
-    Bond(stake::AmountArgs),
+    Bond(AmountArgs<Config>),
     /// Start unbonding stake (returned after the unbonding period).
-    Unbond(stake::AmountArgs),
+    Unbond(AmountArgs<Config>),
     /// Leave the market and withdraw the whole bond (after the unbonding period).
     Withdraw(stake::WithdrawArgs),
     /// Run the agent: bid, execute, commit, reveal, get paid.
     Run(run::RunArgs),
     /// Show the agent's bids, leases, counters and on-chain account.
-    Status(status::StatusArgs),
+    Status(BasicArgs<Config>),
 }
 
 impl Command {
+    /// Runs the command; those that talk to the chain run on the agents' runtime.
     pub(crate) fn run(self) -> anyhow::Result<()> {
         match self {
             Command::Probe(a) => probe::run(a),
@@ -71,21 +54,12 @@ impl Command {
             Command::Chat(a) => chat::run(a),
             Command::ServeModel(a) => crate::serve::run(a),
             Command::Init(a) => init::run(a),
-            other => gpuchain_agent_kit::cli::block_on(async move {
-                match other {
-                    Command::Register(a) => stake::register(a).await,
-                    Command::Bond(a) => stake::bond(a).await,
-                    Command::Unbond(a) => stake::unbond(a).await,
-                    Command::Withdraw(a) => stake::withdraw(a).await,
-                    Command::Run(a) => run::run(a).await,
-                    Command::Status(a) => status::run(a).await,
-                    Command::Probe(_)
-                    | Command::RunJob(_)
-                    | Command::ServeModel(_)
-                    | Command::Chat(_)
-                    | Command::Init(_) => Ok(()),
-                }
-            }),
+            Command::Register(a) => block_on(stake::register(a)),
+            Command::Bond(a) => block_on(stake::bond(a)),
+            Command::Unbond(a) => block_on(stake::unbond(a)),
+            Command::Withdraw(a) => block_on(stake::withdraw(a)),
+            Command::Run(a) => block_on(run::run(a)),
+            Command::Status(a) => block_on(status::run(a)),
         }
     }
 }

@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::ConfigArg;
 use crate::agent::{self, RunOptions};
-use crate::config::Config;
 use crate::dishonest::Dishonest;
 
 /// Arguments of `run`.
@@ -26,8 +25,7 @@ pub(crate) struct RunArgs {
 }
 
 pub(super) async fn run(a: RunArgs) -> Result<()> {
-    let config = Config::load(&a.config.config)?;
-    agent::run(config, options(&a)).await
+    agent::run(a.config.load()?, options(&a)).await
 }
 
 /// The test modes, from the command line where the `test-hooks` feature compiled them in.

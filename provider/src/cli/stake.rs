@@ -3,63 +3,40 @@
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_agent_kit::cli::print_tx;
+use gpuchain_agent_kit::args::{AmountArgs, BasicArgs};
+use gpuchain_agent_kit::cli::{print_tx, Output};
 use gpuchain_staking::{
     MsgBondProvider, MsgDeregisterProvider, MsgRegisterProvider, MsgUnbondProvider,
     MsgUpdateProvider, StakingMsg,
 };
 use gpuchain_tx::Msg;
-use gpuchain_types::Amount;
 
-use super::{ConfigArg, Output};
 use crate::attrs::{gpu_refusal, provider_attrs, DriverPolicy};
 use crate::chain::Chain;
 use crate::config::Config;
 
 /// Arguments of `register`.
+pub(crate) type RegisterArgs = gpuchain_agent_kit::args::RegisterArgs<Config, DryRun>;
+
+/// Arguments of `withdraw`.
+pub(crate) type WithdrawArgs = BasicArgs<Config>;
+
+/// The provider's own option of `register`.
 #[derive(Debug, Args)]
-pub(crate) struct RegisterArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// Bond, ugpu (default: `provider.bond` from the config).
-    #[arg(long)]
-    bond: Option<Amount>,
+pub(crate) struct DryRun {
     /// Print the attributes that would be registered, send nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
 }
 
-/// Arguments of `bond` and `unbond`.
-#[derive(Debug, Args)]
-pub(crate) struct AmountArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// ugpu.
-    amount: Amount,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
-
-/// Arguments of `withdraw`.
-#[derive(Debug, Args)]
-pub(crate) struct WithdrawArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
-
-fn connect(config: &Config) -> Result<Chain> {
-    Chain::connect(&config.chain.node, &config.key.home, &config.key.name)
+/// The provider's stake message `msg`, sent from the configured key and printed as `what`.
+async fn send(config: &Config, msg: StakingMsg, output: Output, what: &str) -> Result<()> {
+    let chain = Chain::open(&config.chain, &config.key)?;
+    print_tx(chain.submit(Msg::Staking(msg)).await?, output, what)
 }
 
 pub(super) async fn register(a: RegisterArgs) -> Result<()> {
-    let config = Config::load(&a.config.config)?;
+    let config = a.config.load()?;
     let policy = DriverPolicy {
         min_driver_major: config.provider.min_driver_major,
         min_cuda_version: config.provider.min_cuda_version,
@@ -74,11 +51,11 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
         &config.provider.region,
         &config.provider.endpoint_url,
     );
-    if a.dry_run {
+    if a.options.dry_run {
         println!("{}", serde_json::to_string_pretty(&attrs)?);
         return Ok(());
     }
-    let chain = connect(&config)?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     let msg = match chain.me().await? {
         Some(p) if p.attrs == attrs => {
             println!(
@@ -97,28 +74,18 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     print_tx(chain.submit(Msg::Staking(msg)).await?, a.output, what)
 }
 
-pub(super) async fn bond(a: AmountArgs) -> Result<()> {
-    let chain = connect(&Config::load(&a.config.config)?)?;
+pub(super) async fn bond(a: AmountArgs<Config>) -> Result<()> {
     let msg = StakingMsg::BondProvider(MsgBondProvider { amount: a.amount });
-    print_tx(chain.submit(Msg::Staking(msg)).await?, a.output, "bonded")
+    send(&a.config.load()?, msg, a.output, "bonded").await
 }
 
-pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
-    let chain = connect(&Config::load(&a.config.config)?)?;
+pub(super) async fn unbond(a: AmountArgs<Config>) -> Result<()> {
     let msg = StakingMsg::UnbondProvider(MsgUnbondProvider { amount: a.amount });
-    print_tx(
-        chain.submit(Msg::Staking(msg)).await?,
-        a.output,
-        "unbonding started",
-    )
+    send(&a.config.load()?, msg, a.output, "unbonding started").await
 }
 
 pub(super) async fn withdraw(a: WithdrawArgs) -> Result<()> {
-    let chain = connect(&Config::load(&a.config.config)?)?;
     let msg = StakingMsg::DeregisterProvider(MsgDeregisterProvider {});
-    print_tx(
-        chain.submit(Msg::Staking(msg)).await?,
-        a.output,
-        "deregistered; the bond returns after the unbonding period",
-    )
+    let what = "deregistered; the bond returns after the unbonding period";
+    send(&a.config.load()?, msg, a.output, what).await
 }

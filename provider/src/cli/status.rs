@@ -2,25 +2,14 @@
 //! replaced atomically) and, when the node answers, the account on chain.
 
 use anyhow::Result;
-use clap::Args;
+use gpuchain_agent_kit::args::BasicArgs;
 use gpuchain_types::Amount;
 use serde::Serialize;
 
-use super::{ConfigArg, Output};
+use super::Output;
 use crate::chain::Chain;
-use crate::config::{AgentConfig, Config};
+use crate::config::Config;
 use crate::state::{BidRecord, Counters, LeaseRecord, State};
-use crate::store::JsonFile;
-
-/// Arguments of `status`.
-#[derive(Debug, Args)]
-pub(crate) struct StatusArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
 
 #[derive(Serialize)]
 struct OnChain {
@@ -42,10 +31,9 @@ struct Status {
     chain_error: Option<String>,
 }
 
-pub(super) async fn run(a: StatusArgs) -> Result<()> {
-    let config = Config::load(&a.config.config)?;
-    let state: State = JsonFile::new(config.state_path()).load()?;
-    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
+pub(super) async fn run(a: BasicArgs<Config>) -> Result<()> {
+    let (config, state): (Config, State) = a.load()?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     let on_chain = async {
         let provider = chain.me().await?;
         anyhow::Ok(OnChain {

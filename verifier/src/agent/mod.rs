@@ -14,6 +14,7 @@ mod startup;
 use std::collections::BTreeSet;
 
 use anyhow::Result;
+use gpuchain_agent_kit::metrics::Published;
 use gpuchain_auction::OrderPostedEvent;
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_compute::blob::BlobFetcher;
@@ -24,7 +25,6 @@ use tokio::sync::mpsc;
 use crate::chain::Chain;
 use crate::check::{Finding, Limits};
 use crate::config::Config;
-use crate::metrics::Shared;
 use crate::state::State;
 use crate::store::JsonFile;
 
@@ -58,7 +58,7 @@ pub(crate) struct Agent {
     /// A ringer being prepared.
     preparing: Option<u64>,
     done_tx: mpsc::Sender<Done>,
-    gauges: Shared,
+    metrics: Published,
     height: u64,
     bonded: u128,
     /// Test only: every verdict `honest`, nothing checked.
@@ -67,28 +67,12 @@ pub(crate) struct Agent {
     serving_models: serving::Loaded,
 }
 
-impl Agent {
-    /// Persists the state; a failure to persist is fatal (the agent would forget salts).
-    fn save(&mut self) -> Result<()> {
-        self.file.save(&self.state)?;
-        self.publish();
-        Ok(())
-    }
-
-    /// Copies counters and gauges to the metrics endpoint.
-    fn publish(&self) {
-        if let Ok(mut g) = self.gauges.lock() {
-            g.counters = self.state.counters.clone();
-            g.height = self.height;
-            g.checking = u32::try_from(self.checking.len()).unwrap_or(u32::MAX);
-            g.open_ringers = u32::try_from(self.state.open_ringers()).unwrap_or(u32::MAX);
-            g.bonded = self.bonded;
-        }
-    }
+impl gpuchain_agent_kit::run::Agent for Agent {
+    type Done = Done;
 
     /// Handles one committed block: assignments to this verifier and the orders seen, then
     /// the ringer schedule and every open ringer.
-    async fn follow_block(&mut self, block: FollowedBlock) -> Result<()> {
+    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
         self.height = block.height;
         let me = self.chain.address;
         let mut orders = 0u64;
@@ -123,7 +107,7 @@ impl Agent {
         self.save()
     }
 
-    async fn task_done(&mut self, done: Done) -> Result<()> {
+    async fn on_done(&mut self, done: Done) -> Result<()> {
         match done {
             Done::Checked(key, finding) => self.checked(key, finding).await,
             Done::Prepared(id, ready) => self.prepared(id, ready).await,
@@ -132,14 +116,14 @@ impl Agent {
     }
 }
 
-impl gpuchain_agent_kit::run::Agent for Agent {
-    type Done = Done;
-
-    async fn on_block(&mut self, block: FollowedBlock) -> Result<()> {
-        self.follow_block(block).await
-    }
-
-    async fn on_done(&mut self, done: Done) -> Result<()> {
-        self.task_done(done).await
+impl Agent {
+    /// Persists the state and publishes its metrics; a failure to persist is fatal (the
+    /// agent would forget salts).
+    fn save(&mut self) -> Result<()> {
+        self.file.save(&self.state)?;
+        let checking = self.checking.len();
+        let metrics = crate::metrics::render(&self.state, self.height, checking, self.bonded);
+        self.metrics.publish(metrics);
+        Ok(())
     }
 }

@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Context, Result};
 use gpuchain_compute::embed::Embedder;
 use gpuchain_compute::serving::{audit_answer, ChatModel};
-use gpuchain_serving::{
-    Claim, ClaimStage, ModelRef, MsgServingVerdict, ServingKind, ServingLease, ServingMsg,
-};
+use gpuchain_serving::{ClaimStage, ModelRef, MsgServingVerdict, ServingKind, ServingMsg};
 use gpuchain_tx::Msg;
 
 use super::{Agent, Done};
@@ -150,18 +148,12 @@ impl Agent {
     /// Drawn to judge `claim_id`: reads it and checks it in the background.
     pub(super) async fn drawn_for_claim(&mut self, claim_id: u64) {
         let read = async {
-            let claim: Claim = self
-                .chain
-                .client
-                .get(&gpuchain_serving::state_key::claim(claim_id))
-                .await?
-                .context("the claim is gone")?;
-            let lease: ServingLease = self
-                .chain
-                .client
-                .get(&gpuchain_serving::state_key::lease(claim.lease_id))
-                .await?
-                .context("the lease is gone")?;
+            let Some(claim) = self.chain.serving_claim(claim_id).await? else {
+                anyhow::bail!("the claim is gone");
+            };
+            let Some(lease) = self.chain.serving_lease(claim.lease_id).await? else {
+                anyhow::bail!("the lease is gone");
+            };
             Ok::<_, anyhow::Error>((claim, lease))
         };
         let (claim, lease) = match read.await {

@@ -5,11 +5,12 @@
 //! or Ctrl-C.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use gpuchain_agent_kit::metrics::Published;
 use gpuchain_agent_kit::run::follow_until_stopped;
+use gpuchain_agent_kit::startup::{first_height, own_state, registered};
 use gpuchain_compute::blob::{serve, BlobFetcher, BlobServer, BlobStore, FetchPolicy};
 use gpuchain_compute::Backend;
 use tokio::sync::mpsc;
@@ -18,26 +19,15 @@ use super::Agent;
 use crate::chain::Chain;
 use crate::check::Limits;
 use crate::config::{AgentConfig, Config};
+use crate::metrics::render;
 use crate::state::State;
-use crate::store::JsonFile;
 
 /// Runs the daemon until a signal.
 pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
-    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
-    let file = JsonFile::new(config.state_path());
-    let mut state: State = file.load()?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     let me = chain.address.to_string();
-    if !state.verifier.is_empty() && state.verifier != me {
-        bail!(
-            "{} belongs to verifier {}, not {me}; use another data_dir",
-            file.path().display(),
-            state.verifier
-        );
-    }
-    state.verifier = me.clone();
-    let record = chain.me().await?.with_context(|| {
-        format!("{me} is not a registered verifier: run `gpuchain-verifier register` first")
-    })?;
+    let (file, state) = own_state(&config, &me, |s: &mut State| &mut s.verifier)?;
+    let record = registered::<Config, _>(chain.me().await?, &me)?;
     let params = chain.verify_params().await?;
     let mut posters = Vec::new();
     if config.challenge.enabled {
@@ -53,8 +43,9 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
     let policy = FetchPolicy::new(config.verifier.allow_private_blob_hosts);
     let fetcher = BlobFetcher::with_policy(store.clone(), policy)?;
     let http = policy.http_client().context("building the HTTP client")?;
-    let gauges = Arc::default();
-    let metrics_addr = crate::metrics::serve(config.verifier.metrics_listen, Arc::clone(&gauges))
+    let metrics = Published::new(render(&State::default(), 0, 0, 0));
+    let metrics_addr = metrics
+        .serve(config.verifier.metrics_listen, String::new)
         .await
         .with_context(|| format!("starting /metrics on {}", config.verifier.metrics_listen))?;
     let _ringer_server = match config.challenge.blob_listen {
@@ -86,7 +77,7 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
         checking: BTreeSet::new(),
         preparing: None,
         done_tx,
-        gauges,
+        metrics,
         height: 0,
         bonded: record.bonded,
         rubber_stamp,
@@ -97,17 +88,7 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
     agent.height = latest;
     agent.reconcile_ringers().await?;
     agent.reconcile_cases(latest).await?;
-    let from = if agent.state.last_height == 0 {
-        // As for the provider: the events of `latest` are taken again (handlers are idempotent).
-        latest
-    } else {
-        tracing::info!(
-            from = agent.state.last_height + 1,
-            latest,
-            "catching up missed blocks"
-        );
-        agent.state.last_height + 1
-    };
+    let from = first_height(agent.state.last_height, latest);
     agent.save()?;
     let (client, chain) = (agent.chain.client.clone(), agent.config.chain.clone());
     follow_until_stopped(&mut agent, client, &chain, from, &mut done_rx).await?;

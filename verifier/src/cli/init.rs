@@ -5,21 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use gpuchain_agent_kit::cli::ChainKeyArgs;
 
-use super::ConfigArg;
-use crate::config::{AgentConfig, ChallengeConfig, Config, PoolJob, VerifierConfig};
+use crate::config::{ChallengeConfig, Config, PoolJob, VerifierConfig};
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
 pub(crate) struct InitArgs {
+    /// The file, the chain, the key and the data directory.
     #[command(flatten)]
-    config: ConfigArg,
-    #[command(flatten)]
-    chain: ChainKeyArgs,
-    /// Local state and blob store.
-    #[arg(long)]
-    data_dir: PathBuf,
+    file: gpuchain_agent_kit::args::InitFileArgs<Config>,
     /// Prometheus /metrics listen address.
     #[arg(long, default_value = "127.0.0.1:9465")]
     metrics_listen: SocketAddr,
@@ -47,7 +41,7 @@ pub(crate) struct InitArgs {
 }
 
 pub(super) fn run(a: InitArgs) -> Result<()> {
-    let (address, chain, key) = a.chain.sections()?;
+    let (address, chain, key) = a.file.sections()?;
     let pool = a
         .ringer_jobs
         .into_iter()
@@ -66,7 +60,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
         chain,
         key,
         verifier: VerifierConfig {
-            data_dir: a.data_dir,
+            data_dir: a.file.data_dir.clone(),
             metrics_listen: a.metrics_listen,
             bond: a.bond,
             backend: a.backend,
@@ -88,7 +82,5 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
         },
         serving: Default::default(),
     };
-    config.save(&a.config.config, a.force)?;
-    println!("wrote {} for verifier {address}", a.config.config.display());
-    Ok(())
+    a.file.write(&config, &address, a.force)
 }

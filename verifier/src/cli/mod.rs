@@ -5,35 +5,16 @@ mod run;
 mod stake;
 mod status;
 
-use std::path::PathBuf;
+use clap::Subcommand;
+use gpuchain_agent_kit::args::{AmountArgs, BasicArgs};
+use gpuchain_agent_kit::cli::block_on;
 
-use clap::{Parser, Subcommand};
-use gpuchain_agent_kit::cli::GlobalArgs;
-pub(crate) use gpuchain_agent_kit::cli::Output;
+use crate::config::Config;
 
-/// gpuchain verifier agent.
-#[derive(Debug, Parser)]
-#[command(name = "gpuchain-verifier", version, about)]
-pub(crate) struct Cli {
-    #[command(flatten)]
-    pub(crate) global: GlobalArgs,
-    #[command(subcommand)]
-    pub(crate) command: Command,
-}
+/// `--config`, the verifier's configuration file.
+pub(crate) type ConfigArg = gpuchain_agent_kit::args::ConfigArg<Config>;
 
-/// `--config` shared by the chain-facing commands.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ConfigArg {
-    /// Agent configuration file (written by `init`).
-    #[arg(
-        long,
-        env = "GPUCHAIN_VERIFIER_CONFIG",
-        default_value = "verifier.toml"
-    )]
-    pub(crate) config: PathBuf,
-}
-
-/// Subcommands.
+/// gpuchain verifier agent: its subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Write a configuration file (key, node, data dir, backend, challenges).
@@ -41,29 +22,25 @@ pub(crate) enum Command {
     /// Register as a verifier with a bond.
     Register(stake::RegisterArgs),
     /// Bond more stake.
-    Bond(stake::AmountArgs),
+    Bond(AmountArgs<Config>),
     /// Start unbonding stake (paid out after the unbonding period).
-    Unbond(stake::AmountArgs),
+    Unbond(AmountArgs<Config>),
     /// Run the agent: take assignments, re-execute, post verdicts, plant ringers.
     Run(run::RunArgs),
     /// Show the agent's cases, ringers, counters and on-chain verifier record.
-    Status(status::StatusArgs),
+    Status(BasicArgs<Config>),
 }
 
 impl Command {
+    /// Runs the command; all but `init` talk to the chain, on the agents' runtime.
     pub(crate) fn run(self) -> anyhow::Result<()> {
-        if let Command::Init(a) = self {
-            return init::run(a);
+        match self {
+            Command::Register(a) => block_on(stake::register(a)),
+            Command::Bond(a) => block_on(stake::bond(a)),
+            Command::Unbond(a) => block_on(stake::unbond(a)),
+            Command::Run(a) => block_on(run::run(a)),
+            Command::Status(a) => block_on(status::run(a)),
+            Command::Init(a) => init::run(a),
         }
-        gpuchain_agent_kit::cli::block_on(async move {
-            match self {
-                Command::Register(a) => stake::register(a).await,
-                Command::Bond(a) => stake::bond(a).await,
-                Command::Unbond(a) => stake::unbond(a).await,
-                Command::Run(a) => run::run(a).await,
-                Command::Status(a) => status::run(a).await,
-                Command::Init(_) => Ok(()),
-            }
-        })
     }
 }

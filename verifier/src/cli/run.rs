@@ -4,7 +4,6 @@ use anyhow::Result;
 use clap::Args;
 
 use super::ConfigArg;
-use crate::config::Config;
 
 /// Arguments of `run`.
 #[derive(Debug, Args)]
@@ -19,17 +18,10 @@ pub(crate) struct RunArgs {
 }
 
 pub(super) async fn run(a: RunArgs) -> Result<()> {
-    crate::agent::run(Config::load(&a.config.config)?, rubber_stamp(&a)).await
-}
-
-/// The lazy test mode, from the command line where the `test-hooks` feature compiled it in.
-#[cfg(feature = "test-hooks")]
-fn rubber_stamp(a: &RunArgs) -> bool {
-    a.rubber_stamp
-}
-
-/// A release build always checks what it judges.
-#[cfg(not(feature = "test-hooks"))]
-fn rubber_stamp(_: &RunArgs) -> bool {
-    false
+    #[cfg(feature = "test-hooks")]
+    let rubber_stamp = a.rubber_stamp;
+    // A release build always checks what it judges.
+    #[cfg(not(feature = "test-hooks"))]
+    let rubber_stamp = false;
+    crate::agent::run(a.config.load()?, rubber_stamp).await
 }

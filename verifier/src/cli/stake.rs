@@ -2,47 +2,19 @@
 //! configured key.
 
 use anyhow::Result;
-use clap::Args;
+use gpuchain_agent_kit::args::AmountArgs;
 use gpuchain_agent_kit::cli::print_tx;
-use gpuchain_types::Amount;
 use gpuchain_verify::{MsgBondVerifier, MsgRegisterVerifier, MsgUnbondVerifier, VerifyMsg};
 
-use super::{ConfigArg, Output};
 use crate::chain::Chain;
 use crate::config::Config;
 
 /// Arguments of `register`.
-#[derive(Debug, Args)]
-pub(crate) struct RegisterArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// Bond, ugpu (default: `verifier.bond` from the config).
-    #[arg(long)]
-    bond: Option<Amount>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
-
-/// Arguments of `bond` and `unbond`.
-#[derive(Debug, Args)]
-pub(crate) struct AmountArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// ugpu.
-    amount: Amount,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
-
-fn connect(config: &Config) -> Result<Chain> {
-    Chain::connect(&config.chain.node, &config.key.home, &config.key.name)
-}
+pub(crate) type RegisterArgs = gpuchain_agent_kit::args::RegisterArgs<Config>;
 
 pub(super) async fn register(a: RegisterArgs) -> Result<()> {
-    let config = Config::load(&a.config.config)?;
-    let chain = connect(&config)?;
+    let config = a.config.load()?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     if let Some(v) = chain.me().await? {
         println!(
             "{} is already a verifier with {} ugpu bonded (use `bond` to add)",
@@ -55,14 +27,16 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     print_tx(chain.verify(msg).await?, a.output, "registered")
 }
 
-pub(super) async fn bond(a: AmountArgs) -> Result<()> {
-    let chain = connect(&Config::load(&a.config.config)?)?;
+pub(super) async fn bond(a: AmountArgs<Config>) -> Result<()> {
+    let config = a.config.load()?;
     let msg = VerifyMsg::BondVerifier(MsgBondVerifier { amount: a.amount });
+    let chain = Chain::open(&config.chain, &config.key)?;
     print_tx(chain.verify(msg).await?, a.output, "bonded")
 }
 
-pub(super) async fn unbond(a: AmountArgs) -> Result<()> {
-    let chain = connect(&Config::load(&a.config.config)?)?;
+pub(super) async fn unbond(a: AmountArgs<Config>) -> Result<()> {
+    let config = a.config.load()?;
     let msg = VerifyMsg::UnbondVerifier(MsgUnbondVerifier { amount: a.amount });
+    let chain = Chain::open(&config.chain, &config.key)?;
     print_tx(chain.verify(msg).await?, a.output, "unbonding started")
 }

@@ -2,28 +2,16 @@
 //! verifier record.
 
 use anyhow::Result;
-use clap::Args;
+use gpuchain_agent_kit::args::BasicArgs;
+use gpuchain_agent_kit::cli::Output;
 
-use super::{ConfigArg, Output};
 use crate::chain::Chain;
-use crate::config::{AgentConfig, Config};
+use crate::config::Config;
 use crate::state::State;
-use crate::store::JsonFile;
 
-/// Arguments of `status`.
-#[derive(Debug, Args)]
-pub(crate) struct StatusArgs {
-    #[command(flatten)]
-    config: ConfigArg,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    output: Output,
-}
-
-pub(super) async fn run(a: StatusArgs) -> Result<()> {
-    let config = Config::load(&a.config.config)?;
-    let state: State = JsonFile::new(config.state_path()).load()?;
-    let chain = Chain::connect(&config.chain.node, &config.key.home, &config.key.name)?;
+pub(super) async fn run(a: BasicArgs<Config>) -> Result<()> {
+    let (config, state): (Config, State) = a.load()?;
+    let chain = Chain::open(&config.chain, &config.key)?;
     let on_chain = chain.me().await.ok().flatten();
     let cases: Vec<_> = state.cases.values().collect();
     let ringers: Vec<_> = state.ringers.values().collect();
