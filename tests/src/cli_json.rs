@@ -52,7 +52,7 @@ impl NodeCli {
     /// `gpuchaind tx <args>` expected to fail: returns the outcome (code, codespace, log) the
     /// CLI printed, whatever the exit status.
     pub fn tx_outcome(&self, args: &[&str]) -> Result<Value> {
-        let out = cli(&self.args("tx", args))?;
+        let out = self.tx_output(args)?;
         serde_json::from_slice(&out.stdout).with_context(|| {
             format!(
                 "tx {args:?} printed no JSON: {}{}",
@@ -60,6 +60,12 @@ impl NodeCli {
                 String::from_utf8_lossy(&out.stderr)
             )
         })
+    }
+
+    /// `gpuchaind tx <args>` as it ran, whatever its exit status: for a transaction the test
+    /// expects to be refused.
+    pub fn tx_output(&self, args: &[&str]) -> Result<std::process::Output> {
+        cli(&self.args("tx", args))
     }
 
     /// `gpuchaind query <args>`.

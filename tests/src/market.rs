@@ -1,9 +1,9 @@
-//! Market helpers for the fault-injection tests: digits inputs, digits jobs, inference
-//! orders routed to one region, typed reads of an order's leases, a client receiving its
-//! results (fetch, hash check, receipt), the supply, and the slash records (through the
-//! CLI's JSON).
+//! Market helpers for the fault-injection tests: digits inputs, digits jobs, orders open to
+//! every provider or routed to one region, typed reads of an order's leases, a client
+//! receiving its results (fetch, hash check, receipt), the supply, and the slash records
+//! and their burns (through the CLI's JSON).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use gpuchain_auction::{ClassRequirement, Lease, MsgPostOrder, Requirements, TooFewBids};
 use gpuchain_client::ChainClient;
 use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
@@ -37,10 +37,22 @@ pub fn digits_input(n: u32, seed: u32) -> Vec<u8> {
     out
 }
 
+/// The committed digits-MLP weights (`data/models/digits-mlp.safetensors`).
+pub fn digits_mlp_weights() -> Result<Vec<u8>> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/models/digits-mlp.safetensors");
+    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+}
+
 /// A digits-MLP inference job.
 pub fn digits_job(weights: BlobRef, input: BlobRef) -> JobSpec {
+    digits_job_of(ModelArch::DigitsMlp, weights, input)
+}
+
+/// A digits inference job of `arch` (the MLP or the CNN) over `input`, 64 rows a batch.
+pub fn digits_job_of(arch: ModelArch, weights: BlobRef, input: BlobRef) -> JobSpec {
     JobSpec::Inference(InferenceSpec {
-        arch: ModelArch::DigitsMlp,
+        arch,
         weights,
         tokenizer: None,
         input,
@@ -68,7 +80,7 @@ pub fn unfetched_digits_order(
         size: 40_000,
         ..blob.clone()
     };
-    let mut order = routed_order(digits_job(weights, blob), "", replicas, 1_000_000);
+    let mut order = open_order(digits_job(weights, blob), replicas, 1_000_000);
     order.requirements.class = ClassRequirement::Cpu;
     order.requirements.region = region.map(str::to_string);
     order.bid_window_blocks = bid_window_blocks;
@@ -76,8 +88,10 @@ pub fn unfetched_digits_order(
     order
 }
 
-/// An order for `job` that only providers registered in `region` can bid on.
-pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) -> MsgPostOrder {
+/// An order for `job`, `replicas` at up to `max_price` each, open to every provider (any
+/// class, no hardware minimums, any region), with a 15-block bid window and 40 blocks to
+/// execute, refunded if too few bid: tests change the fields they are about.
+pub fn open_order(job: JobSpec, replicas: u32, max_price: u128) -> MsgPostOrder {
     MsgPostOrder {
         job,
         requirements: Requirements {
@@ -86,7 +100,7 @@ pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) 
             min_vram_mib: 0,
             min_gpu_count: 0,
             min_cuda_version: 0,
-            region: Some(region.to_string()),
+            region: None,
         },
         replicas,
         max_price_per_replica: max_price,
@@ -94,6 +108,13 @@ pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) 
         exec_deadline_blocks: 40,
         on_too_few_bids: TooFewBids::Refund,
     }
+}
+
+/// An [`open_order`] that only providers registered in `region` can bid on.
+pub fn routed_order(job: JobSpec, region: &str, replicas: u32, max_price: u128) -> MsgPostOrder {
+    let mut order = open_order(job, replicas, max_price);
+    order.requirements.region = Some(region.to_string());
+    order
 }
 
 /// Every lease of an order, by id.
@@ -188,6 +209,33 @@ pub fn slash_records(node: &str) -> Result<Vec<serde_json::Value>> {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     Ok(v.as_array().cloned().unwrap_or_default())
+}
+
+/// The slash records (of [`slash_records`]) whose subject is `address`.
+pub fn slashes_of<'a>(
+    records: &'a [serde_json::Value],
+    address: &str,
+) -> Vec<&'a serde_json::Value> {
+    records.iter().filter(|r| r["subject"] == address).collect()
+}
+
+/// Asserts that the supply fell from `before` by exactly what the slash records (of
+/// [`slash_records`]) burned: nothing but slashes took ugpu out of it.
+pub async fn assert_supply_moved_only_by_burns(
+    chain: &ChainClient,
+    before: u128,
+    records: &[serde_json::Value],
+) -> Result<()> {
+    let burned: u128 = records
+        .iter()
+        .map(|r| amount(&r["outcome"]["burned"]))
+        .sum();
+    assert_eq!(
+        before - supply(chain).await?,
+        burned,
+        "supply moved only by recorded burns"
+    );
+    Ok(())
 }
 
 /// A JSON amount (number or string) as u128.

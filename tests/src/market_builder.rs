@@ -1,6 +1,7 @@
 //! One way to stand up a market on a localnet for end-to-end tests: verifiers and providers
-//! registered through their own CLIs and run as real agent processes, digits orders posted
-//! from a key of the net, and the wait until an order's leases are final.
+//! registered through their own CLIs and run as real agent processes (a cast of providers
+//! by role, honest or cheating), digits orders posted from a key of the net, the wait until
+//! an order's leases are final, how each provider ended, and the agents' shutdown.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -8,16 +9,51 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 use gpuchain_auction::{AuctionMsg, Lease, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
-use gpuchain_node::localnet::LocalnetSpec;
 use gpuchain_tx::Msg;
 
-use crate::market::{blob, digits_input, digits_job, order_leases, routed_order};
+use crate::market::{
+    blob, digits_input, digits_job, digits_mlp_weights, order_leases, routed_order,
+};
 use crate::net::TestNet;
 use crate::ports::free_port_block;
-use crate::provider::{register_provider, AgentSpec, BlobHost, ProviderAgent};
-use crate::verifier::{register_verifier, write_provider_config, VerifierAgent, VerifierSpec};
+use crate::provider::{AgentSpec, BlobHost, ProviderAgent};
+use crate::verifier::{write_provider_config, VerifierAgent, VerifierSpec};
 
 const GPU: u128 = 1_000_000;
+
+/// One provider of a test's cast: its key, region and backend, and the kind of cheat it runs
+/// (`--dishonest <kind>`), `None` if it is honest.
+pub type ProviderRole = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+);
+
+/// Prints how one provider of a cast ended: a `RESULT` line with its role, its lease's id
+/// and state, and how many slash records name it.
+pub fn print_result(role: ProviderRole, lease: &Lease, slashes: usize) {
+    let (key, _, backend, cheat) = role;
+    println!(
+        "RESULT {key:>12} ({backend}, {}): lease {} {:?}, slashes {slashes}",
+        cheat.unwrap_or("honest"),
+        lease.id,
+        lease.state
+    );
+}
+
+/// Stops `verifier`, then `providers`, with SIGTERM, and asserts that the verifier exits
+/// cleanly (a provider's exit is not checked).
+pub fn terminate_agents(
+    verifier: &mut VerifierAgent,
+    providers: &mut [ProviderAgent],
+) -> Result<()> {
+    assert!(verifier.terminate()?, "verifier exits cleanly on SIGTERM");
+    for p in providers {
+        let _ = p.terminate();
+    }
+    Ok(())
+}
 
 /// Agents, their files and a blob host for one test's market; everything stops on drop.
 pub struct Market<'a> {
@@ -30,12 +66,11 @@ pub struct Market<'a> {
 impl<'a> Market<'a> {
     /// A market on `net` with the committed digits-MLP weights served by a blob host.
     pub fn new(net: &'a TestNet) -> Result<Market<'a>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         Ok(Market {
             net,
             dir: tempfile::tempdir()?,
             host: BlobHost::start()?,
-            weights: std::fs::read(root.join("data/models/digits-mlp.safetensors"))?,
+            weights: digits_mlp_weights()?,
         })
     }
 
@@ -57,7 +92,7 @@ impl<'a> Market<'a> {
             challenge: String::new(),
         }
         .write_config()?;
-        register_verifier(&config)?;
+        VerifierAgent::register(&config)?;
         Ok(config)
     }
 
@@ -82,8 +117,19 @@ impl<'a> Market<'a> {
     ) -> Result<ProviderAgent> {
         let spec = AgentSpec::digits(self.net, key, self.dir.path());
         let config = write_provider_config(&spec, region, backend)?;
-        register_provider(&config)?;
+        ProviderAgent::register(&config)?;
         ProviderAgent::spawn(&config, extra)
+    }
+
+    /// Runs [`Market::provider_on`] for each of `roles`, a cheat with `--dishonest <kind>`.
+    pub fn providers(&self, roles: &[ProviderRole]) -> Result<Vec<ProviderAgent>> {
+        roles
+            .iter()
+            .map(|&(key, region, backend, cheat)| {
+                let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
+                self.provider_on(key, region, backend, &extra)
+            })
+            .collect()
     }
 
     /// Posts, from `client`, a digits inference order of `replicas` at up to 1 GPU each for
@@ -150,20 +196,4 @@ impl<'a> Market<'a> {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
-}
-
-/// Chain parameters for a test of disputes with no audit draw (reputation and deterrence
-/// floor off), short reveal and challenge windows and long verdict windows, so a slow CI
-/// machine never takes a fallback.
-pub fn disputes_only(spec: &mut LocalnetSpec) {
-    let p = &mut spec.genesis.auction.params;
-    p.reveal_window_blocks = 5;
-    p.challenge_window_blocks = 3;
-    p.verdict_window_blocks = 400;
-    p.audit_min_ppm = 0;
-    p.audit_max_ppm = 0;
-    p.audit_deterrence_ppm = 0;
-    let v = &mut spec.genesis.verify.params;
-    v.verdict_deadline_blocks = 200;
-    v.appeal_window_blocks = 2;
 }

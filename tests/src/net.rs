@@ -374,6 +374,22 @@ impl TestNet {
         Ok(v["address"].as_str().unwrap_or_default().to_string())
     }
 
+    /// The CometBFT addresses (upper-case hex) of the validator set at node 0's latest height.
+    pub async fn validator_addresses(&self) -> Result<Vec<String>> {
+        use tendermint_rpc::{Client, Paging};
+        let client = self.client(0)?;
+        let h = client.latest_height().await?;
+        let set = client
+            .rpc()
+            .validators(tendermint::block::Height::try_from(h)?, Paging::All)
+            .await?;
+        Ok(set
+            .validators
+            .iter()
+            .map(|v| v.address.to_string())
+            .collect())
+    }
+
     /// Whether `consensus_address` signs one of the next few commits. A commit holds only
     /// the first +2/3 of signatures, so one commit is not enough to tell.
     pub async fn signs_a_commit(&self, consensus_address: &str) -> Result<bool> {

@@ -1,60 +1,32 @@
 //! Driving `gpuchain-provider` agents from end-to-end tests: the binary beside `gpuchaind`,
-//! a config file per agent, spawn / kill -9 / SIGTERM, `status --output json`, and a tiny
-//! HTTP blob host for the client's inputs (it can serve wrong bytes on purpose).
+//! a config file per agent, registration and a running [`ProviderAgent`], and a tiny HTTP
+//! blob host for the client's inputs (it can serve wrong bytes on purpose).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::gpuchaind_path;
+use crate::agent::{Agent, AgentBinary};
 
-/// `gpuchain-provider` beside `gpuchaind` (or `GPUCHAIN_PROVIDER_BIN`).
-pub fn provider_path() -> PathBuf {
-    if let Ok(p) = std::env::var("GPUCHAIN_PROVIDER_BIN") {
-        return PathBuf::from(p);
+/// The `gpuchain-provider` binary an agent runs.
+pub struct ProviderBinary;
+
+impl AgentBinary for ProviderBinary {
+    const ROLE: &'static str = "provider";
+}
+
+/// A running `gpuchain-provider` agent; killed on drop.
+pub type ProviderAgent = Agent<ProviderBinary>;
+
+impl ProviderAgent {
+    /// Starts `gpuchain-provider run --config <config> --log-format json <extra>`.
+    pub fn spawn(config: &Path, extra: &[&str]) -> Result<ProviderAgent> {
+        Agent::start(config, extra)
     }
-    gpuchaind_path().with_file_name("gpuchain-provider")
-}
-
-/// `<agent> register --config CONFIG` run with `cli` (the provider's or the verifier's):
-/// registers and bonds the agent on chain; an error carries the CLI's output.
-pub(crate) fn register_agent(
-    cli: fn(&[&str]) -> Result<Output>,
-    role: &str,
-    config: &Path,
-) -> Result<()> {
-    let out = cli(&["register", "--config", &config.to_string_lossy()])?;
-    anyhow::ensure!(
-        out.status.success(),
-        "registering the {role} of {}: {}{}",
-        config.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
-}
-
-/// `gpuchain-provider register --config CONFIG`: registers and bonds the provider on chain.
-pub fn register_provider(config: &Path) -> Result<()> {
-    register_agent(provider_cli, "provider", config)
-}
-
-/// Runs `gpuchain-provider` with `args`.
-pub fn provider_cli(args: &[&str]) -> Result<Output> {
-    Command::new(provider_path())
-        .args(args)
-        .output()
-        .with_context(|| {
-            format!(
-                "running {} (cargo build --workspace)",
-                provider_path().display()
-            )
-        })
 }
 
 /// Settings of one agent's config file.
@@ -103,17 +75,9 @@ impl AgentSpec {
 
     /// Writes `<dir>/provider.toml` and returns its path.
     pub fn write_config(&self) -> Result<PathBuf> {
-        std::fs::create_dir_all(&self.dir)?;
         let archs: Vec<String> = self.archs.iter().map(|a| format!("{a:?}")).collect();
-        let text = format!(
-            r#"[chain]
-node = "{node}"
-
-[key]
-home = "{home}"
-name = "{key}"
-
-[provider]
+        let sections = format!(
+            r#"[provider]
 data_dir = "{data}"
 endpoint_url = "http://127.0.0.1:{blob}"
 listen = "127.0.0.1:{blob}"
@@ -131,9 +95,6 @@ archs = [{archs}]
 per_gpu_second = {{ cpu = {price}, default = {price} }}
 min_margin_ppm = 100000
 "#,
-            node = self.node,
-            home = self.keys_home.display(),
-            key = self.key,
             data = self.dir.join("data").display(),
             blob = self.blob_port,
             metrics = self.metrics_port,
@@ -142,103 +103,15 @@ min_margin_ppm = 100000
             archs = archs.join(", "),
             price = self.cpu_price,
         );
-        let path = self.dir.join("provider.toml");
-        std::fs::write(&path, text)?;
-        Ok(path)
-    }
-}
-
-/// A running agent process; killed on drop.
-pub struct ProviderAgent {
-    child: Option<Child>,
-    /// Its config file.
-    pub config: PathBuf,
-    /// Its log file (JSON lines, appended across restarts).
-    pub log: PathBuf,
-}
-
-impl ProviderAgent {
-    /// Starts `gpuchain-provider run --config <config> --log-format json <extra>`.
-    pub fn spawn(config: &Path, extra: &[&str]) -> Result<ProviderAgent> {
-        let log = config.with_file_name("agent.log");
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)?;
-        let child = Command::new(provider_path())
-            .args(["run", "--config"])
-            .arg(config)
-            .args(["--log-format", "json"])
-            .args(extra)
-            .stdout(Stdio::from(out.try_clone()?))
-            .stderr(Stdio::from(out))
-            .spawn()
-            .context("starting gpuchain-provider (cargo build --workspace)")?;
-        Ok(ProviderAgent {
-            child: Some(child),
-            config: config.to_path_buf(),
-            log,
-        })
+        ProviderAgent::write_config(&self.dir, &self.node, &self.keys_home, &self.key, &sections)
     }
 
-    /// kill -9.
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// SIGTERM, then waits for the exit; returns whether it exited successfully.
-    pub fn terminate(&mut self) -> Result<bool> {
-        let Some(mut c) = self.child.take() else {
-            return Ok(false);
-        };
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(c.id().to_string())
-            .status()?;
-        Ok(c.wait()?.success())
-    }
-
-    /// Whether the process is still running.
-    pub fn is_running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
-    }
-
-    /// Process id.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// `status --output json`.
-    pub fn status(&self) -> Result<serde_json::Value> {
-        let out = provider_cli(&[
-            "status",
-            "--config",
-            &self.config.to_string_lossy(),
-            "--output",
-            "json",
-        ])?;
-        anyhow::ensure!(
-            out.status.success(),
-            "status failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Ok(serde_json::from_slice(&out.stdout)?)
-    }
-
-    /// The log so far.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for ProviderAgent {
-    fn drop(&mut self) {
-        self.kill();
+    /// Writes the config, registers the provider on chain and starts its agent with `extra`
+    /// arguments; the agent's `config` restarts it.
+    pub fn start(&self, extra: &[&str]) -> Result<ProviderAgent> {
+        let config = self.write_config()?;
+        ProviderAgent::register(&config)?;
+        ProviderAgent::spawn(&config, extra)
     }
 }
 

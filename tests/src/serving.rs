@@ -12,7 +12,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::{gpuchaind_path, provider_path};
+use crate::{gpuchaind_path, ProviderAgent};
 
 #[path = "../../compute/tests/common/mod.rs"]
 mod models;
@@ -97,7 +97,7 @@ pub fn serve_model_with(
     max_concurrent: usize,
     log: Option<&Path>,
 ) -> Result<Server> {
-    let mut cmd = Command::new(provider_path());
+    let mut cmd = Command::new(ProviderAgent::path());
     cmd.args([
         "serve-model",
         "--listen",
@@ -127,7 +127,7 @@ pub fn serve_both_on_leases(
     log: &Path,
 ) -> Result<Server> {
     let (receipts, node, operator) = lease;
-    let mut cmd = Command::new(provider_path());
+    let mut cmd = Command::new(ProviderAgent::path());
     cmd.args(["serve-model", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--max-concurrent", "2", "--name", "smollm2", "--model"])
         .arg(model)
@@ -156,7 +156,7 @@ pub fn serve_model_on_leases(
     log: &Path,
 ) -> Result<Server> {
     let listen = format!("127.0.0.1:{port}");
-    let mut cmd = Command::new(provider_path());
+    let mut cmd = Command::new(ProviderAgent::path());
     cmd.args(["serve-model", "--listen", &listen, "--name", "smollm2"])
         .arg("--model")
         .arg(models::smollm2_file())

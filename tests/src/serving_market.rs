@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::net::{cli, TestNet};
 use crate::ports::free_port_block;
-use crate::provider::{register_provider, AgentSpec, ProviderAgent};
+use crate::provider::{AgentSpec, ProviderAgent};
 use crate::serving::{gateway_logged, serve_model_on_leases, smollm2_path, Server};
-use crate::verifier::{register_verifier, write_provider_config, VerifierAgent, VerifierSpec};
+use crate::verifier::{write_provider_config, VerifierAgent, VerifierSpec};
 
 const GPU: u128 = 1_000_000;
 /// The provider's bid, ugpu per million tokens.
@@ -134,7 +134,7 @@ pub fn smollm2_ringer(dir: &Path, question: &str, max_tokens: u32) -> Result<Pat
     let model = smollm2_path();
     let max = max_tokens.to_string();
     let model_arg = model.to_string_lossy().to_string();
-    let out = crate::provider::provider_cli(&[
+    let out = ProviderAgent::cli(&[
         "chat",
         question,
         "--model",
@@ -198,7 +198,7 @@ fn verifier_config(
             model.display()
         ),
     )?;
-    register_verifier(&config)?;
+    VerifierAgent::register(&config)?;
     Ok(config)
 }
 
@@ -296,7 +296,7 @@ impl ServingMarket {
                 receipts.display()
             ),
         )?;
-        register_provider(&pconfig)?;
+        ProviderAgent::register(&pconfig)?;
         let provider = ProviderAgent::spawn(&pconfig, &[])?;
         let provider_addr = key_address(&home, "provider")?;
 

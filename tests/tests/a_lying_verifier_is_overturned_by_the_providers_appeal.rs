@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{run_json, slash_records, Market, TestNet};
+use gpuchain_tests::{
+    amount, audit_every_result, short_reveal_and_challenge, slash_records, slashes_of,
+    verdict_windows, Market, NodeCli, TestNet,
+};
 use gpuchain_tx::Msg;
 use gpuchain_verify::{MsgSubmitVerdict, VerdictKind, VerifyMsg};
 
@@ -26,19 +29,14 @@ async fn a_lying_verifier_is_overturned_by_the_providers_appeal() -> anyhow::Res
         ("honest", 2_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 600;
-        p.audit_min_ppm = 1_000_000;
-        p.audit_max_ppm = 1_000_000;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 200;
-        v.appeal_window_blocks = 40;
+        short_reveal_and_challenge(spec);
+        audit_every_result(spec);
+        verdict_windows(spec, 600, 200);
+        spec.genesis.verify.params.appeal_window_blocks = 40;
     })
     .await?;
     let chain = net.client(0)?;
-    let node = net.net.nodes[0].rpc_url.clone();
+    let cli = NodeCli::new(&net, 0)?;
     let keys = Keystore::open(&net.net.keys_dir)?;
     let market = Market::new(&net)?;
     // The liar registers a bond but runs no agent: it answers by hand.
@@ -50,9 +48,7 @@ async fn a_lying_verifier_is_overturned_by_the_providers_appeal() -> anyhow::Res
     let liar = keys.show("liar")?.address;
     let deadline = Instant::now() + Duration::from_secs(150);
     let lease_id = loop {
-        let cases = run_json(&[
-            "query", "verify", "cases", "--node", &node, "--output", "json",
-        ])?;
+        let cases = cli.query(&["verify", "cases"])?;
         let assigned = cases.as_array().and_then(|c| {
             c.iter()
                 .find(|c| c["assignee"] == liar.to_string().as_str())
@@ -99,22 +95,12 @@ async fn a_lying_verifier_is_overturned_by_the_providers_appeal() -> anyhow::Res
         provider.log_text()
     );
     let honest = keys.show("honest")?.address;
-    let records = slash_records(&node)?;
+    let records = slash_records(cli.node())?;
     assert!(
-        records
-            .iter()
-            .all(|r| r["subject"] != honest.to_string().as_str()),
+        slashes_of(&records, &honest.to_string()).is_empty(),
         "the honest provider is never slashed: {records:?}"
     );
-    let all = run_json(&[
-        "query",
-        "verify",
-        "verifiers",
-        "--node",
-        &node,
-        "--output",
-        "json",
-    ])?;
+    let all = cli.query(&["verify", "verifiers"])?;
     let record = all
         .as_array()
         .and_then(|v| {
@@ -123,14 +109,9 @@ async fn a_lying_verifier_is_overturned_by_the_providers_appeal() -> anyhow::Res
         })
         .cloned()
         .unwrap_or_default();
-    let bonded = &record["bonded"];
-    let bonded = bonded
-        .as_u64()
-        .map(u128::from)
-        .or_else(|| bonded.as_str()?.parse().ok());
     assert_eq!(
-        bonded,
-        Some(LIAR_BOND - LIAR_BOND * 3 / 10),
+        amount(&record["bonded"]),
+        LIAR_BOND - LIAR_BOND * 3 / 10,
         "the liar loses 30% of its bond"
     );
     // The provider got its deposit back and half the liar's slash, on top of its payment.

@@ -7,8 +7,8 @@
 use gpuchain_auction::{AuctionMsg, MsgPostOrder};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{
-    blob, digits_input, digits_job, register_provider, routed_order, wait_for, AgentSpec, BlobHost,
-    ProviderAgent, TestNet,
+    blob, digits_input, digits_job, digits_mlp_weights, routed_order, wait_for, AgentSpec,
+    BlobHost, ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 
@@ -27,19 +27,12 @@ async fn a_provider_agent_fetches_only_public_hosts_and_what_an_order_pays_for(
         "allow_private_blob_hosts = false",
     );
     std::fs::write(&config, text)?;
-    register_provider(&config)?;
+    ProviderAgent::register(&config)?;
     let agent = ProviderAgent::spawn(&config, &[])?;
-    wait_for("agent start", 60, || {
-        agent
-            .log_text()
-            .contains("provider agent starting")
-            .then_some(())
-    })
-    .await;
+    wait_for("agent start", 60, || agent.started().then_some(())).await;
 
     let host = BlobHost::start()?;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let weights = std::fs::read(root.join("data/models/digits-mlp.safetensors"))?;
+    let weights = digits_mlp_weights()?;
     let input = digits_input(16, 3);
     let w = blob(&weights, host.put("w", weights.clone()));
     let x = blob(&input, host.put("x", input.clone()));

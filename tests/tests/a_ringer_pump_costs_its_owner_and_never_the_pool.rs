@@ -6,7 +6,7 @@
 //! ringer (+88 GPU to the owner, −94 GPU to the pool per cycle). Now nothing is reimbursed:
 //! the owner ends poorer and the pool richer, by the order's verification fee.
 
-use gpuchain_tests::{event_attr, unfetched_digits_order, NodeCli, TestNet};
+use gpuchain_tests::{event_attr, no_audits, unfetched_digits_order, NodeCli, TestNet};
 
 const GPU: u128 = 1_000_000;
 const OWNED: [&str; 3] = ["v", "poster", "p"];
@@ -19,10 +19,8 @@ async fn a_ringer_pump_costs_its_owner_and_never_the_pool() -> anyhow::Result<()
         ("p", 2_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, |spec| {
+        no_audits(spec);
         let p = &mut spec.genesis.auction.params;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
         p.reveal_window_blocks = 4;
         p.challenge_window_blocks = 15;
     })

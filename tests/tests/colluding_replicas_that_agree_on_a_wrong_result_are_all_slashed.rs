@@ -6,7 +6,10 @@
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{run_json, slash_records, Market, TestNet};
+use gpuchain_tests::{
+    audit_every_result, short_reveal_and_challenge, slash_records, slashes_of, verdict_windows,
+    Market, NodeCli, TestNet,
+};
 
 const GPU: u128 = 1_000_000;
 
@@ -19,20 +22,14 @@ async fn colluding_replicas_that_agree_on_a_wrong_result_are_all_slashed() -> an
         ("c2", 2_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 400;
+        short_reveal_and_challenge(spec);
         // Every result is sampled, so the test does not wait on the lottery; the sampling of
         // agreeing replicas is what is under test.
-        p.audit_min_ppm = 1_000_000;
-        p.audit_max_ppm = 1_000_000;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 200;
-        v.appeal_window_blocks = 2;
+        audit_every_result(spec);
+        verdict_windows(spec, 400, 200);
     })
     .await?;
-    let node = net.net.nodes[0].rpc_url.clone();
+    let cli = NodeCli::new(&net, 0)?;
     let keys = Keystore::open(&net.net.keys_dir)?;
     let market = Market::new(&net)?;
     let verifier = market.verifier("v1")?;
@@ -54,9 +51,7 @@ async fn colluding_replicas_that_agree_on_a_wrong_result_are_all_slashed() -> an
     for lease in &leases {
         assert_eq!(lease.state, LeaseState::Faulted, "{lease:?}");
     }
-    let cases = run_json(&[
-        "query", "verify", "cases", "--node", &node, "--output", "json",
-    ])?;
+    let cases = cli.query(&["verify", "cases"])?;
     let ours = cases
         .as_array()
         .map(|c| {
@@ -66,12 +61,11 @@ async fn colluding_replicas_that_agree_on_a_wrong_result_are_all_slashed() -> an
         })
         .unwrap_or(0);
     assert_eq!(ours, 1, "one re-run judged both replicas: {cases}");
-    let records = slash_records(&node)?;
+    let records = slash_records(cli.node())?;
     for name in ["c1", "c2"] {
         let address = keys.show(name)?.address.to_string();
-        let slash = records
-            .iter()
-            .find(|r| r["subject"] == address.as_str())
+        let slash = *slashes_of(&records, &address)
+            .first()
             .unwrap_or_else(|| panic!("{name} not slashed: {records:?}"));
         let reason = slash["reason"].to_string().to_lowercase();
         assert!(reason.contains("wrong"), "{slash}");

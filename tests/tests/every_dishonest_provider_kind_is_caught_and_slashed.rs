@@ -14,12 +14,15 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{amount, order_leases, slash_records, supply, wait_for, Market, TestNet};
+use gpuchain_tests::{
+    amount, assert_supply_moved_only_by_burns, audit_every_result, order_leases, print_result,
+    short_reveal_and_challenge, slash_records, slashes_of, supply, terminate_agents,
+    verdict_windows, wait_for, Market, ProviderAgent, ProviderRole, TestNet,
+};
 
 const GPU: u128 = 1_000_000;
 
-/// (key, region, backend, dishonest kind)
-const PROVIDERS: [(&str, &str, &str, Option<&str>); 8] = [
+const PROVIDERS: [ProviderRole; 8] = [
     ("honest_cpu", "r-honest-cpu", "cpu", None),
     ("honest_canon", "r-honest-canon", "canonical", None),
     ("random", "r-random", "cpu", Some("random-output")),
@@ -36,15 +39,9 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
     let mut accounts = vec![("client", 10_000 * GPU), ("v1", 3_000 * GPU)];
     accounts.extend(PROVIDERS.iter().map(|p| (p.0, 2_000 * GPU)));
     let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 300;
-        p.audit_min_ppm = 1_000_000;
-        p.audit_max_ppm = 1_000_000;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 120;
-        v.appeal_window_blocks = 2;
+        short_reveal_and_challenge(spec);
+        audit_every_result(spec);
+        verdict_windows(spec, 300, 120);
     })
     .await?;
     let chain = net.client(0)?;
@@ -54,17 +51,9 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
 
     // The verifier registers and runs on the CPU fast path for first rounds.
     let mut verifier = market.verifier("v1")?;
-    let mut agents = Vec::new();
-    for (name, region, backend, cheat) in PROVIDERS {
-        let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
-        agents.push(market.provider_on(name, region, backend, &extra)?);
-    }
+    let mut agents = market.providers(&PROVIDERS)?;
     wait_for("agents to start", 90, || {
-        (agents
-            .iter()
-            .all(|a| a.log_text().contains("provider agent starting"))
-            && verifier.log_text().contains("verifier agent starting"))
-        .then_some(())
+        (agents.iter().all(ProviderAgent::started) && verifier.started()).then_some(())
     })
     .await;
 
@@ -100,23 +89,12 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let records = slash_records(&node)?;
-    let slashed = |addr: &str| {
-        records
-            .iter()
-            .filter(|r| r["subject"] == addr)
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    for (name, _, backend, cheat) in PROVIDERS {
+    let slashed = |addr: &str| slashes_of(&records, addr);
+    for role in PROVIDERS {
+        let (name, _, _, cheat) = role;
         let lease = &finals[name];
         let recs = slashed(&lease.provider.to_string());
-        println!(
-            "RESULT {name:>12} ({backend}, {}): lease {} {:?}, slashes {}",
-            cheat.unwrap_or("honest"),
-            lease.id,
-            lease.state,
-            recs.len()
-        );
+        print_result(role, lease, recs.len());
         match cheat {
             None => {
                 assert_eq!(lease.state, LeaseState::Paid, "{name} is paid");
@@ -176,21 +154,9 @@ async fn every_dishonest_provider_kind_is_caught_and_slashed() -> anyhow::Result
     );
 
     // Supply: only the burns recorded in the slash records left it.
-    let burned: u128 = records
-        .iter()
-        .map(|r| amount(&r["outcome"]["burned"]))
-        .sum();
-    let supply_after = supply(&chain).await?;
-    assert_eq!(
-        supply_before - supply_after,
-        burned,
-        "supply moved only by recorded burns"
-    );
+    assert_supply_moved_only_by_burns(&chain, supply_before, &records).await?;
 
-    assert!(verifier.terminate()?, "verifier exits cleanly on SIGTERM");
-    for a in &mut agents {
-        let _ = a.terminate();
-    }
+    terminate_agents(&mut verifier, &mut agents)?;
     println!(
         "FIGURES fault-injection k=1: {} orders settled in {:.1} s (whole test)",
         orders.len(),

@@ -6,7 +6,7 @@
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{Market, TestNet};
+use gpuchain_tests::{no_audits, short_reveal_and_challenge, Market, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -19,16 +19,13 @@ async fn honest_replicas_on_different_backends_are_paid_without_a_re_execution(
         ("on-canonical", 2_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.compare_window_blocks = 60;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 6;
+        short_reveal_and_challenge(spec);
         // No audit draw: what is under test is that a bit-wise difference alone costs no
         // re-execution.
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
+        no_audits(spec);
+        let p = &mut spec.genesis.auction.params;
+        p.compare_window_blocks = 60;
+        p.verdict_window_blocks = 6;
         spec.genesis.verify.params.max_verdict_wait_blocks = 0;
     })
     .await?;

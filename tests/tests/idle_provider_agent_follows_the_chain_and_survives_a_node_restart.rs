@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpuchain_tests::{register_provider, AgentSpec, ProviderAgent, TestNet};
+use gpuchain_tests::{AgentSpec, ProviderAgent, TestNet};
 
 const GPU: u128 = 1_000_000;
 
@@ -45,9 +45,7 @@ async fn idle_provider_agent_follows_the_chain_and_survives_a_node_restart() -> 
         max_jobs: 1,
         ..AgentSpec::digits(&net, "p1", dir.path())
     };
-    let config = spec.write_config()?;
-    register_provider(&config)?;
-    let agent = ProviderAgent::spawn(&config, &[])?;
+    let agent = spec.start(&[])?;
     let pid = agent.pid().unwrap_or(0);
     tokio::time::sleep(Duration::from_secs(3)).await;
 

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use gpuchain_tests::{cli, TestNet};
+use gpuchain_tests::{cli, run_json, NodeCli, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Result<()> {
     let net = TestNet::start(4, &[("alice", 5_000_000)]).await?;
     let home = net.keys_home();
-    let bob = cli(&[
+    let bob = run_json(&[
         "keys",
         "add",
         "bob",
@@ -18,60 +18,18 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
         "--output",
         "json",
     ])?;
-    assert!(
-        bob.status.success(),
-        "{}",
-        String::from_utf8_lossy(&bob.stderr)
-    );
-    let bob: serde_json::Value = serde_json::from_slice(&bob.stdout)?;
     let bob_addr = bob["address"].as_str().unwrap().to_string();
 
-    let node = &net.net.nodes[1].rpc_url;
-    let send = |amount: &str| {
-        cli(&[
-            "tx",
-            "bank",
-            "send",
-            "alice",
-            &bob_addr,
-            amount,
-            "--home",
-            home.to_str().unwrap(),
-            "--node",
-            node,
-            "--output",
-            "json",
-        ])
-    };
-    let out = send("1234")?;
-    assert!(
-        out.status.success(),
-        "send failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let node_cli = NodeCli::new(&net, 1)?;
+    let node = node_cli.node();
+    let outcome = node_cli.tx(&["bank", "send", "alice", &bob_addr, "1234"])?;
     assert_eq!(outcome["code"], 0);
     let height = outcome["height"].as_u64().unwrap();
     assert!(height > 0);
 
     // `query tx` finds it by hash; an unknown hash is "not found", a malformed one says so.
     let hash = outcome["hash"].as_str().unwrap().to_string();
-    let found = cli(&[
-        "query",
-        "tx",
-        &hash.to_lowercase(),
-        "--node",
-        node,
-        "--output",
-        "json",
-    ])?;
-    assert!(
-        found.status.success(),
-        "{}",
-        String::from_utf8_lossy(&found.stderr)
-    );
-    let found: serde_json::Value = serde_json::from_slice(&found.stdout)?;
+    let found = node_cli.query(&["tx", &hash.to_lowercase()])?;
     assert_eq!(
         (found["height"].as_u64(), found["code"].as_u64()),
         (Some(height), Some(0))
@@ -91,22 +49,7 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
 
     // Every node sees the transfer, with a proof checked against the header's app hash.
     for i in 0..4 {
-        let url = &net.net.nodes[i].rpc_url;
-        let q = cli(&[
-            "query",
-            "bank",
-            "balance",
-            &bob_addr,
-            "--prove",
-            "--node",
-            url,
-            "--output",
-            "json",
-            "--home",
-            home.to_str().unwrap(),
-        ])?;
-        assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&q.stdout)?;
+        let v = NodeCli::new(&net, i)?.query(&["bank", "balance", &bob_addr, "--prove"])?;
         assert_eq!(v["balance"], "1234", "node{i}");
     }
     let alice = net.net.account("alice")?;
@@ -121,7 +64,7 @@ async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Res
     // Each node's Prometheus metrics: its height, the transfer among the finalized
     // transactions on every node, the mempool's verdicts on the node that took it (an
     // overdraft rejected by the bank), the market's gauges and the database's size.
-    let overdraft = send("999999999999")?;
+    let overdraft = node_cli.tx_output(&["bank", "send", "alice", &bob_addr, "999999999999"])?;
     assert!(!overdraft.status.success(), "an overdraft is refused");
     let value = TestNet::metric_value;
     for i in 0..4 {

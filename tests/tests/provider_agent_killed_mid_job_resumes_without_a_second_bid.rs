@@ -4,30 +4,17 @@
 //! paid; its bond is intact and its balance is exactly start − bond − fees + payment.
 
 use anyhow::Context;
-use gpuchain_auction::{
-    AuctionMsg, ClassRequirement, MsgPostOrder, OrderPostedEvent, Requirements, TooFewBids,
-};
+use gpuchain_auction::{AuctionMsg, ClassRequirement, OrderPostedEvent};
 use gpuchain_client::keys::Keystore;
-use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch};
 use gpuchain_tests::{
-    blob, receive, register_provider, wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
+    blob, digits_input, digits_job, digits_mlp_weights, open_order, providers_only, receive,
+    wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 use tendermint_rpc::query::Query;
 use tendermint_rpc::{Client, Order};
 
 const GPU: u128 = 1_000_000;
-
-fn digits_input(n: u32) -> Vec<u8> {
-    let mut out = b"GCT1".to_vec();
-    out.extend_from_slice(&[1, 2, 0, 0]);
-    out.extend_from_slice(&n.to_le_bytes());
-    out.extend_from_slice(&64u32.to_le_bytes());
-    for i in 0..n * 64 {
-        out.extend_from_slice(&(((i * 5) % 17) as f32).to_le_bytes());
-    }
-    out
-}
 
 /// Transactions signed by `address` whose message is `action`, and the sum of the fees
 /// of all its transactions.
@@ -70,65 +57,28 @@ async fn txs_of(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_agent_killed_mid_job_resumes_without_a_second_bid() -> anyhow::Result<()> {
     let accounts = [("client", 10_000 * GPU), ("p1", 2_000 * GPU)];
-    let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 6;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
-    })
-    .await?;
+    let net = TestNet::start_with(1, &accounts, providers_only).await?;
     let chain = net.client(0)?;
     let dir = tempfile::tempdir()?;
     let spec = AgentSpec {
         max_jobs: 1,
         ..AgentSpec::digits(&net, "p1", dir.path())
     };
-    let config = spec.write_config()?;
-    register_provider(&config)?;
-    let mut agent = ProviderAgent::spawn(&config, &["--exec-delay-ms", "6000"])?;
-    wait_for("agent start", 60, || {
-        agent
-            .log_text()
-            .contains("provider agent starting")
-            .then_some(())
-    })
-    .await;
+    let mut agent = spec.start(&["--exec-delay-ms", "6000"])?;
+    let config = agent.config.clone();
+    wait_for("agent start", 60, || agent.started().then_some(())).await;
 
     let host = BlobHost::start()?;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let weights = std::fs::read(root.join("data/models/digits-mlp.safetensors"))?;
-    let input = digits_input(16);
-    let order = MsgPostOrder {
-        job: JobSpec::Inference(InferenceSpec {
-            arch: ModelArch::DigitsMlp,
-            weights: blob(&weights, host.put("w", weights.clone())),
-            tokenizer: None,
-            input: blob(&input, host.put("x", input.clone())),
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        }),
-        requirements: Requirements {
-            class: ClassRequirement::Cpu,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: None,
-        },
-        replicas: 1,
-        max_price_per_replica: GPU,
-        bid_window_blocks: 20,
-        exec_deadline_blocks: 60,
-        on_too_few_bids: TooFewBids::Refund,
-    };
+    let weights = digits_mlp_weights()?;
+    let input = digits_input(16, 0);
+    let job = digits_job(
+        blob(&weights, host.put("w", weights.clone())),
+        blob(&input, host.put("x", input.clone())),
+    );
+    let mut order = open_order(job, 1, GPU);
+    order.requirements.class = ClassRequirement::Cpu;
+    order.bid_window_blocks = 20;
+    order.exec_deadline_blocks = 60;
     let key = Keystore::open(&net.net.keys_dir)?.signing_key("client", None)?;
     let order_id: u64 = chain
         .submit(&key, vec![Msg::Auction(AuctionMsg::PostOrder(order))], "")

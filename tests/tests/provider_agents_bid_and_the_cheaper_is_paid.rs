@@ -10,69 +10,29 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use gpuchain_auction::{
-    AuctionMsg, ClassRequirement, MsgPostOrder, OrderPostedEvent, Requirements, TooFewBids,
-};
+use gpuchain_auction::{AuctionMsg, ClassRequirement, MsgPostOrder, OrderPostedEvent};
 use gpuchain_client::keys::Keystore;
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
+use gpuchain_jobspec::{BlobRef, ModelArch};
 use gpuchain_tests::{
-    blob, free_port_block, provider_cli, receive, wait_for, AgentSpec, BlobHost, ProviderAgent,
-    TestNet,
+    blob, digits_input, digits_job_of, digits_mlp_weights, open_order, providers_only, receive,
+    wait_for, AgentSpec, BlobHost, ProviderAgent, TestNet,
 };
 use gpuchain_tx::Msg;
 
 const GPU: u128 = 1_000_000;
 
-/// A GCT1 f32 tensor `[n, 64]` of pixel counts 0..=16.
-pub fn digits_input(n: u32) -> Vec<u8> {
-    let mut out = b"GCT1".to_vec();
-    out.extend_from_slice(&[1, 2, 0, 0]);
-    out.extend_from_slice(&n.to_le_bytes());
-    out.extend_from_slice(&64u32.to_le_bytes());
-    for i in 0..n * 64 {
-        out.extend_from_slice(&(((i * 7) % 17) as f32).to_le_bytes());
-    }
-    out
-}
-
+/// A one-replica digits order of `arch` for machines of `class`, at up to 1 GPU.
 fn order(
     arch: ModelArch,
     weights: BlobRef,
     input: BlobRef,
     class: ClassRequirement,
 ) -> MsgPostOrder {
-    MsgPostOrder {
-        job: JobSpec::Inference(InferenceSpec {
-            arch,
-            weights,
-            tokenizer: None,
-            input,
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        }),
-        requirements: Requirements {
-            class,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: None,
-        },
-        replicas: 1,
-        max_price_per_replica: GPU,
-        bid_window_blocks: 20,
-        exec_deadline_blocks: 30,
-        on_too_few_bids: TooFewBids::Refund,
-    }
-}
-
-fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    let mut order = open_order(digits_job_of(arch, weights, input), 1, GPU);
+    order.requirements.class = class;
+    order.bid_window_blocks = 20;
+    order.exec_deadline_blocks = 30;
+    order
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,59 +42,22 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
         ("p1", 2_000 * GPU),
         ("p2", 2_000 * GPU),
     ];
-    let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 3;
-        p.verdict_window_blocks = 6;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
-    })
-    .await?;
+    let net = TestNet::start_with(1, &accounts, providers_only).await?;
     let chain = net.client(0)?;
-    let node = net.net.nodes[0].rpc_url.clone();
     let dir = tempfile::tempdir()?;
-    let ports = free_port_block(4);
+    let specs = [("p1", 100_000u128), ("p2", 200_000)].map(|(name, price)| AgentSpec {
+        cpu_price: price,
+        max_jobs: 1,
+        ..AgentSpec::digits(&net, name, dir.path())
+    });
     let mut agents = Vec::new();
-    for (i, (name, price)) in [("p1", 100_000u128), ("p2", 200_000)]
-        .into_iter()
-        .enumerate()
-    {
-        let spec = AgentSpec {
-            node: node.clone(),
-            keys_home: net.keys_home(),
-            key: name.into(),
-            dir: dir.path().join(name),
-            blob_port: ports + 2 * i as u16,
-            metrics_port: ports + 2 * i as u16 + 1,
-            cpu_price: price,
-            max_jobs: 1,
-            archs: vec!["digits_mlp".into()],
-            bond: 1_000 * GPU,
-        };
-        let config = spec.write_config()?;
-        let out = provider_cli(&[
-            "register",
-            "--config",
-            config.to_str().unwrap(),
-            "--output",
-            "json",
-        ])?;
-        assert!(
-            out.status.success(),
-            "register {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        agents.push(ProviderAgent::spawn(&config, &[])?);
+    for spec in &specs {
+        agents.push(spec.start(&[])?);
     }
     // Let both agents start following.
     let started = Instant::now();
     wait_for("agents to start", 60, || {
-        agents
-            .iter()
-            .all(|a| a.log_text().contains("provider agent starting"))
-            .then_some(())
+        agents.iter().all(ProviderAgent::started).then_some(())
     })
     .await;
     assert!(
@@ -143,8 +66,8 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     );
 
     let host = BlobHost::start()?;
-    let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
-    let input = digits_input(32);
+    let weights = digits_mlp_weights()?;
+    let input = digits_input(32, 0);
     let w = blob(&weights, host.put("w", weights.clone()));
     let x = blob(&input, host.put("x", input.clone()));
     let mut tampered = input.clone();
@@ -220,7 +143,7 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
     let out = std::process::Command::new("curl")
         .args([
             "-sf",
-            &format!("http://127.0.0.1:{ports}/blob/{result_hash}"),
+            &format!("http://127.0.0.1:{}/blob/{result_hash}", specs[0].blob_port),
         ])
         .output()?;
     assert!(out.status.success(), "result served");
@@ -269,7 +192,10 @@ async fn provider_agents_bid_and_the_cheaper_is_paid() -> anyhow::Result<()> {
 
     // Metrics over plain HTTP.
     let metrics = std::process::Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{}/metrics", ports + 1)])
+        .args([
+            "-sf",
+            &format!("http://127.0.0.1:{}/metrics", specs[0].metrics_port),
+        ])
         .output()?;
     let metrics = String::from_utf8_lossy(&metrics.stdout);
     assert!(

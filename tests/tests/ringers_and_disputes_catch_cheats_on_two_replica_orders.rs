@@ -23,14 +23,15 @@ use std::time::{Duration, Instant};
 use gpuchain_auction::{LeaseState, Order};
 use gpuchain_client::keys::Keystore;
 use gpuchain_tests::{
-    amount, blob, digits_input, digits_job, free_port_block, order_leases, slash_records, supply,
-    verifier_cli, wait_for, BlobHost, Market, TestNet, VerifierAgent, VerifierSpec,
+    assert_supply_moved_only_by_burns, blob, digits_input, digits_job, digits_mlp_weights,
+    free_port_block, no_audits, order_leases, print_result, short_reveal_and_challenge,
+    slash_records, slashes_of, supply, terminate_agents, verdict_windows, wait_for, BlobHost,
+    Market, ProviderAgent, ProviderRole, TestNet, VerifierAgent, VerifierSpec,
 };
 
 const GPU: u128 = 1_000_000;
 
-/// (key, region, backend, dishonest kind)
-const PROVIDERS: [(&str, &str, &str, Option<&str>); 6] = [
+const PROVIDERS: [ProviderRole; 6] = [
     ("pa", "r-pair-a", "cpu", None),
     ("copier", "r-pair-a", "cpu", Some("copy")),
     ("pb", "r-pair-b", "canonical", None),
@@ -38,13 +39,6 @@ const PROVIDERS: [(&str, &str, &str, Option<&str>); 6] = [
     ("wm", "r-ringer", "cpu", Some("wrong-model")),
     ("hc", "r-ringer-cpu", "cpu", None),
 ];
-
-fn root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Result<()> {
@@ -57,16 +51,10 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
     ];
     accounts.extend(PROVIDERS.iter().map(|p| (p.0, 2_000 * GPU)));
     let net = TestNet::start_with(1, &accounts, |spec| {
-        let p = &mut spec.genesis.auction.params;
-        p.reveal_window_blocks = 5;
-        p.challenge_window_blocks = 40;
-        p.verdict_window_blocks = 300;
-        p.audit_min_ppm = 0;
-        p.audit_max_ppm = 0;
-        p.audit_deterrence_ppm = 0;
-        let v = &mut spec.genesis.verify.params;
-        v.verdict_deadline_blocks = 120;
-        v.appeal_window_blocks = 2;
+        short_reveal_and_challenge(spec);
+        spec.genesis.auction.params.challenge_window_blocks = 40;
+        no_audits(spec);
+        verdict_windows(spec, 300, 120);
     })
     .await?;
     let chain = net.client(0)?;
@@ -74,21 +62,14 @@ async fn ringers_and_disputes_catch_cheats_on_two_replica_orders() -> anyhow::Re
     let supply_before = supply(&chain).await?;
     let dir = tempfile::tempdir()?;
     let market = Market::new(&net)?;
-    let mut agents = Vec::new();
-    for (name, region, backend, cheat) in PROVIDERS {
-        let extra: Vec<&str> = cheat.map(|k| vec!["--dishonest", k]).unwrap_or_default();
-        agents.push(market.provider_on(name, region, backend, &extra)?);
-    }
+    let mut agents = market.providers(&PROVIDERS)?;
     wait_for("agents to start", 90, || {
-        agents
-            .iter()
-            .all(|a| a.log_text().contains("provider agent starting"))
-            .then_some(())
+        agents.iter().all(ProviderAgent::started).then_some(())
     })
     .await;
 
     let host = BlobHost::start()?;
-    let weights = std::fs::read(root().join("data/models/digits-mlp.safetensors"))?;
+    let weights = digits_mlp_weights()?;
     let w = blob(&weights, host.put("w", weights.clone()));
 
     // The verifier's ringer pool: one digits job; each ringer draws 24 rows of its input.
@@ -129,18 +110,7 @@ pool = [
         challenge,
     }
     .write_config()?;
-    let out = verifier_cli(&[
-        "register",
-        "--config",
-        vconfig.to_str().unwrap(),
-        "--output",
-        "json",
-    ])?;
-    assert!(
-        out.status.success(),
-        "register v1: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    VerifierAgent::register(&vconfig)?;
     let mut verifier = VerifierAgent::spawn(&vconfig)?;
 
     // Two k = 2 orders from the client.
@@ -192,20 +162,12 @@ pool = [
     let keys = Keystore::open(&net.net.keys_dir)?;
     let v1 = keys.show("v1")?.address.to_string();
     let records = slash_records(&node)?;
-    for (name, _, backend, cheat) in PROVIDERS {
+    for role in PROVIDERS {
+        let (name, _, _, cheat) = role;
         let addr = keys.show(name)?.address;
         let lease = &finals[&addr];
-        let recs: Vec<_> = records
-            .iter()
-            .filter(|r| r["subject"] == addr.to_string())
-            .collect();
-        println!(
-            "RESULT {name:>8} ({backend}, {}): lease {} {:?}, slashes {}",
-            cheat.unwrap_or("honest"),
-            lease.id,
-            lease.state,
-            recs.len()
-        );
+        let recs = slashes_of(&records, &addr.to_string());
+        print_result(role, lease, recs.len());
         match cheat {
             None => {
                 assert_eq!(lease.state, LeaseState::Paid, "{name} is paid");
@@ -264,20 +226,9 @@ pool = [
         Some(1 + availability as u64),
         "the dispute's honest side and the available outputs: {status:#}"
     );
-    let burned: u128 = records
-        .iter()
-        .map(|r| amount(&r["outcome"]["burned"]))
-        .sum();
-    assert_eq!(
-        supply_before - supply(&chain).await?,
-        burned,
-        "supply moved only by recorded burns"
-    );
+    assert_supply_moved_only_by_burns(&chain, supply_before, &records).await?;
 
-    assert!(verifier.terminate()?, "verifier exits cleanly on SIGTERM");
-    for a in &mut agents {
-        let _ = a.terminate();
-    }
+    terminate_agents(&mut verifier, &mut agents)?;
     println!(
         "FIGURES fault-injection k=2 + ringer: settled in {:.1} s (whole test)",
         started.elapsed().as_secs_f64()

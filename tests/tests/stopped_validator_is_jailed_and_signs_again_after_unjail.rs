@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use gpuchain_tests::{cli, TestNet};
-use tendermint_rpc::{Client, Paging};
+use gpuchain_tests::{slash_records, NodeCli, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::Result<()> {
@@ -16,24 +15,14 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
     })
     .await?;
     let client = net.client(0)?;
-    let home = net.keys_home();
-    let node = net.net.nodes[0].rpc_url.clone();
+    let cli = NodeCli::new(&net, 0)?;
     net.kill_comet(3);
     net.kill_app(3);
 
     // Wait for the jail: node3's operator shows jailed with a slashed bond.
     let mut jailed = None;
     for _ in 0..120 {
-        let q = cli(&[
-            "query",
-            "staking",
-            "validators",
-            "--node",
-            &node,
-            "--output",
-            "json",
-        ])?;
-        let vals: serde_json::Value = serde_json::from_slice(&q.stdout)?;
+        let vals = cli.query(&["staking", "validators"])?;
         if let Some(v) = vals
             .as_array()
             .unwrap()
@@ -51,11 +40,7 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
         bonded < 100_000_000,
         "downtime slash took part of the bond: {bonded}"
     );
-    let q = cli(&[
-        "query", "slashing", "records", "--node", &node, "--output", "json",
-    ])?;
-    let records: serde_json::Value = serde_json::from_slice(&q.stdout)?;
-    assert!(!records.as_array().unwrap().is_empty());
+    assert!(!slash_records(cli.node())?.is_empty());
 
     let jailed_until = jailed["jailed_until"].as_u64().unwrap();
     net.start_app(3, &[])?;
@@ -64,37 +49,15 @@ async fn stopped_validator_is_jailed_and_signs_again_after_unjail() -> anyhow::R
         .wait_for_height(jailed_until + 1, Duration::from_secs(60))
         .await?;
     // Bond back above the minimum self-bond if the slash took it below, then unjail.
-    let out = cli(&[
-        "tx",
-        "slashing",
-        "unjail",
-        "validator3",
-        "--home",
-        home.to_str().unwrap(),
-        "--node",
-        &node,
-        "--output",
-        "json",
-    ])?;
-    assert!(
-        out.status.success(),
-        "unjail: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let at = cli.tx(&["slashing", "unjail", "validator3"])?;
     let at = at["height"].as_u64().unwrap();
 
     client
         .wait_for_height(at + 5, Duration::from_secs(60))
         .await?;
     let cons = net.consensus_address(3)?;
-    let h = client.latest_height().await?;
-    let set = client
-        .rpc()
-        .validators(tendermint::block::Height::try_from(h)?, Paging::All)
-        .await?;
     assert!(
-        set.validators.iter().any(|v| v.address.to_string() == cons),
+        net.validator_addresses().await?.contains(&cons),
         "back in the set"
     );
     let signed = net.signs_a_commit(&cons).await?;

@@ -6,15 +6,9 @@
 
 use std::time::Duration;
 
-use gpuchain_auction::{ClassRequirement, MsgPostOrder, Requirements, TooFewBids};
-use gpuchain_jobspec::{BlobRef, InferenceSpec, JobSpec, ModelArch};
-use gpuchain_tests::{event_attr, run_json, tx_fee, TestNet};
+use gpuchain_tests::{event_attr, tx_fee, unfetched_digits_order, NodeCli, TestNet};
 
 const GPU: u128 = 1_000_000;
-
-fn run(args: &[&str]) -> anyhow::Result<serde_json::Value> {
-    run_json(args)
-}
 
 fn fee(outcome: &serde_json::Value) -> u128 {
     tx_fee(outcome).unwrap()
@@ -42,15 +36,7 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     })
     .await?;
     let client = net.client(0)?;
-    let home = net.keys_home();
-    let home = home.to_str().unwrap();
-    let node = net.net.nodes[0].rpc_url.clone();
-    let tx = |args: &[&str]| -> anyhow::Result<serde_json::Value> {
-        let mut all = vec!["tx"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&["--home", home, "--node", &node, "--output", "json"]);
-        run(&all)
-    };
+    let cli = NodeCli::new(&net, 0)?;
     let dir = tempfile::tempdir()?;
     let attrs = gpuchain_tests::cpu_provider_attrs(dir.path(), "local")?;
     let mut fees = std::collections::BTreeMap::new();
@@ -58,7 +44,7 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
         *fees.entry(who.to_string()).or_insert(0u128) += fee(outcome)
     };
     for p in ["p1", "p2", "p3"] {
-        let o = tx(&[
+        let o = cli.tx(&[
             "provider",
             "register",
             p,
@@ -70,42 +56,10 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
         add_fee(p, &o);
     }
 
-    let blob = BlobRef {
-        blake3: [7; 32],
-        size: 1_000,
-        urls: vec!["http://127.0.0.1:9/blob/x".into()],
-    };
-    let order = MsgPostOrder {
-        job: JobSpec::Inference(InferenceSpec {
-            arch: ModelArch::DigitsMlp,
-            weights: BlobRef {
-                size: 40_000,
-                ..blob.clone()
-            },
-            tokenizer: None,
-            input: blob,
-            batch_size: 64,
-            llama: None,
-            generation: None,
-            tolerance: None,
-        }),
-        requirements: Requirements {
-            class: ClassRequirement::Cpu,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: None,
-        },
-        replicas: 2,
-        max_price_per_replica: GPU,
-        bid_window_blocks: 20,
-        exec_deadline_blocks: 30,
-        on_too_few_bids: TooFewBids::Refund,
-    };
+    let order = unfetched_digits_order(2, None, 20, 30);
     let order_file = dir.path().join("order.json");
     std::fs::write(&order_file, serde_json::to_vec(&order)?)?;
-    let posted = tx(&[
+    let posted = cli.tx(&[
         "auction",
         "post-order",
         "client",
@@ -116,16 +70,14 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
     let order_id = attr(&posted, "auction.order_posted", "order_id");
 
     for (p, price) in [("p1", "600000"), ("p2", "700000"), ("p3", "800000")] {
-        let o = tx(&["auction", "bid", p, &order_id, price])?;
+        let o = cli.tx(&["auction", "bid", p, &order_id, price])?;
         add_fee(p, &o);
     }
 
     // Wait for clearing: two leases.
     let mut leases = serde_json::Value::Null;
     for _ in 0..60 {
-        leases = run(&[
-            "query", "auction", "leases", "--node", &node, "--output", "json",
-        ])?;
+        leases = cli.query(&["auction", "leases"])?;
         if leases.as_array().map_or(0, Vec::len) == 2 {
             break;
         }
@@ -144,38 +96,27 @@ async fn two_replica_order_is_cleared_revealed_and_paid_to_the_unit() -> anyhow:
         };
         names.push((name, lease["id"].to_string()));
     }
-    for (i, (name, lease_id)) in names.iter().enumerate() {
-        let salt = hex::encode([i as u8 + 1; 32]);
-        let o = tx(&[
-            "auction",
-            "commit",
-            name,
-            lease_id,
-            "--result-hash",
-            &result_hash,
-            "--salt",
-            &salt,
-        ])?;
-        add_fee(name, &o);
-    }
-    for (i, (name, lease_id)) in names.iter().enumerate() {
-        let salt = hex::encode([i as u8 + 1; 32]);
-        let o = tx(&[
-            "auction",
-            "reveal",
-            name,
-            lease_id,
-            "--result-hash",
-            &result_hash,
-            "--salt",
-            &salt,
-        ])?;
-        add_fee(name, &o);
+    // Both commit, then both reveal.
+    for step in ["commit", "reveal"] {
+        for (i, (name, lease_id)) in names.iter().enumerate() {
+            let salt = hex::encode([i as u8 + 1; 32]);
+            let o = cli.tx(&[
+                "auction",
+                step,
+                name,
+                lease_id,
+                "--result-hash",
+                &result_hash,
+                "--salt",
+                &salt,
+            ])?;
+            add_fee(name, &o);
+        }
     }
     // The client got both outputs (one hash) and says so: paid without an availability
     // check.
     for (_, lease_id) in &names {
-        let o = tx(&["auction", "confirm-receipt", "client", lease_id])?;
+        let o = cli.tx(&["auction", "confirm-receipt", "client", lease_id])?;
         add_fee("client", &o);
     }
 

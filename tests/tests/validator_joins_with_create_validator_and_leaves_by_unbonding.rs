@@ -3,22 +3,7 @@
 
 use std::time::Duration;
 
-use gpuchain_tests::{cli, TestNet};
-use tendermint_rpc::{Client, Paging};
-
-async fn validator_addresses(net: &TestNet) -> anyhow::Result<Vec<String>> {
-    let client = net.client(0)?;
-    let h = client.latest_height().await?;
-    let set = client
-        .rpc()
-        .validators(tendermint::block::Height::try_from(h)?, Paging::All)
-        .await?;
-    Ok(set
-        .validators
-        .iter()
-        .map(|v| v.address.to_string())
-        .collect())
-}
+use gpuchain_tests::{NodeCli, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyhow::Result<()> {
@@ -27,17 +12,14 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         spec.genesis.staking.params.unbonding_blocks = 5;
     })
     .await?;
-    let home = net.keys_home();
-    let home = home.to_str().unwrap();
     let key_file = net.net.nodes[4]
         .comet_home
         .join("config/priv_validator_key.json");
     let joiner_cons = net.consensus_address(4)?;
-    assert!(!validator_addresses(&net).await?.contains(&joiner_cons));
+    assert!(!net.validator_addresses().await?.contains(&joiner_cons));
 
-    let node = &net.net.nodes[0].rpc_url;
-    let out = cli(&[
-        "tx",
+    let cli = NodeCli::new(&net, 0)?;
+    let joined_at = cli.tx(&[
         "staking",
         "create-validator",
         "joiner",
@@ -47,20 +29,7 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         "node4",
         "--self-bond",
         "100000000",
-        "--home",
-        home,
-        "--node",
-        node,
-        "--output",
-        "json",
     ])?;
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let joined_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let joined_at = joined_at["height"].as_u64().unwrap();
 
     // CometBFT applies a set change two blocks later; then node4 signs.
@@ -69,49 +38,22 @@ async fn validator_joins_with_create_validator_and_leaves_by_unbonding() -> anyh
         .wait_for_height(joined_at + 4, Duration::from_secs(60))
         .await?;
     assert!(
-        validator_addresses(&net).await?.contains(&joiner_cons),
+        net.validator_addresses().await?.contains(&joiner_cons),
         "joiner is in /validators"
     );
     let signed = net.signs_a_commit(&joiner_cons).await?;
     assert!(signed, "node4 signs blocks");
 
-    let q = cli(&[
-        "query",
-        "staking",
-        "validators",
-        "--node",
-        node,
-        "--output",
-        "json",
-    ])?;
-    let vals: serde_json::Value = serde_json::from_slice(&q.stdout)?;
+    let vals = cli.query(&["staking", "validators"])?;
     assert_eq!(vals.as_array().unwrap().len(), 5);
 
-    let out = cli(&[
-        "tx",
-        "staking",
-        "unbond",
-        "joiner",
-        "100000000",
-        "--home",
-        home,
-        "--node",
-        node,
-        "--output",
-        "json",
-    ])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let left_at: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let left_at = cli.tx(&["staking", "unbond", "joiner", "100000000"])?;
     let left_at = left_at["height"].as_u64().unwrap();
     client
         .wait_for_height(left_at + 4, Duration::from_secs(60))
         .await?;
     assert!(
-        !validator_addresses(&net).await?.contains(&joiner_cons),
+        !net.validator_addresses().await?.contains(&joiner_cons),
         "joiner left the set"
     );
 

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use gpuchain_auction::LeaseState;
 use gpuchain_client::keys::Keystore;
-use gpuchain_tests::{disputes_only, run_json, slash_records, Market, TestNet, VerifierAgent};
+use gpuchain_tests::{
+    amount, disputes_only, slash_records, slashes_of, Market, NodeCli, TestNet, VerifierAgent,
+};
 
 const GPU: u128 = 1_000_000;
 
@@ -21,13 +23,13 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
         ("cheat", 2_000 * GPU),
     ];
     let net = TestNet::start_with(1, &accounts, disputes_only).await?;
-    let node = net.net.nodes[0].rpc_url.clone();
+    let cli = NodeCli::new(&net, 0)?;
     let market = Market::new(&net)?;
     let vconfig = market.register_verifier("v1", 1_000 * GPU)?;
     // Started once so that it has state on disk, then killed before any assignment.
     let mut verifier = VerifierAgent::spawn(&vconfig)?;
     let started = Instant::now();
-    while !verifier.log_text().contains("verifier agent starting") {
+    while !verifier.started() {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "verifier did not start"
@@ -45,9 +47,7 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
     // Both leases disputed and assigned to v1 while its agent is down.
     let deadline = Instant::now() + Duration::from_secs(150);
     loop {
-        let cases = run_json(&[
-            "query", "verify", "cases", "--node", &node, "--output", "json",
-        ])?;
+        let cases = cli.query(&["verify", "cases"])?;
         let assigned = cases
             .as_array()
             .map(|c| c.iter().filter(|c| c["assignee"].is_string()).count())
@@ -73,28 +73,13 @@ async fn verifier_down_when_assigned_recovers_and_posts_in_time() -> anyhow::Res
         };
         assert_eq!(lease.state, expected, "{lease:?}");
     }
-    let records = slash_records(&node)?;
+    let records = slash_records(cli.node())?;
     assert!(
-        records
-            .iter()
-            .all(|r| r["subject"] != v1.to_string().as_str()),
+        slashes_of(&records, &v1.to_string()).is_empty(),
         "the verifier is not slashed: {records:?}"
     );
-    let verifiers = run_json(&[
-        "query",
-        "verify",
-        "verifiers",
-        "--node",
-        &node,
-        "--output",
-        "json",
-    ])?;
-    let bond = &verifiers[0]["bonded"];
-    let bond = bond
-        .as_u64()
-        .map(u128::from)
-        .or_else(|| bond.as_str()?.parse().ok());
-    assert_eq!(bond, Some(1_000 * GPU), "{verifiers}");
+    let verifiers = cli.query(&["verify", "verifiers"])?;
+    assert_eq!(amount(&verifiers[0]["bonded"]), 1_000 * GPU, "{verifiers}");
     assert!(
         verifier.terminate()?,
         "the verifier exits cleanly on SIGTERM"

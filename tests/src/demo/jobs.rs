@@ -7,13 +7,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use gpuchain_auction::{
-    AuctionMsg, ClassRequirement, MsgConfirmReceipt, MsgPostOrder, Requirements, TooFewBids,
-};
+use gpuchain_auction::{AuctionMsg, MsgConfirmReceipt, MsgPostOrder};
 use gpuchain_compute::blob::{fetch_output, BlobStore, FetchPolicy, OutputLimits};
 use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::tensor_io::{decode, encode_f32, encode_u32, Tensor};
+use gpuchain_compute::tensor_io::{decode, encode_f32, Tensor};
 use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
 use gpuchain_jobspec::{
@@ -25,7 +23,7 @@ use gpuchain_tx::Msg;
 use super::report::JobRow;
 use super::watch::Watcher;
 use super::{DemoOptions, Market, GPU};
-use crate::blob;
+use crate::{blob, digits_job, open_order};
 
 /// What training produced.
 #[derive(Clone, Debug)]
@@ -40,22 +38,12 @@ pub(crate) struct Training {
     pub(crate) transcript_root: String,
 }
 
+/// An order open to every provider, with the demo's 10-block bid window.
 fn order(job: JobSpec, replicas: u32, max_price: u128, exec_deadline: u64) -> MsgPostOrder {
     MsgPostOrder {
-        job,
-        requirements: Requirements {
-            class: ClassRequirement::Any,
-            gpu_model: None,
-            min_vram_mib: 0,
-            min_gpu_count: 0,
-            min_cuda_version: 0,
-            region: None,
-        },
-        replicas,
-        max_price_per_replica: max_price,
         bid_window_blocks: 10,
         exec_deadline_blocks: exec_deadline,
-        on_too_few_bids: TooFewBids::Refund,
+        ..open_order(job, replicas, max_price)
     }
 }
 
@@ -222,17 +210,7 @@ pub(crate) fn digits_order(m: &Market, weights: &[u8], i: u32) -> Result<MsgPost
         &input,
         m.host.put(&format!("digits-{i}.gct"), input.clone()),
     );
-    let job = JobSpec::Inference(InferenceSpec {
-        arch: ModelArch::DigitsMlp,
-        weights,
-        tokenizer: None,
-        input,
-        batch_size: 64,
-        llama: None,
-        generation: None,
-        tolerance: None,
-    });
-    Ok(order(job, 2, GPU, 40))
+    Ok(order(digits_job(weights, input), 2, GPU, 40))
 }
 
 /// One embedding order with all-MiniLM-L6-v2 (1 replica, audited at the chain's rate).
@@ -273,8 +251,10 @@ pub(crate) async fn embed(
 }
 
 /// One chat order answered by SmolLM2-135M-Instruct from its GGUF file (1 replica, audited
-/// at the chain's rate, by teacher forcing): the client tokenizes the ChatML prompt with the
-/// file's own tokenizer, and reads the answer back from the provider's blob server.
+/// at the chain's rate, by teacher forcing): the client posts the question as text (a chat
+/// in the job's JSON input, which the provider and the verifiers put in the file's chat
+/// template with its own tokenizer), and reads the answer back from the provider's blob
+/// server.
 pub(crate) async fn chat(
     m: &Market,
     file: &Path,
@@ -285,18 +265,14 @@ pub(crate) async fn chat(
     let weights = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let gguf = Gguf::parse(&weights)?;
     let tokenizer = gguf::tokenizer::tokenizer(&gguf)?;
-    let prompt = gguf::chat_prompt(&[("user", QUESTION)]);
-    let ids = tokenizer
-        .encode(prompt.as_str(), false)
-        .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
-        .get_ids()
-        .to_vec();
-    let input = encode_u32(&[1, ids.len()], &ids);
+    let input = serde_json::to_vec(&serde_json::json!([
+        { "messages": [{ "role": "user", "content": QUESTION }] }
+    ]))?;
     let job = JobSpec::Inference(InferenceSpec {
         arch: ModelArch::LlamaGguf,
         weights: blob(&weights, m.host.put("smollm2.gguf", weights.clone())),
         tokenizer: None,
-        input: blob(&input, m.host.put("chat.gct", input.clone())),
+        input: blob(&input, m.host.put("chat.json", input.clone())),
         batch_size: 1,
         llama: None,
         generation: Some(GenerationSpec {

@@ -33,8 +33,8 @@ pub use gateway::{ServedLease, ServingReport};
 pub use report::{DemoReport, JobRow, LeaseRow};
 
 use crate::{
-    free_port_block, register_provider, register_verifier, write_provider_config, AgentSpec,
-    BlobHost, ProviderAgent, TestNet, VerifierAgent, VerifierSpec,
+    free_port_block, write_provider_config, AgentSpec, BlobHost, ProviderAgent, TestNet,
+    VerifierAgent, VerifierSpec,
 };
 
 const GPU: u128 = 1_000_000;
@@ -268,7 +268,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
     if let Some(s) = &serving {
         crate::serving_market::append(&vconfig, &s.verifier_section())?;
     }
-    register_verifier(&vconfig)?;
+    VerifierAgent::register(&vconfig)?;
     let verifier = VerifierAgent::spawn(&vconfig)?;
 
     let mut providers = Vec::new();
@@ -309,7 +309,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             let receipts = dir.join(name).join("serving-receipts");
             crate::serving_market::append(&config, &s.provider_section(i, &receipts))?;
         }
-        register_provider(&config)?;
+        ProviderAgent::register(&config)?;
         let extra: Vec<&str> = if cheat {
             vec!["--dishonest", "wrong-model"]
         } else {
@@ -330,14 +330,7 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
         net,
     };
     wait_until(Duration::from_secs(120), "agents to start", || async {
-        let mut ready = market
-            .verifier
-            .log_text()
-            .contains("verifier agent starting");
-        for (_, p) in &market.providers {
-            ready &= p.log_text().contains("provider agent starting");
-        }
-        Ok(ready)
+        Ok(market.verifier.started() && market.providers.iter().all(|(_, p)| p.started()))
     })
     .await?;
     Ok(market)
