@@ -4,7 +4,11 @@
 # that a change in the machine's load hits both. Prints each run, then the median and spread
 # of prefill and decode tokens/s per side, and the load average before and after.
 #
-#   scripts/bench-llm.sh [RUNS] [BATCH] [NEW_TOKENS]   (defaults 7, 1, 16; 2 threads, 37-token prompt)
+#   scripts/bench-llm.sh [RUNS] [BATCH] [NEW_TOKENS] [pytorch]
+#       (defaults 7, 1, 16; 2 threads, 37-token prompt). With `pytorch`, PyTorch (transformers'
+#       Llama over the same file's weights dequantised to f32, scripts/bench-llm-torch.py)
+#       runs as a third side in the same alternation; its virtual environment comes from PyPI
+#       (scripts/torch-requirements.txt, about 6 GB once).
 #
 # Run it on an idle machine: a figure taken while other work runs is not a figure.
 set -euo pipefail
@@ -13,6 +17,10 @@ source scripts/env.sh
 RUNS="${1:-7}"
 BATCH="${2:-1}"
 NEW="${3:-16}"
+TORCH_PY=""
+if [ "${4:-}" = pytorch ]; then
+  TORCH_PY="$(bash scripts/venv.sh venv-torch scripts/torch-requirements.txt 'import torch, transformers, gguf')"
+fi
 MODEL_DIR="$GPUCHAIN_CACHE/models"
 MODEL="$MODEL_DIR/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 [ -f "$MODEL" ] || bash scripts/fetch-smollm2.sh "$MODEL_DIR" >&2
@@ -27,13 +35,20 @@ for _ in $(seq "$RUNS"); do
   node scripts/llama-cpp-anchor.mjs bench "$MODEL" "${ARGS[@]}" 2>/dev/null \
     | sed 's/^{/{"side":"llama.cpp",/' >>"$out"
   "$OURS" "$MODEL" "${ARGS[@]}" 2>/dev/null | sed 's/^{/{"side":"gpuchain",/' >>"$out"
+  if [ -n "$TORCH_PY" ]; then
+    "$TORCH_PY" scripts/bench-llm-torch.py "$MODEL" "${ARGS[@]}" 2>/dev/null \
+      | sed 's/^{/{"side":"pytorch",/' >>"$out"
+  fi
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-for side in ("llama.cpp", "gpuchain"):
+prefill = {}
+for side in ("llama.cpp", "gpuchain", "pytorch"):
     rs = [r for r in runs if r["side"] == side]
+    if not rs:
+        continue
     b = rs[0]["batch"]
     pre = [b * r["prefill_tokens"] / r["prefill_s"] for r in rs]
     dec = [b * r["decode_tokens"] / r["decode_s"] for r in rs]
@@ -41,6 +56,10 @@ for side in ("llama.cpp", "gpuchain"):
     if "verify_s" in rs[0]:
         ratio = [r["verify_s"] / (r["prefill_s"] + r["decode_s"]) for r in rs]
         extra += f"; verifying an answer costs {100 * statistics.median(ratio):.0f}% ({100 * min(ratio):.0f}–{100 * max(ratio):.0f}%) of generating it"
+    prefill[side] = statistics.median(pre)
     print(f"{side:9} batch {b}: prefill {statistics.median(pre):6.1f} tokens/s ({min(pre):.1f}–{max(pre):.1f}), "
           f"decode {statistics.median(dec):6.1f} tokens/s ({min(dec):.1f}–{max(dec):.1f}), {len(rs)} runs{extra}")
+for anchor in ("llama.cpp", "pytorch"):
+    if anchor in prefill:
+        print(f"prefill, gpuchain / {anchor}: {prefill['gpuchain'] / prefill[anchor]:.2f} on the medians")
 PY

@@ -1,13 +1,17 @@
 //! Serving through `gpuchain-gateway` against the same three providers asked directly, on
 //! 127.0.0.1 with the real SmolLM2 (`gpuchain-provider serve-model`, 16 slots each).
 //!
-//! `gateway_bench [rounds] [seconds] [max tokens] [hedge ms]` — for 1, 8 and 32 concurrent
-//! clients in a closed loop (each asks again as soon as its streamed answer is complete;
-//! greedy, "Describe Paris in three sentences.", which runs to the token limit),
-//! alternately direct (client i asks provider i mod 3) and through the gateway (the side
-//! that goes first alternates by round), `seconds` per run: time to first token and
-//! whole-answer latency p50/p99 (ms, from the request's send) and completion tokens per
-//! second across the providers, with the load average before each run. Then the failover:
+//! `gateway_bench [rounds] [seconds] [max tokens] [hedge ms] [prefix a/b]` — for 1, 8 and 32
+//! concurrent clients in a closed loop (each asks again as soon as its streamed answer is
+//! complete; greedy, a question of its own each time, "Question 3-17: describe Lisbon in
+//! three sentences.", which runs to the token limit: prompts share the chat template and
+//! system message, as different users' questions do, and no more), alternately direct
+//! (client i asks provider i mod 3) and through the gateway (the side that goes first
+//! alternates by round), `seconds` per run: time to first token and whole-answer latency
+//! p50/p99 (ms, from the request's send) and completion tokens per second across the
+//! providers, with the load average before each run. With `prefix a/b` = 1 the two sides
+//! are instead two gateways over three providers each, one set keeping prompt prefixes
+//! (`--prefix-cache-mb 32`) and one reading every prompt whole (0). Then the failover:
 //! three clients stream through the gateway, a provider is killed while answering, and the
 //! time from the kill to the first token of a request sent right after it is reported,
 //! with the longest pause of any answer that was streaming across the kill (resumed on
@@ -15,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use gpuchain_tests::serving::{answer_stream, gateway, serve_model};
+use gpuchain_tests::serving::{answer_stream, gateway, serve_model, Server};
 use serde_json::{json, Value};
 
 /// One answer as the client saw it.
@@ -30,11 +34,23 @@ struct Sample {
     ok: bool,
 }
 
-async fn ask(http: &reqwest::Client, base: &str, max_tokens: u32) -> Sample {
+/// Cities the questions are about.
+const CITIES: [&str; 12] = [
+    "Paris", "Lisbon", "Rome", "Oslo", "Cairo", "Lima", "Tokyo", "Nairobi", "Quebec", "Hanoi",
+    "Vienna", "Perth",
+];
+
+/// Client `client`'s `n`-th question: no two alike.
+fn question(client: usize, n: usize) -> String {
+    let city = CITIES[(client * 5 + n) % CITIES.len()];
+    format!("Question {client}-{n}: describe {city} in three sentences.")
+}
+
+async fn ask(http: &reqwest::Client, base: &str, max_tokens: u32, question: &str) -> Sample {
     let sent = Instant::now();
     let body = json!({"model": "smollm2", "temperature": 0, "stream": true,
         "stream_options": {"include_usage": true}, "max_tokens": max_tokens,
-        "messages": [{"role": "user", "content": "Describe Paris in three sentences."}]});
+        "messages": [{"role": "user", "content": question}]});
     let mut s = Sample {
         sent,
         ttft: None,
@@ -80,7 +96,8 @@ async fn closed_loop(
             tokio::spawn(async move {
                 let mut samples = Vec::new();
                 while Instant::now() < until {
-                    samples.push(ask(&http, &base, max_tokens).await);
+                    let q = question(i, samples.len());
+                    samples.push(ask(&http, &base, max_tokens, &q).await);
                 }
                 samples
             })
@@ -141,26 +158,42 @@ async fn main() -> anyhow::Result<()> {
     let seconds = args.get(1).copied().unwrap_or(20);
     let max_tokens = args.get(2).copied().unwrap_or(32) as u32;
     let hedge_ms = args.get(3).copied().unwrap_or(1_500);
+    let prefix_ab = args.get(4).copied() == Some(1);
 
-    let mut providers = Vec::new();
-    for _ in 0..3 {
-        providers.push(serve_model(16)?);
-    }
-    let urls: Vec<String> = providers.iter().map(|p| p.url.clone()).collect();
     let hedge = hedge_ms.to_string();
-    let gw = gateway(&urls, &["--hedge-after-ms", hedge.as_str()])?;
+    // Three providers (keeping `prefix_mb` of prompt prefixes each) and a gateway over them.
+    let trio = |prefix_mb: &str| -> anyhow::Result<(Vec<Server>, Vec<String>, Server)> {
+        // serve-model reads the flag's default from the environment, which children inherit.
+        std::env::set_var("GPUCHAIN_PREFIX_CACHE_MB", prefix_mb);
+        let providers = (0..3)
+            .map(|_| serve_model(16))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let urls: Vec<String> = providers.iter().map(|p| p.url.clone()).collect();
+        let gw = gateway(&urls, &["--hedge-after-ms", hedge.as_str()])?;
+        Ok((providers, urls, gw))
+    };
+    let (mut providers, urls, gw) = trio("32")?;
+    let whole = if prefix_ab { Some(trio("0")?) } else { None };
     let http = reqwest::Client::new();
-    // Warm both paths once.
-    ask(&http, &gw.url, 8).await;
-    for u in &urls {
-        ask(&http, u, 8).await;
+    // Warm every path once.
+    let mut targets: Vec<&String> = urls.iter().chain([&gw.url]).collect();
+    if let Some((_, urls, gw)) = &whole {
+        targets.extend(urls.iter().chain([&gw.url]));
+    }
+    for u in targets {
+        ask(&http, u, 8, "Say hello.").await;
     }
 
     let mut runs = Vec::new();
     for round in 0..rounds {
         for clients in [1usize, 8, 32] {
-            let sides: [(&str, Vec<String>); 2] =
-                [("direct", urls.clone()), ("gateway", vec![gw.url.clone()])];
+            let sides: [(&str, Vec<String>); 2] = match &whole {
+                Some((_, _, whole_gw)) => [
+                    ("gateway, prefix cache", vec![gw.url.clone()]),
+                    ("gateway, whole prompts", vec![whole_gw.url.clone()]),
+                ],
+                None => [("direct", urls.clone()), ("gateway", vec![gw.url.clone()])],
+            };
             let order: Vec<usize> = if round % 2 == 0 {
                 vec![0, 1]
             } else {
@@ -189,7 +222,7 @@ async fn main() -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let mut samples = Vec::new();
                 while Instant::now() < until {
-                    samples.push(ask(&http, &base, 64).await);
+                    samples.push(ask(&http, &base, 64, "Describe Paris in three sentences.").await);
                 }
                 samples
             })
@@ -198,7 +231,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let killed_at = Instant::now();
     providers[0].kill();
-    let after = ask(&http, &gw.url, 8).await;
+    let after = ask(&http, &gw.url, 8, "What is the capital of France?").await;
     let first_token_after_kill = after.ttft.map(|t| ms(after.sent + t - killed_at));
     let mut spanning = Vec::new();
     let mut failed = 0;
@@ -219,8 +252,10 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    drop(whole);
     let report = json!({
         "max_tokens": max_tokens,
+        "prefix_cache_a_b": prefix_ab,
         "seconds_per_run": seconds,
         "hedge_after_ms": hedge_ms,
         "runs": runs,
