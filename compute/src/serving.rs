@@ -251,16 +251,7 @@ impl ChatRequest {
         if self.messages.is_empty() {
             return Err("`messages` is empty".into());
         }
-        if let Some(m) = self
-            .messages
-            .iter()
-            .find(|m| !matches!(m.role.as_str(), "system" | "user" | "assistant"))
-        {
-            return Err(format!(
-                "role `{}`: system, user and assistant are supported",
-                m.role
-            ));
-        }
+        gguf::check_roles(self.messages.iter().map(|m| m.role.as_str()))?;
         let messages: Vec<(&str, &str)> = self
             .messages
             .iter()

@@ -9,6 +9,22 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"))
 }
 
+/// A job spec's reference to the blob `b`.
+fn blob_ref(b: &[u8]) -> serde_json::Value {
+    serde_json::json!({ "blake3": blake3::hash(b).to_hex().to_string(), "size": b.len() })
+}
+
+/// Runs `cmd`, requires it to succeed, and reads what it printed as JSON.
+fn run_json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn probe_reports_the_machine_in_json_and_text() {
     let out = bin().args(["probe", "--output", "json"]).output().unwrap();
@@ -37,36 +53,29 @@ fn run_job_runs_a_spec_locally_and_rejects_bad_specs() {
     let (wp, ip) = (dir.path().join("w.safetensors"), dir.path().join("x.gct"));
     std::fs::write(&wp, &weights).unwrap();
     std::fs::write(&ip, &input).unwrap();
-    let blob = |b: &[u8]| serde_json::json!({ "blake3": blake3::hash(b).to_hex().to_string(), "size": b.len() });
-    let spec = serde_json::json!({ "kind": "inference", "arch": "digits_mlp", "weights": blob(&weights), "input": blob(&input), "batch_size": 2 });
+    let spec = serde_json::json!({ "kind": "inference", "arch": "digits_mlp", "weights": blob_ref(&weights), "input": blob_ref(&input), "batch_size": 2 });
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     let blobs = dir.path().join("blobs");
-    let out = bin()
-        .args([
-            "run-job",
-            spec_path.to_str().unwrap(),
-            "--backend",
-            "canonical",
-            "--output",
-            "json",
-            "--blobs",
-            blobs.to_str().unwrap(),
-        ])
-        .args([
-            "--add-blob",
-            wp.to_str().unwrap(),
-            "--add-blob",
-            ip.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = run_json(
+        bin()
+            .args([
+                "run-job",
+                spec_path.to_str().unwrap(),
+                "--backend",
+                "canonical",
+                "--output",
+                "json",
+                "--blobs",
+                blobs.to_str().unwrap(),
+            ])
+            .args([
+                "--add-blob",
+                wp.to_str().unwrap(),
+                "--add-blob",
+                ip.to_str().unwrap(),
+            ]),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let path = v["result_path"].as_str().unwrap();
     let result = std::fs::read(path).unwrap();
     assert_eq!(
@@ -188,31 +197,24 @@ fn chat_answers_a_question_with_the_real_model() {
     .unwrap();
     let input_path = dir.path().join("chat.json");
     std::fs::write(&input_path, &input).unwrap();
-    let blob = |b: &[u8]| serde_json::json!({ "blake3": blake3::hash(b).to_hex().to_string(), "size": b.len() });
     let spec = serde_json::json!({
-        "kind": "inference", "arch": "llama_gguf", "weights": blob(&weights),
-        "input": blob(&input), "batch_size": 2,
+        "kind": "inference", "arch": "llama_gguf", "weights": blob_ref(&weights),
+        "input": blob_ref(&input), "batch_size": 2,
         "generation": { "max_new_tokens": 12, "sampling": { "mode": "greedy" }, "stop_tokens": [2] }
     });
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     let blobs = dir.path().join("blobs");
-    let out = bin()
-        .args(["run-job", "--backend", "cpu", "--output", "json", "--blobs"])
-        .arg(&blobs)
-        .arg("--add-blob")
-        .arg(&model)
-        .arg("--add-blob")
-        .arg(&input_path)
-        .arg(&spec_path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let summary = run_json(
+        bin()
+            .args(["run-job", "--backend", "cpu", "--output", "json", "--blobs"])
+            .arg(&blobs)
+            .arg("--add-blob")
+            .arg(&model)
+            .arg("--add-blob")
+            .arg(&input_path)
+            .arg(&spec_path),
     );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let answers = summary["answers"].as_array().unwrap();
     assert_eq!(answers.len(), 2, "{summary}");
     assert!(answers[0].as_str().unwrap().contains("Paris"), "{summary}");

@@ -29,7 +29,8 @@ impl Drop for Server {
     }
 }
 
-fn start() -> (Server, String) {
+/// `serve-model` on a free port with SmolLM2 as `smollm2`, and `options` before the model.
+fn serve_smollm2(options: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
     cmd.args([
         "serve-model",
@@ -38,10 +39,41 @@ fn start() -> (Server, String) {
         "--name",
         "smollm2",
     ])
-    .args(["--max-concurrent", "1", "--model"])
-    .arg(common::smollm2_file())
-    .args(["--embedder-name", "minilm", "--embedder"])
-    .arg(common::minilm_dir());
+    .args(options)
+    .arg("--model")
+    .arg(common::smollm2_file());
+    cmd
+}
+
+/// Asks `base` one greedy chat question of at most `max_tokens` tokens; the answer's text
+/// (the request must succeed).
+async fn greedy_answer(
+    http: &reqwest::Client,
+    base: &str,
+    question: &str,
+    max_tokens: u32,
+) -> String {
+    let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": max_tokens,
+                      "messages": [{"role": "user", "content": question}]});
+    let r = http
+        .post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn start() -> (Server, String) {
+    let mut cmd = serve_smollm2(&["--max-concurrent", "1"]);
+    cmd.args(["--embedder-name", "minilm", "--embedder"])
+        .arg(common::minilm_dir());
     spawn(cmd)
 }
 
@@ -453,17 +485,7 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
 /// read into the running batch, and every answer is the one the request gets alone.
 #[tokio::test]
 async fn answers_asked_at_once_share_one_batch_and_match_the_answers_asked_alone() {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
-    cmd.args([
-        "serve-model",
-        "--listen",
-        "127.0.0.1:0",
-        "--name",
-        "smollm2",
-    ])
-    .args(["--max-concurrent", "4", "--model"])
-    .arg(common::smollm2_file());
-    let (_server, base) = spawn(cmd);
+    let (_server, base) = spawn(serve_smollm2(&["--max-concurrent", "4"]));
     let http = reqwest::Client::new();
     let questions = [
         "What is the capital of France?",
@@ -471,23 +493,7 @@ async fn answers_asked_at_once_share_one_batch_and_match_the_answers_asked_alone
         "What do bees make?",
         "Count from one to five in words.",
     ];
-    let ask = |q: &str| {
-        let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": 24,
-                          "messages": [{"role": "user", "content": q}]});
-        let request = http
-            .post(format!("{base}/v1/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        async move {
-            let r = request.send().await.unwrap();
-            assert_eq!(r.status(), 200);
-            let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-            answer["choices"][0]["message"]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        }
-    };
+    let ask = |q: &'static str| greedy_answer(&http, &base, q, 24);
     let mut alone = Vec::new();
     for q in questions {
         alone.push(ask(q).await);
@@ -530,37 +536,9 @@ async fn answers_asked_at_once_share_one_batch_and_match_the_answers_asked_alone
 /// prompt whole (`--prefix-cache-mb 0`).
 #[tokio::test]
 async fn prompts_beginning_alike_read_that_beginning_once_and_get_the_same_answers() {
-    let serve = |prefix_mb: &str| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuchain-provider"));
-        cmd.args([
-            "serve-model",
-            "--listen",
-            "127.0.0.1:0",
-            "--name",
-            "smollm2",
-        ])
-        .args(["--prefix-cache-mb", prefix_mb, "--model"])
-        .arg(common::smollm2_file());
-        spawn(cmd)
-    };
+    let serve = |prefix_mb: &str| spawn(serve_smollm2(&["--prefix-cache-mb", prefix_mb]));
     let ((_cached, cached), (_whole, whole)) = (serve("32"), serve("0"));
     let http = reqwest::Client::new();
-    let ask = |base: &str, q: &str| {
-        let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": 16,
-                          "messages": [{"role": "user", "content": q}]});
-        let request = http
-            .post(format!("{base}/v1/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        async move {
-            let answer: Value =
-                serde_json::from_str(&request.send().await.unwrap().text().await.unwrap()).unwrap();
-            answer["choices"][0]["message"]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        }
-    };
     let questions = [
         "What is the capital of France?",
         "What do bees make?",
@@ -568,7 +546,11 @@ async fn prompts_beginning_alike_read_that_beginning_once_and_get_the_same_answe
         "Name three colours of the rainbow.",
     ];
     for q in questions {
-        assert_eq!(ask(&cached, q).await, ask(&whole, q).await, "{q}");
+        assert_eq!(
+            greedy_answer(&http, &cached, q, 16).await,
+            greedy_answer(&http, &whole, q, 16).await,
+            "{q}"
+        );
     }
     let reused = |base: String| {
         let http = http.clone();

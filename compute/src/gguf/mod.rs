@@ -67,6 +67,22 @@ pub fn chat_prompt(messages: &[(&str, &str)]) -> String {
     out
 }
 
+/// `Err` naming the first of `roles` that a ChatML conversation has no turn for (system,
+/// user and assistant are).
+pub fn check_roles<'a>(
+    roles: impl IntoIterator<Item = &'a str>,
+) -> std::result::Result<(), String> {
+    match roles
+        .into_iter()
+        .find(|r| !matches!(*r, "system" | "user" | "assistant"))
+    {
+        Some(r) => Err(format!(
+            "role `{r}`: system, user and assistant are supported"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The ids of [`chat_prompt`], with the template's markers read by `template` (control
 /// tokens) and each message's content by `plain` (text only, [`tokenizer::plain_tokenizer`]),
 /// so that no message can open or close a turn.

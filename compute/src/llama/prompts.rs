@@ -97,16 +97,7 @@ fn chat_row(
     if chat.messages.is_empty() {
         return Err(Error::BadInput("a chat has no messages".into()));
     }
-    if let Some(m) = chat
-        .messages
-        .iter()
-        .find(|m| !matches!(m.role.as_str(), "system" | "user" | "assistant"))
-    {
-        return Err(Error::BadInput(format!(
-            "role `{}`: system, user and assistant are supported",
-            m.role
-        )));
-    }
+    gguf::check_roles(chat.messages.iter().map(|m| m.role.as_str())).map_err(Error::BadInput)?;
     let messages: Vec<(&str, &str)> = chat
         .messages
         .iter()
