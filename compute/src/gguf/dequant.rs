@@ -8,6 +8,8 @@ use half::f16;
 
 use crate::{Error, Result};
 
+pub use kquant::q4_k_as_q4_blocks;
+
 /// ggml type ids.
 pub mod kind {
     /// f32.
@@ -114,20 +116,6 @@ pub fn k_quant_into(kind: u32, data: &[u8], out: &mut [f32]) {
     kquant::decode(kind, data, &mut Fill { out, at: 0 });
 }
 
-/// Q4_K super-blocks as the 32-value blocks of 4-bit values with an f32 scale and minimum
-/// that Q4_1 rows are kept in (`q × scale + min`; byte `j` of a block's 16 holds value `j` in
-/// its low nibble and value `j + 16` in its high nibble), appended to `scales`, `mins` and
-/// `qs`. Exact: each sub-block of a super-block has its own 6-bit scale and minimum, whose
-/// products with the super-block's f16 factors f32 holds without rounding.
-pub fn q4_k_as_q4_blocks(
-    data: &[u8],
-    scales: &mut Vec<f32>,
-    mins: &mut Vec<f32>,
-    qs: &mut Vec<u8>,
-) {
-    kquant::q4_k_blocks(data, scales, mins, qs);
-}
-
 /// Writes values into a slice in order (values past its end are dropped).
 struct Fill<'a> {
     out: &'a mut [f32],
@@ -163,9 +151,13 @@ mod kquant {
         }
     }
 
-    /// Q4_K's sub-blocks as 32-value 4-bit blocks with a scale and a minimum: see
-    /// [`super::q4_k_as_q4_blocks`].
-    pub(super) fn q4_k_blocks(
+    /// Q4_K super-blocks as the 32-value blocks of 4-bit values with an f32 scale and
+    /// minimum that Q4_1 rows are kept in (`q × scale + min`; byte `j` of a block's 16 holds
+    /// value `j` in its low nibble and value `j + 16` in its high nibble), appended to
+    /// `scales`, `mins` and `qs`. Exact: each sub-block of a super-block has its own 6-bit
+    /// scale and minimum, whose products with the super-block's f16 factors f32 holds
+    /// without rounding.
+    pub fn q4_k_as_q4_blocks(
         data: &[u8],
         scales: &mut Vec<f32>,
         mins: &mut Vec<f32>,

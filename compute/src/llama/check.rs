@@ -106,11 +106,11 @@ pub fn check_generation(
         crate::with_burn_backend!(burn_backend(backend), |B, device| {
             let model = cfg.load::<B>(&job.params()?, &device)?;
             for group in job.same_length_groups(batch) {
-                let plen = prompts[group[0].0].len();
+                let plen = prompts[group[0]].len();
                 // Each sequence: its prompt, then every candidate token but the last.
                 let len = plen + new - 1;
                 let mut feed = Vec::with_capacity(group.len() * len);
-                for &(row, _) in &group {
+                for &row in &group {
                     feed.extend(prompts[row].iter().map(|t| i64::from(*t)));
                     let answer = &tokens[row * new..(row + 1) * new];
                     feed.extend(answer[..new - 1].iter().map(|t| i64::from(*t)));
@@ -122,7 +122,7 @@ pub fn check_generation(
                 let logits = model.forward(ids, 0, None);
                 let vocab = logits.dims()[2];
                 let picked = values(logits.narrow(1, plen - 1, new));
-                for (k, &(row, _)) in group.iter().enumerate() {
+                for (k, &row) in group.iter().enumerate() {
                     judge(row, &picked[k * new * vocab..(k + 1) * new * vocab], vocab);
                 }
             }

@@ -46,18 +46,16 @@ impl Loaded<'_> {
         }
     }
 
-    /// The prompts in batches of the job's batch size, each row with its index in its batch
-    /// (which seeds its sampler stream), rows of one length together: burn's decoder takes
-    /// rows of one length at a time.
-    pub(super) fn same_length_groups(&self, batch: usize) -> Vec<Vec<(usize, usize)>> {
+    /// The rows of the prompts, in batches of `batch` and within a batch by prompt length:
+    /// burn's decoder takes rows of one length at a time. A row's place in its batch,
+    /// `row % batch`, seeds its sampler stream.
+    pub(super) fn same_length_groups(&self, batch: usize) -> Vec<Vec<usize>> {
+        let batch = batch.max(1);
         let mut groups = Vec::new();
-        for (b, chunk) in self.prompts.chunks(batch.max(1)).enumerate() {
-            let mut by_len: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+        for (b, chunk) in self.prompts.chunks(batch).enumerate() {
+            let mut by_len: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
             for (i, p) in chunk.iter().enumerate() {
-                by_len
-                    .entry(p.len())
-                    .or_default()
-                    .push((b * batch.max(1) + i, i));
+                by_len.entry(p.len()).or_default().push(b * batch + i);
             }
             groups.extend(by_len.into_values());
         }
@@ -151,9 +149,9 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
             for group in job.same_length_groups(batch) {
                 let prompts: Vec<u32> = group
                     .iter()
-                    .flat_map(|&(row, _)| job.prompts[row].iter().copied())
+                    .flat_map(|&row| job.prompts[row].iter().copied())
                     .collect();
-                let in_batch: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+                let in_batch: Vec<usize> = group.iter().map(|row| row % batch).collect();
                 let got = generate_at(
                     &model,
                     &prompts,
@@ -163,7 +161,7 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
                     true,
                     &device,
                 );
-                for (&(row, _), answer) in group.iter().zip(got.chunks(new.max(1))) {
+                for (&row, answer) in group.iter().zip(got.chunks(new.max(1))) {
                     out[row * new..(row + 1) * new].copy_from_slice(answer);
                 }
             }

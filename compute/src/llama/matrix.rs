@@ -280,14 +280,8 @@ impl Matrix {
                 return product(first, part);
             }
             // With several tokens a quantised row is widened once, not once a token.
-            let mut row = vec![
-                0.0f32;
-                if tokens < 3 && self.dots_in_place() {
-                    0
-                } else {
-                    cols
-                }
-            ];
+            let widen = tokens >= 3 || !self.dots_in_place();
+            let mut row = vec![0.0f32; if widen { cols } else { 0 }];
             for (i, out) in part.chunks_exact_mut(tokens).enumerate() {
                 if row.is_empty() {
                     for ((o, x), s) in out.iter_mut().zip(xs.chunks_exact(cols)).zip(&sums) {
