@@ -79,6 +79,7 @@ fn main() -> anyhow::Result<()> {
         let (outcome, _) = app.finalize(&BlockInput {
             height,
             hash: hash.as_bytes(),
+            time_ms: height.saturating_mul(1_000),
             txs: &refs,
             misbehavior: &[],
             votes: &[],

@@ -36,6 +36,7 @@ fn double_sign_evidence_slashes_and_tombstones() {
     let input = BlockInput {
         height: 2,
         hash: hash.as_bytes(),
+        time_ms: 2_000,
         txs: &[],
         misbehavior: &evidence,
         votes: &[],

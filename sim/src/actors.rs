@@ -239,7 +239,7 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
             audit_min_ppm: 100_000,
             audit_max_ppm: 500_000,
             // Short, so that runs of a few hundred blocks retire closed orders too.
-            retention_blocks: 40,
+            retention_secs: 60,
             ..AuctionParams::default()
         },
     };
@@ -265,7 +265,7 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
         reveal_window_blocks: 4,
         verdict_window_blocks: 4,
         report_window_blocks: 4,
-        retention_blocks: 40,
+        retention_secs: 60,
         // Long enough that the appeal operation often finds a standing verdict.
         appeal_window_blocks: 20,
         appeal_deposit: 10 * GPU,

@@ -39,6 +39,9 @@ pub struct Sim {
     accounts: Vec<Address>,
     /// Committed height.
     pub height: u64,
+    /// Time of the committed block, ms: blocks come 0.5 to 3 s apart, so that retention
+    /// (counted in time) and deadlines (counted in blocks) drift against each other.
+    pub time_ms: u64,
     /// App hash after every block, from height 1.
     pub hashes: Vec<[u8; 32]>,
     /// Counters for the report.
@@ -50,6 +53,9 @@ pub struct Sim {
     /// Serving parameters from genesis, for the liveness bound.
     pub serving: gpuchain_serving::ServingParams,
 }
+
+/// The simulated chain's genesis time: 2026-01-01T00:00:00Z.
+const GENESIS_TIME_MS: u64 = 1_767_225_600_000;
 
 impl Sim {
     /// Genesis on a fresh store.
@@ -72,6 +78,7 @@ impl Sim {
             initial_supply,
             accounts,
             height: 0,
+            time_ms: GENESIS_TIME_MS,
             hashes: Vec::new(),
             stats: Stats::new(),
             auction: genesis.auction.params,
@@ -103,9 +110,13 @@ impl Sim {
             return Err(self.fail(h, "ProcessProposal rejected our own PrepareProposal"));
         }
         let refs: Vec<&[u8]> = block.iter().map(Vec::as_slice).collect();
+        let time_ms = self
+            .time_ms
+            .saturating_add(500 + u64::from(hash.as_bytes()[0] % 11) * 250);
         let input = BlockInput {
             height: h,
             hash: hash.as_bytes(),
+            time_ms,
             txs: &refs,
             misbehavior: &evidence,
             votes: &votes,
@@ -118,6 +129,7 @@ impl Sim {
             .commit()
             .map_err(|e| self.fail(h, format!("Commit: {e:#}")))?;
         self.height = h;
+        self.time_ms = time_ms;
         self.hashes.push(app_hash);
         // PrepareProposal keeps order and only drops: match the block back to candidates.
         let mut results = block.iter().zip(outcome.tx_results.iter()).peekable();

@@ -381,6 +381,7 @@ impl Harness {
         let input = BlockInput {
             height: h,
             hash: hash.as_bytes(),
+            time_ms: h.saturating_mul(1_000),
             txs: &refs,
             misbehavior: &[],
             votes: &[],

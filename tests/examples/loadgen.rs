@@ -8,9 +8,9 @@
 //! `loadgen <validators> <seconds> <rate/s> [senders] [market %] [proof heights] [retention]
 //! [retain blocks] [snapshot interval] [join] [replay minutes]` — the nodes keep Merkle
 //! proofs for the last `proof heights` heights (default 1,000; 0 keeps all), closed orders
-//! are retired `retention` blocks after they close (default: the chain's 100,000), CometBFT
-//! keeps
-//! `retain blocks` blocks (default all) and the apps write a state-sync snapshot every
+//! are retired `retention` seconds of block time after they close (default: the chain's
+//! 86,400), CometBFT keeps `retain blocks` blocks (default all) and the apps write a
+//! state-sync snapshot every
 //! `snapshot interval` heights (default 1,000), so a run longer than those windows shows
 //! whether resources level off. With `join` = 1 the last validator keeps every block (an
 //! archive node) and, once the load has stopped, two new nodes join the running chain: one
@@ -72,8 +72,8 @@ async fn main() -> anyhow::Result<()> {
         }
         // As an RPC node serving agents would run: results found by hash, no event search.
         spec.index_events = Some(Vec::new());
-        if let Some(blocks) = retention {
-            spec.genesis.auction.params.retention_blocks = blocks;
+        if let Some(secs) = retention {
+            spec.genesis.auction.params.retention_secs = secs;
         }
     })?;
     let archive = validators - 1;

@@ -14,8 +14,8 @@ use gpuchain_tests::{event_attr, tx_fee, unfetched_digits_order, NodeCli, TestNe
 use serde_json::Value;
 
 const GPU: u128 = 1_000_000;
-/// Blocks a closed order stays in state here (the default is 100,000).
-const RETENTION: u64 = 8;
+/// Seconds of block time a closed order stays in state here (the default is a day).
+const RETENTION_SECS: u64 = 3;
 const BOND: u128 = 1_000 * GPU;
 const MISSED_SLASH_PPM: u32 = 50_000;
 const WRONG_RESULT_SLASH_PPM: u32 = 300_000;
@@ -65,7 +65,7 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
         p.audit_min_ppm = 0;
         p.audit_max_ppm = 0;
         p.audit_deterrence_ppm = 0;
-        p.retention_blocks = RETENTION;
+        p.retention_secs = RETENTION_SECS;
         let s = &mut spec.genesis.slashing.params;
         s.missed_deadline_slash_ppm = MISSED_SLASH_PPM;
         s.client_share_ppm = CLIENT_SHARE_PPM;
@@ -294,12 +294,12 @@ async fn commit_reveal_rules_hold_on_a_localnet() -> anyhow::Result<()> {
     );
 
     // A retention after the order settled it is gone from live state, and the CLI says why.
-    let settled_at = chain.latest_height().await?;
+    // Block time is the validators' clock, so once this much wall time has passed, the
+    // second block after it is at least a retention after the settlement.
+    tokio::time::sleep(std::time::Duration::from_secs(RETENTION_SECS + 1)).await;
+    let now = chain.latest_height().await?;
     chain
-        .wait_for_height(
-            settled_at + RETENTION + 2,
-            std::time::Duration::from_secs(120),
-        )
+        .wait_for_height(now + 2, std::time::Duration::from_secs(120))
         .await?;
     let out = gpuchain_tests::cli(&["query", "auction", "lease", &honest, "--node", cli.node()])?;
     let said = String::from_utf8_lossy(&out.stderr);

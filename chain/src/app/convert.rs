@@ -7,6 +7,7 @@ use gpuchain_slashing::{Evidence, EvidenceKind};
 use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
 use gpuchain_tx::{Tx, TxParams};
 use gpuchain_types::Event;
+use tendermint_proto::google::protobuf::Timestamp;
 use tendermint_proto::v0_38::abci::{
     self as abci, ExecTxResult, ResponseCheckTx, ResponseFinalizeBlock, ResponseProcessProposal,
 };
@@ -138,6 +139,22 @@ pub(super) fn misbehavior(list: &[abci::Misbehavior]) -> Vec<Evidence> {
         .collect()
 }
 
+/// The block time of a FinalizeBlock request in ms since the Unix epoch. CometBFT always
+/// sends one; a missing, negative or out-of-range time is an error.
+pub(super) fn time_ms(time: Option<&Timestamp>) -> Result<u64, String> {
+    let time = time.ok_or("FinalizeBlock carries no block time")?;
+    let secs = u64::try_from(time.seconds)
+        .map_err(|_| format!("block time {} s is before 1970", time.seconds))?;
+    let millis = u64::try_from(time.nanos)
+        .ok()
+        .filter(|n| *n < 1_000_000_000)
+        .ok_or_else(|| format!("block time has {} ns", time.nanos))?
+        / 1_000_000;
+    secs.checked_mul(1_000)
+        .and_then(|ms| ms.checked_add(millis))
+        .ok_or_else(|| format!("block time {secs} s is out of range"))
+}
+
 /// Who signed the last block. A nil vote counts as signed: the validator was online.
 pub(super) fn votes(info: Option<&abci::CommitInfo>) -> Vec<(ConsensusAddress, bool)> {
     let absent = tendermint_proto::v0_38::types::BlockIdFlag::Absent as i32;
@@ -214,6 +231,18 @@ pub(super) fn process_proposal(txs: &[Bytes], params: &TxParams) -> ResponseProc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_block_time_is_read_in_milliseconds_and_a_bad_one_is_refused() {
+        let at = |seconds, nanos| time_ms(Some(&Timestamp { seconds, nanos }));
+        assert_eq!(at(1_764_547_200, 999_999_999), Ok(1_764_547_200_999));
+        assert_eq!(at(0, 0), Ok(0));
+        assert!(time_ms(None).unwrap_err().contains("no block time"));
+        assert!(at(-1, 0).unwrap_err().contains("before 1970"));
+        assert!(at(1, -1).is_err());
+        assert!(at(1, 1_000_000_000).is_err());
+        assert!(at(i64::MAX, 0).unwrap_err().contains("out of range"));
+    }
 
     fn indexed(index: Option<&EventIndex>) -> Vec<(String, String, bool)> {
         let outcome = BlockOutcome {

@@ -53,6 +53,8 @@ pub struct BlockInput<'a> {
     pub height: u64,
     /// Block hash from CometBFT; its blake3 seeds on-chain randomness.
     pub hash: &'a [u8],
+    /// Block time from the header, ms since the Unix epoch ([`BlockCtx::time_ms`]).
+    pub time_ms: u64,
     /// Raw transactions in block order.
     pub txs: &'a [&'a [u8]],
     /// Misbehaviour evidence CometBFT verified and included.
@@ -214,6 +216,7 @@ pub fn execute_block(
         height: input.height,
         chain_id,
         entropy: *blake3::hash(input.hash).as_bytes(),
+        time_ms: input.time_ms,
     };
     // A migration runs before the block's transactions, which see what it changed.
     let mut events = super::upgrade::begin_block(base, &mut writes, &ctx, upgrades)?;

@@ -60,6 +60,8 @@ struct Node {
     upgrades: Upgrades,
     /// Event attributes CometBFT indexes (`None`: all).
     event_index: Option<EventIndex>,
+    /// Time of the last block finalized since this process started (0 before the first).
+    last_block_time_ms: u64,
 }
 
 /// The gpuchain ABCI application.
@@ -105,6 +107,7 @@ impl App {
                 min_retain_blocks: 0,
                 upgrades: Upgrades::new(),
                 event_index: None,
+                last_block_time_ms: 0,
             })),
         })
     }
@@ -237,7 +240,9 @@ impl App {
         let prepared = node.store.prepare(input.height, genesis, writes)?;
         drop(node);
         let app_hash = prepared.app_hash;
-        self.write().pending = Some(prepared);
+        let mut node = self.write();
+        node.pending = Some(prepared);
+        node.last_block_time_ms = input.time_ms;
         Ok((outcome, app_hash))
     }
 
@@ -279,10 +284,12 @@ impl App {
             .is_ok_and(|tx| recheck || execute::signature_ok(tx));
         let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
+        // No transaction's validity depends on the block's time; the last block's stands in.
         let ctx = BlockCtx {
             height: node.store.height().saturating_add(1),
             chain_id,
             entropy: [0; 32],
+            time_ms: node.last_block_time_ms,
         };
         let mut top = Write::new();
         let mut check_writes = self.check_writes();
@@ -369,9 +376,12 @@ impl tendermint_abci::Application for App {
         let txs: Vec<&[u8]> = req.txs.iter().map(|t| t.as_ref()).collect();
         let misbehavior = convert::misbehavior(&req.misbehavior);
         let votes = convert::votes(req.decided_last_commit.as_ref());
+        let time_ms = convert::time_ms(req.time.as_ref())
+            .unwrap_or_else(|e| halt("block time out of range", e));
         let input = BlockInput {
             height,
             hash: &req.hash,
+            time_ms,
             txs: &txs,
             misbehavior: &misbehavior,
             votes: &votes,

@@ -326,6 +326,7 @@ mod tests {
             height: 1,
             chain_id: "t".into(),
             entropy: [0; 32],
+            time_ms: 0,
         };
         for msg in &one_of_each() {
             let owners = MODULES

@@ -48,11 +48,12 @@ pub fn run_block(app: &App, height: u64, txs: &[Vec<u8>]) -> [u8; 32] {
     app_hash
 }
 
-/// A block with no evidence and no signatures recorded.
+/// A block with no evidence and no signatures recorded, on a chain making one block a second.
 pub fn block_input<'a>(height: u64, hash: &'a [u8], txs: &'a [&'a [u8]]) -> BlockInput<'a> {
     BlockInput {
         height,
         hash,
+        time_ms: height.saturating_mul(1_000),
         txs,
         misbehavior: &[],
         votes: &[],

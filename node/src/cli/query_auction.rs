@@ -71,7 +71,7 @@ async fn snapshot(client: &ChainClient, prefixes: &[&str]) -> Result<MemState> {
 }
 
 /// Why an order or lease id is not in state: ids are never reused, so one below the next id
-/// was retired (closed orders are deleted `retention_blocks` after they close).
+/// was retired (closed orders are deleted `retention_secs` of block time after they close).
 async fn absent(client: &ChainClient, kind: &str, id: u64) -> anyhow::Error {
     let counter = match kind {
         "order" => gpuchain_auction::state_key::next_order_id(),
@@ -80,8 +80,8 @@ async fn absent(client: &ChainClient, kind: &str, id: u64) -> anyhow::Error {
     match client.get::<u64>(counter).await {
         Ok(Some(next)) if id < next => anyhow::anyhow!(
             "{kind} {id} was retired: a closed order and its leases are deleted \
-             auction.retention_blocks after it closes; query a node that keeps old versions \
-             (proof_heights = 0) at an earlier height to see or prove it"
+             auction.retention_secs of block time after it closes; query a node that keeps \
+             old versions (proof_heights = 0) at an earlier height to see or prove it"
         ),
         _ => anyhow::anyhow!("{kind} {id} does not exist"),
     }

@@ -38,7 +38,7 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Auct
             fire_timer(state, ctx, lease)?;
         }
     }
-    for (key, order_id) in state.queue_due(state_key::retire_queue_prefix(), ctx.height) {
+    for (key, order_id) in state.queue_due(state_key::retire_queue_prefix(), ctx.time_ms) {
         state.delete(key);
         retire::retire(state, order_id);
     }

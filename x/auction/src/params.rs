@@ -1,5 +1,5 @@
 use borsh::{BorshDeserialize, BorshSerialize};
-use gpuchain_types::{Amount, Ppm, PPM_ONE};
+use gpuchain_types::{Amount, Ppm, MAX_RETENTION_SECS, PPM_ONE};
 use serde::{Deserialize, Serialize};
 
 use crate::AuctionError;
@@ -54,10 +54,11 @@ pub struct AuctionParams {
     /// an unfetched lease's output can be fetched before it is paid; the lease pays it back
     /// to the verification pool out of its price.
     pub availability_fee_ppm: Ppm,
-    /// Blocks a closed order (settled, cancelled or expired) and its bids and leases stay in
-    /// state before they are deleted; 0 keeps them forever. Their history stays provable at
-    /// earlier heights on nodes that keep old versions.
-    pub retention_blocks: u64,
+    /// Seconds of block time a closed order (settled, cancelled or expired) and its bids and
+    /// leases stay in state before they are deleted; 0 keeps them forever. Counted in time,
+    /// not blocks, so that the live state a load leaves does not grow when blocks slow down.
+    /// Their history stays provable at earlier heights on nodes that keep old versions.
+    pub retention_secs: u64,
     /// Share of the fee pool paid to validators each block (pro rata to power).
     pub validators_share_ppm: Ppm,
     /// Share of the fee pool paid to the community pool; the verification pool gets the rest.
@@ -89,7 +90,7 @@ impl Default for AuctionParams {
             audit_deterrence_ppm: 1_500_000,
             audit_fee_ppm: 1_000_000,
             availability_fee_ppm: 10_000,
-            retention_blocks: 100_000,
+            retention_secs: 86_400,
             validators_share_ppm: 500_000,
             community_share_ppm: 200_000,
             loyalty_bonus_ppm: 50_000,
@@ -113,6 +114,9 @@ impl AuctionParams {
             || self.max_price_per_replica_limit > 1_000_000_000_000_000_000_000
         {
             return bad("max_price_per_replica_limit must be 1..=10^24");
+        }
+        if self.retention_secs > MAX_RETENTION_SECS {
+            return bad("retention_secs must be at most 3153600000 (100 years)");
         }
         if self.reveal_window_blocks == 0
             || self.verdict_window_blocks == 0

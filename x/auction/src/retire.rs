@@ -1,29 +1,28 @@
 //! State retirement: a closed order (settled, cancelled or expired) holds no funds and waits
-//! for nothing, so `retention_blocks` after it closed the order, its bids and its leases are
-//! deleted with every index entry that names them. Reputation keeps its own bounded history
-//! and slash records stay; the retired objects remain provable at the heights before their
-//! retirement on nodes that keep old versions. Ids are never reused, so an id below the
-//! next id that is absent was retired.
+//! for nothing, so `retention_secs` of block time after it closed the order, its bids and its
+//! leases are deleted with every index entry that names them. Reputation keeps its own
+//! bounded history and slash records stay; the retired objects remain provable at the
+//! heights before their retirement on nodes that keep old versions. Ids are never reused, so
+//! an id below the next id that is absent was retired.
 
 use gpuchain_types::{BlockCtx, StateWrite};
 
 use crate::{state_key, AuctionError, AuctionRead, AuctionWrite, OrderRetiredEvent};
 
-/// Queues `order_id`, closed at `ctx.height`, for retirement (nothing with retention 0).
+/// Queues `order_id`, closed in the block of `ctx`, for retirement (nothing with retention 0).
 pub(crate) fn schedule(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     order_id: u64,
 ) -> Result<(), AuctionError> {
-    let retention = state.auction_params().retention_blocks;
+    let retention = state.auction_params().retention_secs;
     if retention == 0 {
         return Ok(());
     }
-    let at = ctx
-        .height
-        .checked_add(retention)
+    let due_ms = ctx
+        .time_after_secs(retention)
         .ok_or(AuctionError::Overflow)?;
-    state.enqueue(state_key::retire_queue(at, order_id));
+    state.enqueue(state_key::retire_queue(due_ms, order_id));
     Ok(())
 }
 

@@ -129,10 +129,11 @@ pub fn reveal_queue_prefix() -> &'static str {
 }
 
 /// Retirement queue: the closed order and everything stored for it (bids, leases, their
-/// indexes) are deleted in the end-block of `height`, `retention_blocks` after it closed.
+/// indexes) are deleted in the end-block of the first block whose time is at least `due_ms`
+/// (block time, milliseconds since the Unix epoch), `retention_secs` after it closed.
 /// Borsh `()`.
-pub fn retire_queue(height: u64, order_id: u64) -> String {
-    format!("auction/retire_queue/{height:020}/{order_id:020}")
+pub fn retire_queue(due_ms: u64, order_id: u64) -> String {
+    format!("auction/retire_queue/{due_ms:020}/{order_id:020}")
 }
 
 /// Prefix of the retirement queue.

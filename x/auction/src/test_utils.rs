@@ -28,11 +28,13 @@ pub fn addr(seed: u8) -> Address {
     Address([seed; 20])
 }
 
+/// The context of block `height`, on a chain that makes one block a second.
 pub fn ctx(height: u64) -> BlockCtx {
     BlockCtx {
         height,
         chain_id: "test".into(),
         entropy: *blake3::hash(&height.to_be_bytes()).as_bytes(),
+        time_ms: height.saturating_mul(1_000),
     }
 }
 
@@ -215,12 +217,18 @@ impl Chain {
 
     /// Runs the auction end-block at `height` and checks the invariants.
     pub fn end_block(&mut self, height: u64) {
+        self.end_block_at(&ctx(height));
+    }
+
+    /// Runs the auction end-block of the block `ctx` (its own height and time) and checks
+    /// the invariants.
+    pub fn end_block_at(&mut self, ctx: &BlockCtx) {
         let mut fork = Overlay::new(&self.state);
-        end_block(&mut fork, &ctx(height)).unwrap();
+        end_block(&mut fork, ctx).unwrap();
         let (writes, events) = fork.into_parts();
         self.state.apply(writes);
         self.events.extend(events);
-        self.check(height);
+        self.check(ctx.height);
     }
 
     pub fn check(&self, height: u64) {

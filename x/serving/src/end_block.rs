@@ -1,8 +1,9 @@
-//! The serving end-block: every timer due at this height, in key order (height, kind, id).
+//! The serving end-block: every timer due at this height, in key order (height, kind, id),
+//! then the retirements due by this block's time.
 
 use gpuchain_slashing::{slash_provider, FaultKind};
 use gpuchain_staking::{StakingRead, StakingWrite};
-use gpuchain_types::{BlockCtx, StateReadExt, StateWrite};
+use gpuchain_types::{BlockCtx, StateReadExt, StateWrite, StateWriteExt};
 
 use crate::audit;
 use crate::escrow::{drop_lease, move_funds};
@@ -12,10 +13,10 @@ use crate::{
     ServingOrderState, ServingRead, ServingWrite, Timer,
 };
 
-/// Runs the timers due by `ctx.height`. An error is a broken invariant: the node halts.
+/// Runs the timers due by `ctx.height`, then the retirements due by `ctx.time_ms`. An error
+/// is a broken invariant: the node halts.
 pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), ServingError> {
-    let due: Vec<(String, Timer)> =
-        state.due_by_height(crate::state_key::timers_prefix(), ctx.height);
+    let due: Vec<(String, Timer)> = state.due_by(crate::state_key::timers_prefix(), ctx.height);
     for (key, timer) in due {
         state.delete(key);
         match timer {
@@ -48,13 +49,18 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Serv
                     }
                 }
             }
-            Timer::Retire(id) => retire(state, ctx, id)?,
             Timer::Appeal(id) => {
                 if let Some(claim) = state.serving_claim(id) {
                     audit::window_closed(state, ctx, claim)?;
                 }
             }
         }
+    }
+    let due: Vec<(String, u64)> =
+        state.due_by(crate::state_key::retire_queue_prefix(), ctx.time_ms);
+    for (key, order_id) in due {
+        state.delete(key);
+        retire(state, ctx, order_id)?;
     }
     Ok(())
 }
@@ -215,11 +221,10 @@ fn schedule_retire(
     ctx: &BlockCtx,
     order_id: u64,
 ) -> Result<(), ServingError> {
-    let at = ctx
-        .height
-        .checked_add(state.serving_params().retention_blocks)
+    let due_ms = ctx
+        .time_after_secs(state.serving_params().retention_secs)
         .ok_or(ServingError::Overflow)?;
-    state.set_serving_timer(at, Timer::Retire(order_id));
+    state.put(crate::state_key::retire_queue(due_ms, order_id), &order_id);
     Ok(())
 }
 

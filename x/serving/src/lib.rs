@@ -42,7 +42,7 @@
 //! - **Ending.** The client may end an order early; leases stop at that block, claims for
 //!   acknowledged batches are taken for `claim_grace_blocks` more, then the rest of the
 //!   deposit is refunded. Retention: a closed order and its leases are deleted
-//!   `retention_blocks` after closing, once no claim of theirs is open.
+//!   `retention_secs` of block time after closing, once no claim of theirs is open.
 //!
 //! Invariant: the `serving_escrow` module account holds exactly the open orders' deposits
 //! plus the open claims' amounts, audit reserves and appeal deposits ([`check_invariants`]).
@@ -421,9 +421,7 @@ pub enum Timer {
     Reveal(u64),
     /// Variant 5: the claim's verdict deadline passed.
     Verdict(u64),
-    /// Variant 6: delete the closed order and its leases.
-    Retire(u64),
-    /// Variant 7: the claim's appeal window closed: its standing verdict applies.
+    /// Variant 6: the claim's appeal window closed: its standing verdict applies.
     Appeal(u64),
 }
 
@@ -437,7 +435,6 @@ impl Timer {
             Timer::Draw(id) => ("draw", id),
             Timer::Reveal(id) => ("reveal", id),
             Timer::Verdict(id) => ("verdict", id),
-            Timer::Retire(id) => ("retire", id),
             Timer::Appeal(id) => ("appeal", id),
         }
     }

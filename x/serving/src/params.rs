@@ -1,5 +1,5 @@
 use borsh::{BorshDeserialize, BorshSerialize};
-use gpuchain_types::{Amount, Ppm, PPM_ONE};
+use gpuchain_types::{Amount, Ppm, MAX_RETENTION_SECS, PPM_ONE};
 use serde::{Deserialize, Serialize};
 
 use crate::ServingError;
@@ -40,8 +40,10 @@ pub struct ServingParams {
     /// Largest request plus response revealed on chain, bytes (below `max_tx_bytes`, with
     /// room for the receipt and proof): an honest provider answers nothing larger.
     pub max_reveal_bytes: u64,
-    /// Blocks a closed order and its leases stay in state before they are deleted.
-    pub retention_blocks: u64,
+    /// Seconds of block time a closed order and its leases stay in state before they are
+    /// deleted (0: at the next block), counted in time so that the live state a load leaves
+    /// does not grow when blocks slow down. At most 100 years.
+    pub retention_secs: u64,
     /// Blocks after a jury's verdict in which the party it goes against may appeal; the
     /// verdict applies when they pass. 0: verdicts apply at once and cannot be appealed.
     pub appeal_window_blocks: u64,
@@ -67,7 +69,7 @@ impl Default for ServingParams {
             max_jury_draws: 5,
             report_window_blocks: 10,
             max_reveal_bytes: 49_152,
-            retention_blocks: 1_000,
+            retention_secs: 3_600,
             appeal_window_blocks: 10,
             appeal_deposit: 10_000_000,
         }
@@ -105,6 +107,9 @@ impl ServingParams {
         }
         if self.max_jury_draws < 3 {
             return bad("max_jury_draws must be at least 3 (two verdicts and a tie-break)");
+        }
+        if self.retention_secs > MAX_RETENTION_SECS {
+            return bad("retention_secs must be at most 3153600000 (100 years)");
         }
         if self.max_reveal_bytes == 0 || self.max_reveal_bytes > 1 << 20 {
             return bad("max_reveal_bytes must be 1..=1048576");

@@ -85,3 +85,14 @@ pub fn timer(height: u64, kind: &str, id: u64) -> String {
 pub fn timers_prefix() -> &'static str {
     "serving/timers/"
 }
+
+/// Retirement queue: borsh `u64`, the closed order deleted with its leases in the end-block
+/// of the first block whose time is at least `due_ms` (ms since the Unix epoch).
+pub fn retire_queue(due_ms: u64, order_id: u64) -> String {
+    format!("serving/retire_queue/{due_ms:020}/{order_id:020}")
+}
+
+/// Prefix of the retirement queue.
+pub fn retire_queue_prefix() -> &'static str {
+    "serving/retire_queue/"
+}

@@ -40,11 +40,13 @@ pub(crate) fn addr(seed: u8) -> Address {
     }
 }
 
+/// The context of block `height`, on a chain that makes one block a second.
 pub(crate) fn ctx(height: u64) -> BlockCtx {
     BlockCtx {
         height,
         chain_id: "test".into(),
         entropy: *blake3::hash(&height.to_be_bytes()).as_bytes(),
+        time_ms: height.saturating_mul(1_000),
     }
 }
 

@@ -250,8 +250,11 @@ fn the_client_pays_exactly_for_the_acknowledged_units_and_gets_the_rest_back() {
         claim(&mut chain, 124, 10, &receipts(a.id, 5, 1, 10)),
         Err(ServingError::LeaseClosed(a.id))
     );
-    // Retention: the order and its leases leave state.
-    chain.run(124, 123 + 1_000);
+    // Retention: an hour of block time after it closed (a block a second here), the order
+    // and its leases leave state.
+    chain.run(124, 123 + 3_599);
+    assert!(chain.state.serving_order(1).is_some());
+    chain.run(123 + 3_600, 123 + 3_600);
     assert!(chain.state.serving_order(1).is_none());
     assert!(chain.state.serving_lease(a.id).is_none());
     assert!(chain.state.serving_leases_of(&addr(10)).is_empty());

@@ -223,7 +223,7 @@ pub trait StakingWrite: StateWrite {
         height: u64,
     ) -> Result<Vec<UnbondingEntry>, StakingError> {
         let matured: Vec<(String, UnbondingEntry)> = self
-            .due_by_height::<UnbondingEntry>(state_key::unbonding_prefix(), height)
+            .due_by::<UnbondingEntry>(state_key::unbonding_prefix(), height)
             .into_iter()
             .take_while(|(_, e)| e.completion_height <= height)
             .collect();

@@ -31,7 +31,7 @@ pub mod query_path;
 mod state;
 
 pub use address::{Address, AddressError, ADDRESS_HRP, ADDRESS_LEN};
-pub use context::BlockCtx;
+pub use context::{BlockCtx, MAX_RETENTION_SECS};
 pub use error::{AppError, ModuleError};
 pub use event::{Event, EventAttr, EventSink, TypedEvent};
 pub use merkle::{key_hash, Blake3Hasher, PROOF_OP_TYPE};

@@ -64,11 +64,12 @@ pub trait StateReadExt: StateRead {
             .collect()
     }
 
-    /// The decoded entries of a height-keyed queue (keys `<prefix><height, 20 digits>/…`)
-    /// due by `height`, in key order, read without the entries due later: a queue holding a
-    /// retention window of entries costs each block only what is due.
-    fn due_by_height<T: BorshDeserialize>(&self, prefix: &str, height: u64) -> Vec<(String, T)> {
-        let entries = match height.checked_add(1) {
+    /// The decoded entries of a queue keyed by when they are due (keys `<prefix><due, 20
+    /// digits>/…`, `due` a height or a block time in milliseconds) due by `now`, in key
+    /// order, read without the entries due later: a queue holding a retention window of
+    /// entries costs each block only what is due.
+    fn due_by<T: BorshDeserialize>(&self, prefix: &str, now: u64) -> Vec<(String, T)> {
+        let entries = match now.checked_add(1) {
             Some(next) => self.prefix_until_raw(prefix, &format!("{prefix}{next:020}")),
             None => self.prefix_raw(prefix),
         };
@@ -279,7 +280,7 @@ mod tests {
         fork.put_raw(queue_key(11, 1), vec![8]);
         fork.put_raw(queue_key(12, 1), vec![9]);
         for height in [0, 9, 10, 11, 29, 30, 31, u64::MAX] {
-            let due: Vec<(String, u8)> = fork.due_by_height("q/", height);
+            let due: Vec<(String, u8)> = fork.due_by("q/", height);
             let expected: Vec<(String, u8)> = fork
                 .prefix_raw("q/")
                 .into_iter()
@@ -290,10 +291,7 @@ mod tests {
                 .map(|(k, v)| (k, v[0]))
                 .collect();
             assert_eq!(due, expected, "due by {height}");
-            assert_eq!(
-                base.due_by_height::<u8>("q/", height).len() as u64,
-                height.min(30)
-            );
+            assert_eq!(base.due_by::<u8>("q/", height).len() as u64, height.min(30));
         }
     }
 

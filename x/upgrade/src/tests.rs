@@ -44,6 +44,7 @@ fn ctx(height: u64) -> BlockCtx {
         height,
         chain_id: "test".into(),
         entropy: [0; 32],
+        time_ms: height.saturating_mul(1_000),
     }
 }
 

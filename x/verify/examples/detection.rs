@@ -31,6 +31,7 @@ fn audited(score: Ppm, provider: u64, job: u64, params: &AuctionParams) -> (bool
         height: job,
         chain_id: "sim".into(),
         entropy: *blake3::hash(&[provider.to_be_bytes(), job.to_be_bytes()].concat()).as_bytes(),
+        time_ms: 0,
     };
     let lease = Lease {
         id: provider.wrapping_mul(1_000_003).wrapping_add(job),

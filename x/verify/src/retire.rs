@@ -1,6 +1,6 @@
-//! State retirement of this module, on the auction's `retention_blocks`: a closed case whose
-//! lease is final (or already retired) is deleted that long after it closed, and the mark
-//! of a challenged order once the order itself is retired. A case closed with no verdict
+//! State retirement of this module, on the auction's `retention_secs` of block time: a closed
+//! case whose lease is final (or already retired) is deleted that long after it closed, and
+//! the mark of a challenged order once the order itself is retired. A case closed with no verdict
 //! while its lease still waits is kept (a new draw reads who served on it) and looked at
 //! again a retention later; an open case is never touched.
 
@@ -9,30 +9,32 @@ use gpuchain_types::{BlockCtx, StateWrite, StateWriteExt};
 
 use crate::{state_key, CaseStage, VerifyRead};
 
-fn after_retention(state: &impl VerifyRead, height: u64) -> Option<u64> {
-    match state.auction_params().retention_blocks {
+/// The block time, in ms, a retention after the block of `ctx` (`None`: retention 0, or a
+/// time past `u64::MAX` ms, which parameter validation rules out: kept).
+fn after_retention(state: &impl VerifyRead, ctx: &BlockCtx) -> Option<u64> {
+    match state.auction_params().retention_secs {
         0 => None,
-        r => height.checked_add(r),
+        secs => ctx.time_after_secs(secs),
     }
 }
 
-/// Queues the case of `lease_id`, closed at `ctx.height`.
+/// Queues the case of `lease_id`, closed in the block of `ctx`.
 pub(crate) fn schedule_case(state: &mut impl StateWrite, ctx: &BlockCtx, lease_id: u64) {
-    if let Some(at) = after_retention(state, ctx.height) {
-        state.put(state_key::retire_case_queue(at, lease_id), &());
+    if let Some(due_ms) = after_retention(state, ctx) {
+        state.put(state_key::retire_case_queue(due_ms, lease_id), &());
     }
 }
 
-/// Queues the challenged mark of `order_id`, set at `ctx.height`.
+/// Queues the challenged mark of `order_id`, set in the block of `ctx`.
 pub(crate) fn schedule_challenged(state: &mut impl StateWrite, ctx: &BlockCtx, order_id: u64) {
-    if let Some(at) = after_retention(state, ctx.height) {
-        state.put(state_key::retire_challenged_queue(at, order_id), &());
+    if let Some(due_ms) = after_retention(state, ctx) {
+        state.put(state_key::retire_challenged_queue(due_ms, order_id), &());
     }
 }
 
-/// Runs the retirements due at `ctx.height`.
+/// Runs the retirements due by the block time of `ctx`.
 pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) {
-    for (key, lease_id) in state.verify_queue_due(state_key::retire_case_prefix(), ctx.height) {
+    for (key, lease_id) in state.verify_queue_due(state_key::retire_case_prefix(), ctx.time_ms) {
         state.delete(key);
         let Some(case) = state.case(lease_id) else {
             continue;
@@ -46,7 +48,7 @@ pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) {
         }
         state.delete(state_key::case(lease_id));
     }
-    let due = state.verify_queue_due(state_key::retire_challenged_prefix(), ctx.height);
+    let due = state.verify_queue_due(state_key::retire_challenged_prefix(), ctx.time_ms);
     for (key, order_id) in due {
         state.delete(key);
         if state.order(order_id).is_some() {

@@ -113,9 +113,10 @@ pub fn challenged_order(order_id: u64) -> String {
     format!("verify/challenged_orders/{order_id:020}")
 }
 
-/// Retirement queue of closed cases: borsh `()`, by the height it is due and the lease.
-pub fn retire_case_queue(height: u64, lease_id: u64) -> String {
-    format!("verify/retire_cases/{height:020}/{lease_id:020}")
+/// Retirement queue of closed cases: borsh `()`, by the block time it is due (ms since the
+/// Unix epoch) and the lease.
+pub fn retire_case_queue(due_ms: u64, lease_id: u64) -> String {
+    format!("verify/retire_cases/{due_ms:020}/{lease_id:020}")
 }
 
 /// Prefix of the case retirement queue.
@@ -123,9 +124,10 @@ pub fn retire_case_prefix() -> &'static str {
     "verify/retire_cases/"
 }
 
-/// Retirement queue of challenged-order marks: borsh `()`, by height and order.
-pub fn retire_challenged_queue(height: u64, order_id: u64) -> String {
-    format!("verify/retire_challenged/{height:020}/{order_id:020}")
+/// Retirement queue of challenged-order marks: borsh `()`, by the block time it is due (ms)
+/// and the order.
+pub fn retire_challenged_queue(due_ms: u64, order_id: u64) -> String {
+    format!("verify/retire_challenged/{due_ms:020}/{order_id:020}")
 }
 
 /// Prefix of the challenged-mark retirement queue.

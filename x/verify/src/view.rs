@@ -90,15 +90,16 @@ pub trait VerifyRead: StateRead {
             .collect()
     }
 
-    /// Entries of the height-keyed queue under `prefix` due at `height`: (key, id).
-    fn verify_queue_due(&self, prefix: &str, height: u64) -> Vec<(String, u64)> {
-        self.due_by_height::<()>(prefix, height)
+    /// Entries of the queue under `prefix` (keyed by a height, or by a block time in ms)
+    /// due by `now`: (key, id).
+    fn verify_queue_due(&self, prefix: &str, now: u64) -> Vec<(String, u64)> {
+        self.due_by::<()>(prefix, now)
             .into_iter()
             .filter_map(|(key, ())| {
                 let (at, id) = state_key::parse_queue_key(&key)?;
                 Some((at, key, id))
             })
-            .take_while(|(at, _, _)| *at <= height)
+            .take_while(|(at, _, _)| *at <= now)
             .map(|(_, key, id)| (key, id))
             .collect()
     }
@@ -211,7 +212,7 @@ pub trait VerifyWrite: StateWrite {
     /// Pays out every unbonding whose completion height is at most `height`.
     fn release_matured_verifier_unbondings(&mut self, height: u64) -> Result<(), VerifyError> {
         let matured: Vec<(String, VerifierUnbonding)> = self
-            .due_by_height::<VerifierUnbonding>(state_key::unbonding_prefix(), height)
+            .due_by::<VerifierUnbonding>(state_key::unbonding_prefix(), height)
             .into_iter()
             .take_while(|(_, e)| e.completion_height <= height)
             .collect();

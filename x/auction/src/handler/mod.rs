@@ -54,6 +54,8 @@ mod message_tests;
 #[cfg(test)]
 mod receipt_tests;
 #[cfg(test)]
+mod retire_tests;
+#[cfg(test)]
 mod settlement_tests;
 #[cfg(test)]
 mod test_steps;

@@ -547,9 +547,9 @@ fn faulty_and_appealed_verdicts_are_not_spot_checked() {
 
 #[test]
 fn a_closed_order_leaves_nothing_in_state_a_retention_after_it_closed() {
-    // Retention 5: an audited, paid order, its bid, lease, case and indexes all go.
+    // Retention 5 s (a block a second here): an audited, paid order, its bid, lease, case and indexes all go.
     let auction = gpuchain_auction::AuctionParams {
-        retention_blocks: 5,
+        retention_secs: 5,
         ..auction_params()
     };
     let mut chain = Chain::with(auction, verify_params(), &VERIFIERS);
