@@ -576,3 +576,39 @@ async fn prompts_beginning_alike_read_that_beginning_once_and_get_the_same_answe
         "nothing kept with a budget of 0"
     );
 }
+
+/// Threads of process `pid` named `compute …` (the model's matrix products).
+fn compute_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            let comm = t.as_ref().map(|t| t.path().join("comm")).unwrap();
+            std::fs::read_to_string(comm).is_ok_and(|c| c.starts_with("compute "))
+        })
+        .count()
+}
+
+/// Providers sharing a host's cores split them with `--threads`: each endpoint computes on
+/// that many threads, and the answers do not depend on how many.
+#[tokio::test]
+async fn threads_set_how_many_threads_compute_and_answers_do_not_depend_on_them() {
+    let (one, one_base) = spawn(serve_smollm2(&["--threads", "1"]));
+    let (three, three_base) = spawn(serve_smollm2(&["--threads", "3"]));
+    let http = reqwest::Client::new();
+    for q in [
+        "What is the capital of France?",
+        "Name three colours of the rainbow.",
+    ] {
+        assert_eq!(
+            greedy_answer(&http, &one_base, q, 16).await,
+            greedy_answer(&http, &three_base, q, 16).await,
+            "{q}"
+        );
+    }
+    assert_eq!(compute_threads(one.0.id()), 1);
+    assert_eq!(compute_threads(three.0.id()), 3);
+    let refused = serve_smollm2(&["--threads", "0"]).output().unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("--threads"), "{said}");
+}

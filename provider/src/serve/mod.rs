@@ -66,6 +66,11 @@ pub(crate) struct ServeArgs {
     /// system message) read that beginning once; 0 turns it off.
     #[arg(long, env = "GPUCHAIN_PREFIX_CACHE_MB", default_value_t = 32)]
     prefix_cache_mb: usize,
+    /// Threads the models' matrix products run on; one per core by default. Providers that
+    /// share a host's cores should split them rather than all contend for every core
+    /// (docs/serving.md).
+    #[arg(long, env = "GPUCHAIN_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Serve chain leases: keep each lease's receipts, bodies and acknowledged batches in
     /// this directory (the provider agent claims from it). Needs --node and --operator.
     #[arg(long, requires_all = ["node", "operator"])]
@@ -138,6 +143,14 @@ fn dishonest(_: &ServeArgs) -> bool {
 }
 
 pub(crate) fn run(a: ServeArgs) -> Result<()> {
+    if let Some(threads) = a.threads {
+        // Before anything runs on the pool: the global pool is built once.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(threads))
+            .thread_name(|i| format!("compute {i}"))
+            .build_global()
+            .context("setting up the compute threads")?;
+    }
     let first = api_name(a.name.clone(), a.model.file_stem(), "--name")?;
     let mut offered = vec![(first.clone(), a.model.clone())];
     for (name, file) in &a.also_models {
