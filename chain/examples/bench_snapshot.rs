@@ -6,7 +6,8 @@
 //!
 //! Blocks of signed transfers run through FinalizeBlock + Commit; rounds alternate a few
 //! blocks with nothing beside them and a snapshot written in the background while blocks
-//! go on, and the block times of both sides are compared. Then the snapshot is restored into an empty store, chunk by chunk as
+//! go on, and the block times of both sides are compared, with the three slowest blocks'
+//! heights. Then the snapshot is restored into an empty store, chunk by chunk as
 //! the snapshot connection does (hash checks, tree rebuild, root check, write).
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a benchmark, not consensus code
@@ -91,6 +92,8 @@ fn main() -> anyhow::Result<()> {
     let mut pending: Option<(u64, Instant)> = None;
     let mut last_snapshot = 0;
     let mut since_quiet = 0;
+    // Every timed block: (height, seconds, whether a snapshot was being written).
+    let mut blocks_timed: Vec<(u64, f64, bool)> = Vec::new();
     for (b, txs) in block_txs.iter().enumerate() {
         let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
         let height = b as u64 + 1;
@@ -112,6 +115,7 @@ fn main() -> anyhow::Result<()> {
         }
         replay_secs += elapsed;
         timed += 1;
+        blocks_timed.push((height, elapsed, pending.is_some()));
         match pending {
             Some((at, started)) => {
                 writing.push(elapsed);
@@ -169,6 +173,14 @@ fn main() -> anyhow::Result<()> {
     let restore_secs = restore_start.elapsed().as_secs_f64();
 
     let per_block_replay = replay_secs / timed.max(1) as f64;
+    blocks_timed.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let slowest: Vec<serde_json::Value> = blocks_timed
+        .iter()
+        .take(3)
+        .map(|(h, secs, writing)| {
+            serde_json::json!({"height": h, "ms": (secs * 1e4).round() / 10.0, "writing": writing})
+        })
+        .collect();
     let ms = |v: f64| (v * 1e4).round() / 10.0;
     let worst = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     let spread = |v: &[f64]| {
@@ -195,6 +207,7 @@ fn main() -> anyhow::Result<()> {
             "writing_block_ms_median": ms(median(writing.clone())),
             "writing_block_ms_p10_p90": spread(&writing),
             "writing_block_ms_worst": ms(worst(&writing)),
+            "slowest_blocks": slowest,
             "restore_secs": (restore_secs * 1000.0).round() / 1000.0,
             "app_replay_ms_per_block": ms(per_block_replay),
             "app_replay_secs_for_10000_blocks": (per_block_replay * 10_000.0).round(),
