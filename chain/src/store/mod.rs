@@ -252,10 +252,17 @@ impl Store {
                     "genesis applied to a store already at height {}",
                     self.height
                 );
+                // The block's writes start from genesis: only what the block changed goes in
+                // its version. Rewriting the unchanged genesis entries would leave every
+                // genesis node and value stale at once, all pruned in one later commit.
+                let changed: Write = writes
+                    .into_iter()
+                    .filter(|(key, value)| genesis.get(key) != Some(value))
+                    .collect();
                 let tree = tree
                     .genesis(genesis_version(height)?, &genesis)?
-                    .block(height, &writes)?;
-                (tree, vec![genesis, writes])
+                    .block(height, &changed)?;
+                (tree, vec![genesis, changed])
             }
             None => (tree.block(height, &writes)?, vec![writes]),
         };

@@ -423,3 +423,31 @@ fn a_prefix_bound_is_the_least_key_after_the_prefix() {
     assert_eq!(prefix_successor(b"\xff"), Vec::<u8>::new());
     assert_eq!(prefix_successor(b""), Vec::<u8>::new());
 }
+
+/// Block 1's writes start from the genesis writes (the app executes it on top of them):
+/// only what the block changed goes in its version, so the genesis nodes and values are
+/// not all rewritten, and all pruned together once the proof window passes them.
+#[test]
+fn the_first_block_stores_only_what_it_changed_over_genesis() {
+    let stores = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let mut with_genesis = Store::open(stores[0].path()).unwrap();
+    let mut changes_only = Store::open(stores[1].path()).unwrap();
+    let mut superset = genesis();
+    superset.extend(writes(1));
+    let a = with_genesis.prepare(1, Some(genesis()), superset).unwrap();
+    let b = changes_only.prepare(1, Some(genesis()), writes(1)).unwrap();
+    assert_eq!(a.app_hash, b.app_hash);
+    with_genesis.commit(a).unwrap();
+    changes_only.commit(b).unwrap();
+    for family in [CF_NODES, CF_VALUES, CF_STALE] {
+        assert_eq!(
+            count(&with_genesis, family),
+            count(&changes_only, family),
+            "{family}"
+        );
+    }
+    assert_eq!(
+        with_genesis.state_at(1).unwrap(),
+        changes_only.state_at(1).unwrap()
+    );
+}
