@@ -45,6 +45,18 @@ fn serve_smollm2(options: &[&str]) -> Command {
     cmd
 }
 
+/// POSTs `body` to `url` as JSON, the text as given (so that malformed bodies can be sent).
+fn post_json(
+    http: &reqwest::Client,
+    url: String,
+    body: String,
+) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> {
+    http.post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+}
+
 /// Asks `base` one greedy chat question of at most `max_tokens` tokens; the answer's text
 /// (the request must succeed).
 async fn greedy_answer(
@@ -55,13 +67,13 @@ async fn greedy_answer(
 ) -> String {
     let body = json!({"model": "smollm2", "temperature": 0, "max_tokens": max_tokens,
                       "messages": [{"role": "user", "content": question}]});
-    let r = http
-        .post(format!("{base}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        http,
+        format!("{base}/v1/chat/completions"),
+        body.to_string(),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 200);
     let answer: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     answer["choices"][0]["message"]["content"]
@@ -100,12 +112,7 @@ fn question(stream: bool, max_tokens: u32) -> Value {
 async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve() {
     let (_server, base) = start();
     let http = reqwest::Client::new();
-    let post = |body: String| {
-        http.post(format!("{base}/v1/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-    };
+    let post = |body: String| post_json(&http, format!("{base}/v1/chat/completions"), body);
 
     let models: Value =
         serde_json::from_str(&get_text(&http, &format!("{base}/v1/models")).await).unwrap();
@@ -201,12 +208,8 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
     }
 
     // Text completions: the prompt read as plain text and continued, whole or streamed.
-    let complete = |body: Value| {
-        http.post(format!("{base}/v1/completions"))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let complete =
+        |body: Value| post_json(&http, format!("{base}/v1/completions"), body.to_string());
     let prompt = json!({"model": "smollm2", "prompt": "The capital of France is",
                         "temperature": 0, "max_tokens": 8});
     let r = complete(prompt.clone()).await.unwrap();
@@ -243,12 +246,7 @@ async fn the_openai_chat_api_answers_streams_and_turns_away_what_it_cannot_serve
         "A cat is sitting on a rug.",
         "Stock markets fell today.",
     ];
-    let embed = |body: Value| {
-        http.post(format!("{base}/v1/embeddings"))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-    };
+    let embed = |body: Value| post_json(&http, format!("{base}/v1/embeddings"), body.to_string());
     let r = embed(json!({"model": "minilm", "input": sentences}))
         .await
         .unwrap();
@@ -406,10 +404,11 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
     let ask = |model: &str, stream: bool, max_tokens: u32| {
         let mut body = question(stream, max_tokens);
         body["model"] = json!(model);
-        http.post(format!("{base}/v1/chat/completions"))
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
+        post_json(
+            &http,
+            format!("{base}/v1/chat/completions"),
+            body.to_string(),
+        )
     };
 
     let models: Value =
@@ -453,13 +452,13 @@ async fn models_load_when_asked_for_and_the_idle_one_makes_room_under_the_budget
     // its memory: retry, at once.
     let counting = json!({"model": "a", "prompt": "1, 2, 3, 4, 5, 6, 7, 8, 9, 10,",
                           "max_tokens": 400, "temperature": 0, "stream": true});
-    let busy = http
-        .post(format!("{base}/v1/completions"))
-        .header("content-type", "application/json")
-        .body(counting.to_string())
-        .send()
-        .await
-        .unwrap();
+    let busy = post_json(
+        &http,
+        format!("{base}/v1/completions"),
+        counting.to_string(),
+    )
+    .await
+    .unwrap();
     assert_eq!(busy.status(), 200);
     let mut stream = busy.bytes_stream();
     stream.next().await.unwrap().unwrap();
