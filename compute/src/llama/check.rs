@@ -18,7 +18,6 @@ use gpuchain_jobspec::{InferenceSpec, Sampling};
 
 use super::generate::{draw, generated_len, row_rng, top_k_weights};
 use super::job::{burn_backend, load};
-use super::model::LlamaConfig;
 use crate::blob::BlobStore;
 use crate::compare::{Metrics, Verdict};
 use crate::models::burn_io::values;
@@ -102,9 +101,8 @@ pub fn check_generation(
             judge(row, &logits, shape.vocab_size as usize);
         }
     } else {
-        let cfg = LlamaConfig::from_shape(shape);
         crate::with_burn_backend!(burn_backend(backend), |B, device| {
-            let model = cfg.load::<B>(&job.params()?, &device)?;
+            let model = job.cfg.load::<B>(&job.params()?, &device)?;
             for group in job.same_length_groups(batch) {
                 let plen = prompts[group[0]].len();
                 // Each sequence: its prompt, then every candidate token but the last.

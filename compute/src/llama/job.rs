@@ -19,6 +19,8 @@ use crate::{Backend, Error, JobOutput, Result};
 /// row each, see [`super::prompts`]) and the weights file.
 pub(super) struct Loaded<'a> {
     pub(super) shape: LlamaShape,
+    /// The decoder: the shape, and for a GGUF file its head size and rope scaling.
+    pub(super) cfg: LlamaConfig,
     pub(super) gen: &'a GenerationSpec,
     pub(super) prompts: Vec<Vec<u32>>,
     gguf: bool,
@@ -37,12 +39,11 @@ impl Loaded<'_> {
 
     /// The row decoder, with a GGUF file's quantised blocks kept as they are.
     pub(super) fn row_decoder(&self) -> Result<RowDecoder> {
-        let cfg = LlamaConfig::from_shape(&self.shape);
         if self.gguf {
             let file = Gguf::parse(&self.weights)?;
-            RowDecoder::new(cfg, &GgufWeights::new(&file, &self.shape))
+            RowDecoder::new(self.cfg.clone(), &GgufWeights::new(&file, &self.shape)?)
         } else {
-            RowDecoder::new(cfg, &Params::from_safetensors(&self.weights)?)
+            RowDecoder::new(self.cfg.clone(), &Params::from_safetensors(&self.weights)?)
         }
     }
 
@@ -84,6 +85,10 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
         .generation
         .as_ref()
         .ok_or_else(|| Error::BadInput("decoder jobs need generation settings".into()))?;
+    let cfg = match &file {
+        Some(f) => crate::gguf::llama::config(f)?,
+        None => LlamaConfig::from_shape(&shape),
+    };
     let prompts = read_prompts(&store.get(&s.input)?, file.as_ref())?;
     drop(file);
     if let Some(t) = gen.stop_tokens.iter().find(|t| **t >= shape.vocab_size) {
@@ -107,6 +112,7 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
     }
     Ok(Loaded {
         shape,
+        cfg,
         gen,
         prompts,
         gguf,
@@ -142,10 +148,9 @@ pub fn run_job(s: &InferenceSpec, store: &BlobStore, backend: Backend) -> Result
             out.extend(decoder.generate_rows(&rows, new, &gen.sampling, &gen.stop_tokens));
         }
     } else {
-        let cfg = LlamaConfig::from_shape(&job.shape);
         out = vec![0; job.prompts.len() * new];
         crate::with_burn_backend!(burn_backend(backend), |B, device| {
-            let model = cfg.load::<B>(&job.params()?, &device)?;
+            let model = job.cfg.load::<B>(&job.params()?, &device)?;
             for group in job.same_length_groups(batch) {
                 let prompts: Vec<u32> = group
                     .iter()

@@ -6,7 +6,8 @@ use burn::prelude::*;
 use burn::tensor::activation::{silu, softmax};
 use gpuchain_jobspec::LlamaShape;
 
-use super::layers::{rope, RmsNorm};
+use super::layers::{rope, rope_frequencies, RmsNorm};
+use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::burn_io::{load_linear, tensor};
 use crate::models::init::SplitMix64;
 use crate::params::Params;
@@ -32,6 +33,11 @@ pub struct LlamaConfig {
     pub rope_theta: f32,
     /// RMSNorm epsilon.
     pub eps: f32,
+    /// Values per attention head, where a checkpoint sets it; else `hidden / heads`.
+    pub head_size: Option<usize>,
+    /// Multiplier of positions in RoPE: 1 / the factor of linear rope scaling.
+    #[config(default = 1.0)]
+    pub rope_position_scale: f32,
 }
 
 impl LlamaConfig {
@@ -50,8 +56,29 @@ impl LlamaConfig {
         )
     }
 
-    fn head_dim(&self) -> usize {
-        self.hidden / self.heads
+    /// Values per attention head.
+    pub fn head_dim(&self) -> usize {
+        self.head_size.unwrap_or(self.hidden / self.heads.max(1))
+    }
+
+    /// Each rotated pair's frequency (see [`rope_frequencies`]), with the per-pair factors of
+    /// Llama 3.1's rope scaling when the weights hold them.
+    pub(super) fn rope_frequencies(&self, factors: Option<&[f32]>) -> crate::Result<Vec<f32>> {
+        let half = self.head_dim() / 2;
+        if let Some(f) = factors {
+            if f.len() != half || f.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+                return Err(crate::Error::BadWeights(format!(
+                    "rope factors: {half} positive values are needed, {} given",
+                    f.len()
+                )));
+            }
+        }
+        Ok(rope_frequencies(
+            self.head_dim(),
+            self.rope_theta,
+            factors,
+            self.rope_position_scale,
+        ))
     }
 }
 
@@ -62,6 +89,9 @@ pub struct DecoderLayer<B: Backend> {
     q: Linear<B>,
     k: Linear<B>,
     v: Linear<B>,
+    /// Qwen3's RMSNorm of each head's queries and keys, before RoPE.
+    q_norm: Option<RmsNorm<B>>,
+    k_norm: Option<RmsNorm<B>>,
     o: Linear<B>,
     mlp_norm: RmsNorm<B>,
     gate: Linear<B>,
@@ -78,7 +108,9 @@ pub struct Llama<B: Backend> {
     lm_head: Linear<B>,
     heads: usize,
     kv_heads: usize,
-    rope_theta: f32,
+    head_dim: usize,
+    /// Angular frequency of each rotated pair of a head.
+    rope_freqs: Vec<f32>,
 }
 
 /// Per-layer keys and values `[b, kv_heads, t, head_dim]` of the tokens seen so far.
@@ -110,11 +142,14 @@ fn norm_from<B: Backend>(
 impl LlamaConfig {
     /// Loads a decoder from Llama tensor names.
     pub fn load<B: Backend>(&self, p: &Params, device: &B::Device) -> crate::Result<Llama<B>> {
-        let (h, i, kv) = (
-            self.hidden,
-            self.intermediate,
-            self.kv_heads * self.head_dim(),
-        );
+        let (h, i, d) = (self.hidden, self.intermediate, self.head_dim());
+        let (q, kv) = (self.heads * d, self.kv_heads * d);
+        let head_norm = |name: String| {
+            p.tensors
+                .contains_key(&name)
+                .then(|| norm_from(p, &name, d, self.eps, device))
+                .transpose()
+        };
         let lin = |name: String, d_in, d_out| {
             load_linear(
                 LinearConfig::new(1, 1).with_bias(false).init(device),
@@ -136,10 +171,12 @@ impl LlamaConfig {
                     self.eps,
                     device,
                 )?,
-                q: lin(format!("{pre}.self_attn.q_proj"), h, h)?,
+                q: lin(format!("{pre}.self_attn.q_proj"), h, q)?,
                 k: lin(format!("{pre}.self_attn.k_proj"), h, kv)?,
                 v: lin(format!("{pre}.self_attn.v_proj"), h, kv)?,
-                o: lin(format!("{pre}.self_attn.o_proj"), h, h)?,
+                q_norm: head_norm(format!("{pre}.self_attn.q_norm.weight"))?,
+                k_norm: head_norm(format!("{pre}.self_attn.k_norm.weight"))?,
+                o: lin(format!("{pre}.self_attn.o_proj"), q, h)?,
                 mlp_norm: norm_from(
                     p,
                     &format!("{pre}.post_attention_layernorm.weight"),
@@ -172,7 +209,13 @@ impl LlamaConfig {
             },
             heads: self.heads,
             kv_heads: self.kv_heads,
-            rope_theta: self.rope_theta,
+            head_dim: d,
+            rope_freqs: self.rope_frequencies(
+                p.tensors
+                    .contains_key(ROPE_FACTORS)
+                    .then(|| p.get(ROPE_FACTORS, &[d / 2]))
+                    .transpose()?,
+            )?,
         })
     }
 }
@@ -262,37 +305,41 @@ impl<B: Backend> Llama<B> {
         let [b, s] = tokens.dims();
         let device = tokens.device();
         let mut x = self.embed.forward(tokens); // [b, s, h]
-        let h = x.dims()[2];
-        let dh = h / self.heads;
+        let dh = self.head_dim;
         let rep = self.heads / self.kv_heads;
         if let Some(c) = cache.as_deref_mut() {
             c.layers.resize_with(self.layers.len(), || None);
         }
+        // [b, s, heads × dh] → [b, heads, s, dh], each head's values normed (Qwen3) and rotated.
+        let heads_of = |z: Tensor<B, 3>, heads: usize, norm: Option<&RmsNorm<B>>, rotate: bool| {
+            let z = match norm {
+                Some(n) => n
+                    .forward(z.reshape([b, s * heads, dh]))
+                    .reshape([b, s, heads, dh]),
+                None => z.reshape([b, s, heads, dh]),
+            }
+            .swap_dims(1, 2);
+            if rotate {
+                rope(z, start, &self.rope_freqs)
+            } else {
+                z
+            }
+        };
         for (l, layer) in self.layers.iter().enumerate() {
             let a = layer.attn_norm.forward(x.clone());
-            let q = rope(
-                layer
-                    .q
-                    .forward(a.clone())
-                    .reshape([b, s, self.heads, dh])
-                    .swap_dims(1, 2),
-                start,
-                self.rope_theta,
+            let q = heads_of(
+                layer.q.forward(a.clone()),
+                self.heads,
+                layer.q_norm.as_ref(),
+                true,
             ); // [b, H, s, dh]
-            let mut k = rope(
-                layer
-                    .k
-                    .forward(a.clone())
-                    .reshape([b, s, self.kv_heads, dh])
-                    .swap_dims(1, 2),
-                start,
-                self.rope_theta,
+            let mut k = heads_of(
+                layer.k.forward(a.clone()),
+                self.kv_heads,
+                layer.k_norm.as_ref(),
+                true,
             ); // [b, KV, s, dh]
-            let mut v = layer
-                .v
-                .forward(a)
-                .reshape([b, s, self.kv_heads, dh])
-                .swap_dims(1, 2);
+            let mut v = heads_of(layer.v.forward(a), self.kv_heads, None, false);
             if let Some(c) = cache.as_deref_mut() {
                 if let Some((pk, pv)) = c.layers[l].take() {
                     k = Tensor::cat(vec![pk, k], 2);
@@ -316,7 +363,7 @@ impl<B: Backend> Llama<B> {
             let ctx = softmax(scores, 3)
                 .matmul(expand(v))
                 .swap_dims(1, 2)
-                .reshape([b, s, h]); // [b, s, h]
+                .reshape([b, s, self.heads * dh]); // [b, s, H × dh]
             x = x + layer.o.forward(ctx);
             let m = layer.mlp_norm.forward(x.clone());
             x = x + layer

@@ -41,7 +41,8 @@ fn is_token_ids(input: &[u8]) -> bool {
 }
 
 /// The prompts of `input`, one id row each: token ids as they are, text through the
-/// tokenizer and chat template of `gguf` (text needs a GGUF model, whose file holds them).
+/// tokenizer and chat format of `gguf` (text needs a GGUF model, whose file holds them),
+/// after its BOS token where the file asks for one.
 pub(crate) fn read_prompts(input: &[u8], gguf: Option<&Gguf<'_>>) -> Result<Vec<Vec<u32>>> {
     if is_token_ids(input) {
         return token_rows(input);
@@ -62,18 +63,14 @@ pub(crate) fn read_prompts(input: &[u8], gguf: Option<&Gguf<'_>>) -> Result<Vec<
     if items.is_empty() {
         return Err(Error::BadInput("the input holds no prompts".into()));
     }
-    let template = gguf::tokenizer::tokenizer(file)?;
-    let plain = gguf::tokenizer::plain_tokenizer(file)?;
+    let chat = gguf::ChatTemplate::of(file)?;
     items
         .iter()
         .enumerate()
         .map(|(i, item)| {
             let ids = match item {
-                TextPrompt::Plain(text) => plain
-                    .encode(text.as_str(), false)
-                    .map(|e| e.get_ids().to_vec())
-                    .map_err(|e| Error::BadInput(format!("tokenizing: {e}")))?,
-                TextPrompt::Chat(chat) => chat_row(chat, &template, &plain)?,
+                TextPrompt::Plain(text) => chat.text_ids(text)?,
+                TextPrompt::Chat(messages) => chat_row(messages, &chat)?,
             };
             if ids.is_empty() {
                 return Err(Error::BadInput(format!("prompt {i} is empty")));
@@ -87,13 +84,9 @@ pub(crate) fn read_prompts(input: &[u8], gguf: Option<&Gguf<'_>>) -> Result<Vec<
         })
 }
 
-/// A chat's ids: its messages in the chat template, each message's content read as plain
-/// text so that none can open or close a turn.
-fn chat_row(
-    chat: &Chat,
-    template: &tokenizers::Tokenizer,
-    plain: &tokenizers::Tokenizer,
-) -> Result<Vec<u32>> {
+/// A chat's ids: its messages in the model's chat format, each message's content read as
+/// plain text so that none can open or close a turn.
+fn chat_row(chat: &Chat, template: &gguf::ChatTemplate) -> Result<Vec<u32>> {
     if chat.messages.is_empty() {
         return Err(Error::BadInput("a chat has no messages".into()));
     }
@@ -103,7 +96,7 @@ fn chat_row(
         .iter()
         .map(|m| (m.role.as_str(), m.content.as_str()))
         .collect();
-    gguf::chat_ids(template, plain, &messages)
+    template.ids(&messages)
 }
 
 /// The rows of a `GCT1` u32 `[n, prompt_len]` tensor.

@@ -17,6 +17,7 @@ use gpuchain_kernels as kernels;
 use super::generate::{pick_token, row_rng};
 use super::matrix::Matrix;
 use super::model::LlamaConfig;
+use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::init::SplitMix64;
 use crate::params::Params;
 use crate::Result;
@@ -26,6 +27,13 @@ struct Layer {
     q: Matrix,
     k: Matrix,
     v: Matrix,
+    /// Q, K and V biases (Qwen2), where the checkpoint has them.
+    q_bias: Option<Vec<f32>>,
+    k_bias: Option<Vec<f32>>,
+    v_bias: Option<Vec<f32>>,
+    /// RMSNorm of each head's queries and keys before RoPE (Qwen3), where it has them.
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
     o: Matrix,
     mlp_norm: Vec<f32>,
     gate: Matrix,
@@ -67,6 +75,8 @@ pub struct RowDecoder {
     norm: Vec<f32>,
     /// `None`: tied to `embed`.
     lm_head: Option<Matrix>,
+    /// Angular frequency of each rotated pair of a head.
+    rope_freqs: Vec<f32>,
 }
 
 /// Keys and values of one sequence, per layer: `[t, kv_heads × head_dim]`.
@@ -116,12 +126,12 @@ fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
     x.iter().zip(weight).map(|(v, w)| v * scale * w).collect()
 }
 
-/// HF "rotate half" on each head of `x` (`heads × d`) at position `pos`.
-fn rope(x: &mut [f32], d: usize, pos: usize, theta: f32) {
+/// HF "rotate half" on each head of `x` (`heads × d`) at position `pos`, pair `j` at
+/// angular frequency `freqs[j]`.
+fn rope(x: &mut [f32], d: usize, pos: usize, freqs: &[f32]) {
     let half = d / 2;
     for head in x.chunks_exact_mut(d) {
-        for j in 0..half {
-            let freq = 1.0 / theta.powf((2 * j) as f32 / d as f32);
+        for (j, freq) in freqs.iter().enumerate().take(half) {
             let (sin, cos) = (pos as f32 * freq).sin_cos();
             let (a, b) = (head[j], head[j + half]);
             head[j] = a * cos - b * sin;
@@ -133,17 +143,25 @@ fn rope(x: &mut [f32], d: usize, pos: usize, theta: f32) {
 impl RowDecoder {
     /// The decoder of `cfg` from HuggingFace-named weights.
     pub fn new(cfg: LlamaConfig, w: &impl DecoderWeights) -> Result<RowDecoder> {
-        let (h, i) = (cfg.hidden, cfg.intermediate);
-        let kv = cfg.kv_heads * (h / cfg.heads.max(1));
+        let (h, i, d) = (cfg.hidden, cfg.intermediate, cfg.head_dim());
+        let (q, kv) = (cfg.heads * d, cfg.kv_heads * d);
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
             let name = |s: &str| format!("model.layers.{l}.{s}.weight");
+            let optional =
+                |name: String, len| w.has(&name).then(|| w.vector(&name, len)).transpose();
+            let bias = |s: &str| optional(format!("model.layers.{l}.{s}.bias"), kv);
             layers.push(Layer {
                 attn_norm: w.vector(&name("input_layernorm"), h)?,
-                q: w.matrix(&name("self_attn.q_proj"), h, h)?,
+                q: w.matrix(&name("self_attn.q_proj"), q, h)?,
                 k: w.matrix(&name("self_attn.k_proj"), kv, h)?,
                 v: w.matrix(&name("self_attn.v_proj"), kv, h)?,
-                o: w.matrix(&name("self_attn.o_proj"), h, h)?,
+                q_bias: optional(format!("model.layers.{l}.self_attn.q_proj.bias"), q)?,
+                k_bias: bias("self_attn.k_proj")?,
+                v_bias: bias("self_attn.v_proj")?,
+                q_norm: optional(name("self_attn.q_norm"), d)?,
+                k_norm: optional(name("self_attn.k_norm"), d)?,
+                o: w.matrix(&name("self_attn.o_proj"), h, q)?,
                 mlp_norm: w.vector(&name("post_attention_layernorm"), h)?,
                 gate: w.matrix(&name("mlp.gate_proj"), i, h)?,
                 up: w.matrix(&name("mlp.up_proj"), i, h)?,
@@ -155,7 +173,13 @@ impl RowDecoder {
         } else {
             None
         };
+        let factors = if w.has(ROPE_FACTORS) {
+            Some(w.vector(ROPE_FACTORS, d / 2)?)
+        } else {
+            None
+        };
         Ok(RowDecoder {
+            rope_freqs: cfg.rope_frequencies(factors.as_deref())?,
             embed: w.matrix("model.embed_tokens.weight", cfg.vocab, h)?,
             norm: w.vector("model.norm.weight", h)?,
             lm_head,
@@ -172,7 +196,11 @@ impl RowDecoder {
     /// Bytes the weights hold in memory.
     pub fn weight_bytes(&self) -> usize {
         let layer = |l: &Layer| {
-            (l.attn_norm.len() + l.mlp_norm.len()) * 4
+            let optional = [&l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm]
+                .iter()
+                .map(|v| v.as_ref().map_or(0, Vec::len))
+                .sum::<usize>();
+            (l.attn_norm.len() + l.mlp_norm.len() + optional) * 4
                 + [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]
                     .iter()
                     .map(|m| m.bytes())
@@ -193,7 +221,7 @@ impl RowDecoder {
 
     /// Values a layer's cache holds per token.
     pub(super) fn kv_width(&self) -> usize {
-        self.cfg.kv_heads * (self.cfg.hidden / self.cfg.heads.max(1))
+        self.cfg.kv_heads * self.cfg.head_dim()
     }
 
     /// [`Self::forward`], returning the logits after each of the last `keep[i]` tokens of
@@ -205,8 +233,8 @@ impl RowDecoder {
         keep: &[usize],
     ) -> Vec<Vec<f32>> {
         let c = &self.cfg;
-        let (h, d) = (c.hidden, c.hidden / c.heads);
-        let kv = c.kv_heads * d;
+        let (h, d) = (c.hidden, c.head_dim());
+        let (qw, kv) = (c.heads * d, c.kv_heads * d);
         let total: usize = steps.iter().map(|(t, _)| t.len()).sum();
         let mut x = vec![0.0f32; total * h];
         for (t, row) in steps
@@ -225,29 +253,48 @@ impl RowDecoder {
             let n = norm(&x, &w.attn_norm);
             let mut q = w.q.apply(&n);
             let mut k = w.k.apply(&n);
-            let v = w.v.apply(&n);
+            let mut v = w.v.apply(&n);
+            for (m, bias) in [
+                (&mut q, &w.q_bias),
+                (&mut k, &w.k_bias),
+                (&mut v, &w.v_bias),
+            ] {
+                if let Some(bias) = bias {
+                    for row in m.chunks_exact_mut(bias.len()) {
+                        row.iter_mut().zip(bias).for_each(|(a, b)| *a += b);
+                    }
+                }
+            }
+            for (m, weight) in [(&mut q, &w.q_norm), (&mut k, &w.k_norm)] {
+                if let Some(weight) = weight {
+                    for head in m.chunks_exact_mut(d) {
+                        let normed = rms_norm(head, weight, c.eps);
+                        head.copy_from_slice(&normed);
+                    }
+                }
+            }
             let mut attn = vec![0.0; q.len()];
             let mut first = 0;
             for (tokens, cache) in steps.iter_mut() {
                 let (t, start) = (tokens.len(), cache.k[l].len() / kv);
                 let rows = first..first + t;
                 first += t;
-                for (i, (qi, ki)) in q[rows.start * h..rows.end * h]
-                    .chunks_exact_mut(h)
+                for (i, (qi, ki)) in q[rows.start * qw..rows.end * qw]
+                    .chunks_exact_mut(qw)
                     .zip(k[rows.start * kv..rows.end * kv].chunks_exact_mut(kv))
                     .enumerate()
                 {
-                    rope(qi, d, start + i, c.rope_theta);
-                    rope(ki, d, start + i, c.rope_theta);
+                    rope(qi, d, start + i, &self.rope_freqs);
+                    rope(ki, d, start + i, &self.rope_freqs);
                 }
                 cache.k[l].extend_from_slice(&k[rows.start * kv..rows.end * kv]);
                 cache.v[l].extend_from_slice(&v[rows.start * kv..rows.end * kv]);
                 self.attend(
-                    &q[rows.start * h..rows.end * h],
+                    &q[rows.start * qw..rows.end * qw],
                     &cache.k[l],
                     &cache.v[l],
                     start,
-                    &mut attn[rows.start * h..rows.end * h],
+                    &mut attn[rows.start * qw..rows.end * qw],
                 );
             }
             let proj = w.o.apply(&attn);
@@ -276,12 +323,12 @@ impl RowDecoder {
         logits.chunks_exact(c.vocab).map(<[f32]>::to_vec).collect()
     }
 
-    /// Causal attention of one sequence's queries (`t × hidden`, at positions `start..`) over
-    /// its cached keys and values, into `out`.
+    /// Causal attention of one sequence's queries (`t × heads × head_dim`, at positions
+    /// `start..`) over its cached keys and values, into `out`.
     fn attend(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
         let c = &self.cfg;
-        let (h, d) = (c.hidden, c.hidden / c.heads);
-        let kv = c.kv_heads * d;
+        let d = c.head_dim();
+        let (h, kv) = (c.heads * d, c.kv_heads * d);
         let group = c.heads / c.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
         for (i, (qi, out)) in q.chunks_exact(h).zip(out.chunks_exact_mut(h)).enumerate() {

@@ -249,10 +249,7 @@ impl<'m> Answer<'m> {
             return State::Ended;
         }
         self.tokens.push(t);
-        let text = model
-            .template
-            .decode(&self.tokens, true)
-            .unwrap_or_default();
+        let text = model.text(&self.tokens);
         // A token can end inside a character; wait for the rest of it.
         if text.len() > self.sent && !text.ends_with('\u{FFFD}') && text.is_char_boundary(self.sent)
         {
@@ -275,10 +272,7 @@ impl<'m> Answer<'m> {
     /// The rest of the text (sent now) and the answer's end (to be sent by the caller),
     /// giving the slot back.
     fn finish(self, model: &Model, stats: &Stats) -> (mpsc::UnboundedSender<Piece>, Piece) {
-        let text = model
-            .template
-            .decode(&self.tokens, true)
-            .unwrap_or_default();
+        let text = model.text(&self.tokens);
         if text.len() > self.sent && text.is_char_boundary(self.sent) {
             let _ = self.tx.send(Piece::Text(text[self.sent..].to_string()));
         }
