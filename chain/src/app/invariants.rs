@@ -110,7 +110,7 @@ pub(crate) fn leases<S: StateRead>(s: &S) -> Result<(), String> {
     // Only closed orders wait for retirement, and nothing retired while funds or cases
     // depend on it: a queued order still present is closed with every lease final.
     for (key, ()) in s.prefix::<()>(gpuchain_auction::state_key::retire_queue_prefix()) {
-        let Some((_, id)) = gpuchain_auction::state_key::parse_queue_key(&key) else {
+        let Some(id) = gpuchain_types::queue_key_id(&key) else {
             return Err(format!("unreadable retirement entry {key}"));
         };
         if let Some(o) = s.order(id) {

@@ -4,7 +4,7 @@
 //! split the fee pool. Queues are keyed by height, so a skipped height is caught up.
 
 use gpuchain_staking::StakingWrite;
-use gpuchain_types::{BlockCtx, StateWrite};
+use gpuchain_types::{BlockCtx, StateReadExt, StateWrite};
 
 use crate::clearing::{clear, eligible_bids};
 use crate::escrow::{dispute_reserve, move_funds, refund};
@@ -20,7 +20,7 @@ use crate::{
 
 /// Runs the auction's end-block work for `ctx.height`. An error is a broken invariant.
 pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), AuctionError> {
-    for (key, order_id) in state.queue_due(state_key::clearing_queue_prefix(), ctx.height) {
+    for (key, order_id) in state.ids_due(state_key::clearing_queue_prefix(), ctx.height) {
         state.delete(key);
         if let Some(order) = state.order(order_id) {
             if order.state == OrderState::Open {
@@ -28,17 +28,17 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Auct
             }
         }
     }
-    for (key, order_id) in state.queue_due(state_key::reveal_queue_prefix(), ctx.height) {
+    for (key, order_id) in state.ids_due(state_key::reveal_queue_prefix(), ctx.height) {
         state.delete(key);
         close_reveal_window(state, ctx, order_id)?;
     }
-    for (key, lease_id) in state.queue_due(state_key::lease_timers_prefix(), ctx.height) {
+    for (key, lease_id) in state.ids_due(state_key::lease_timers_prefix(), ctx.height) {
         state.delete(key);
         if let Some(lease) = state.lease(lease_id) {
             fire_timer(state, ctx, lease)?;
         }
     }
-    for (key, order_id) in state.queue_due(state_key::retire_queue_prefix(), ctx.time_ms) {
+    for (key, order_id) in state.ids_due(state_key::retire_queue_prefix(), ctx.time_ms) {
         state.delete(key);
         retire::retire(state, order_id);
     }
@@ -161,7 +161,7 @@ fn too_few_bids(
         refund(state, &mut order, all, "too_few_bids")?;
         order.dispute_reserve = 0;
         order.state = OrderState::Expired;
-        retire::schedule(state, ctx, order.id)?;
+        retire::schedule(state, ctx, order.id);
         state.emit(
             OrderClosedEvent {
                 order_id: order.id,

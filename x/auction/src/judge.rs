@@ -575,7 +575,7 @@ pub(crate) fn finish<S: StateWrite>(
         refund(state, &mut order, unused, "unused_dispute_reserve")?;
         order.dispute_reserve = 0;
         order.state = OrderState::Settled;
-        crate::retire::schedule(state, ctx, order.id)?;
+        crate::retire::schedule(state, ctx, order.id);
         state.emit(
             OrderSettledEvent {
                 order_id: order.id,

@@ -7,23 +7,13 @@
 
 use gpuchain_types::{BlockCtx, StateWrite};
 
-use crate::{state_key, AuctionError, AuctionRead, AuctionWrite, OrderRetiredEvent};
+use crate::{state_key, AuctionRead, AuctionWrite, OrderRetiredEvent};
 
 /// Queues `order_id`, closed in the block of `ctx`, for retirement (nothing with retention 0).
-pub(crate) fn schedule(
-    state: &mut impl StateWrite,
-    ctx: &BlockCtx,
-    order_id: u64,
-) -> Result<(), AuctionError> {
-    let retention = state.auction_params().retention_secs;
-    if retention == 0 {
-        return Ok(());
+pub(crate) fn schedule(state: &mut impl StateWrite, ctx: &BlockCtx, order_id: u64) {
+    if let Some(due_ms) = ctx.retirement_due(state.auction_params().retention_secs) {
+        state.enqueue(state_key::retire_queue(due_ms, order_id));
     }
-    let due_ms = ctx
-        .time_after_secs(retention)
-        .ok_or(AuctionError::Overflow)?;
-    state.enqueue(state_key::retire_queue(due_ms, order_id));
-    Ok(())
 }
 
 /// Deletes a closed order and everything stored for it. An order that is not closed (a

@@ -178,14 +178,6 @@ pub fn rewards_prefix() -> &'static str {
     "auction/rewards/"
 }
 
-/// The height number in a queue key (`…/<height>/<id>`) and the id.
-pub fn parse_queue_key(key: &str) -> Option<(u64, u64)> {
-    let mut parts = key.rsplit('/');
-    let id = parts.next()?.parse().ok()?;
-    let height = parts.next()?.parse().ok()?;
-    Some((height, id))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,10 +233,13 @@ mod tests {
         assert!(!lease_by_order(1, 2).starts_with(leases_prefix()));
         assert!(bid(7, &a).starts_with(&bids_prefix(7)));
         assert!(!bid(17, &a).starts_with(&bids_prefix(1)));
-        assert_eq!(parse_queue_key(&clearing_queue(12, 34)), Some((12, 34)));
         assert_eq!(
-            parse_queue_key(&lease_timer(u64::MAX, 0)),
-            Some((u64::MAX, 0))
+            gpuchain_types::queue_key_id(&clearing_queue(12, 34)),
+            Some(34)
+        );
+        assert_eq!(
+            gpuchain_types::queue_key_id(&lease_timer(u64::MAX, 0)),
+            Some(0)
         );
     }
 }

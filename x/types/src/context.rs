@@ -28,6 +28,16 @@ impl BlockCtx {
             .and_then(|ms| self.time_ms.checked_add(ms))
     }
 
+    /// When something closed in this block retires under a retention of `retention_secs`
+    /// (block time in ms): `None` for retention 0, which keeps it for good, or past
+    /// `u64::MAX` ms, which parameter validation rules out and which keeps it too.
+    pub fn retirement_due(&self, retention_secs: u64) -> Option<u64> {
+        match retention_secs {
+            0 => None,
+            secs => self.time_after_secs(secs),
+        }
+    }
+
     /// A deterministic 32-byte draw for `purpose` and `subject` in this block.
     pub fn draw(&self, purpose: &str, subject: &[u8]) -> [u8; 32] {
         let mut hasher = blake3::Hasher::new();
@@ -48,5 +58,28 @@ impl BlockCtx {
             .map_or(0, |b| u64::from_be_bytes(*b));
         // PPM_ONE is a non-zero constant: the remainder always exists.
         first.checked_rem(u64::from(crate::PPM_ONE)).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retirement_comes_a_retention_of_block_time_later_and_never_for_zero_or_past_time() {
+        let ctx = BlockCtx {
+            height: 7,
+            chain_id: "t".into(),
+            entropy: [0; 32],
+            time_ms: 1_000,
+        };
+        assert_eq!(ctx.retirement_due(60), Some(61_000));
+        assert_eq!(ctx.retirement_due(0), None, "retention 0 keeps everything");
+        assert_eq!(ctx.retirement_due(u64::MAX), None, "past u64::MAX ms: kept");
+        let late = BlockCtx {
+            time_ms: u64::MAX - 500,
+            ..ctx
+        };
+        assert_eq!(late.retirement_due(1), None);
     }
 }

@@ -37,8 +37,8 @@ pub use event::{Event, EventAttr, EventSink, TypedEvent};
 pub use merkle::{key_hash, Blake3Hasher, PROOF_OP_TYPE};
 pub use ppm::{mul_ppm, Ppm, PPM_ONE};
 pub use state::{
-    layered_get, layered_prefix, layered_prefix_until, MemState, Overlay, StateRead, StateReadExt,
-    StateWrite, StateWriteExt, Write,
+    layered_get, layered_prefix, layered_prefix_until, queue_key_id, MemState, Overlay, StateRead,
+    StateReadExt, StateWrite, StateWriteExt, Write,
 };
 
 /// Amounts of the native token in its base unit, `ugpu` (1 GPU = 10^6 ugpu).

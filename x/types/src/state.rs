@@ -81,9 +81,27 @@ pub trait StateReadExt: StateRead {
             })
             .collect()
     }
+
+    /// The entries of a queue of unit values keyed `<prefix><due, 20 digits>/<id>` (see
+    /// [`StateReadExt::due_by`]) due by `now`: (key, id), in key order. A key that ends in no
+    /// id was not written by this chain's code: the node halts.
+    fn ids_due(&self, prefix: &str, now: u64) -> Vec<(String, u64)> {
+        self.due_by::<()>(prefix, now)
+            .into_iter()
+            .map(|(key, ())| match queue_key_id(&key) {
+                Some(id) => (key, id),
+                None => halt("queue key without an id", &key),
+            })
+            .collect()
+    }
 }
 
 impl<S: StateRead + ?Sized> StateReadExt for S {}
+
+/// The id that ends a queue key (`…/<due>/<id>`).
+pub fn queue_key_id(key: &str) -> Option<u64> {
+    key.rsplit('/').next()?.parse().ok()
+}
 
 /// Typed writes over any [`StateWrite`].
 pub trait StateWriteExt: StateWrite {

@@ -10,7 +10,9 @@
 
 use gpuchain_auction::settlement::hold_lease;
 use gpuchain_auction::{AuctionRead, LeaseState};
-use gpuchain_types::{mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateWrite, PPM_ONE};
+use gpuchain_types::{
+    mul_ppm, Address, Amount, BlockCtx, Ppm, StateRead, StateReadExt, StateWrite, PPM_ONE,
+};
 
 use crate::assign::{assign, assign_to, draw as draw_verifier};
 use crate::settle::{case_fee, pay_owed_fees, release, settle, slash_verifier, Offence};
@@ -23,7 +25,7 @@ use crate::{
 pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), VerifyError> {
     state.release_matured_verifier_unbondings(ctx.height)?;
     pay_owed_fees(state, ctx.height)?;
-    for (key, id) in state.verify_queue_due(state_key::challenge_expiry_prefix(), ctx.height) {
+    for (key, id) in state.ids_due(state_key::challenge_expiry_prefix(), ctx.height) {
         state.delete(key);
         if let Some(challenge) = state.challenge(id) {
             state.delete_challenge(&challenge);
@@ -40,7 +42,7 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Veri
             );
         }
     }
-    for (key, lease_id) in state.verify_queue_due(state_key::case_timers_prefix(), ctx.height) {
+    for (key, lease_id) in state.ids_due(state_key::case_timers_prefix(), ctx.height) {
         state.delete(key);
         let Some(mut case) = state.case(lease_id) else {
             continue;

@@ -5,17 +5,13 @@
 //! again a retention later; an open case is never touched.
 
 use gpuchain_auction::AuctionRead;
-use gpuchain_types::{BlockCtx, StateWrite, StateWriteExt};
+use gpuchain_types::{BlockCtx, StateReadExt, StateWrite, StateWriteExt};
 
 use crate::{state_key, CaseStage, VerifyRead};
 
-/// The block time, in ms, a retention after the block of `ctx` (`None`: retention 0, or a
-/// time past `u64::MAX` ms, which parameter validation rules out: kept).
+/// The block time, in ms, a retention after the block of `ctx` (`None`: kept).
 fn after_retention(state: &impl VerifyRead, ctx: &BlockCtx) -> Option<u64> {
-    match state.auction_params().retention_secs {
-        0 => None,
-        secs => ctx.time_after_secs(secs),
-    }
+    ctx.retirement_due(state.auction_params().retention_secs)
 }
 
 /// Queues the case of `lease_id`, closed in the block of `ctx`.
@@ -34,7 +30,7 @@ pub(crate) fn schedule_challenged(state: &mut impl StateWrite, ctx: &BlockCtx, o
 
 /// Runs the retirements due by the block time of `ctx`.
 pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) {
-    for (key, lease_id) in state.verify_queue_due(state_key::retire_case_prefix(), ctx.time_ms) {
+    for (key, lease_id) in state.ids_due(state_key::retire_case_prefix(), ctx.time_ms) {
         state.delete(key);
         let Some(case) = state.case(lease_id) else {
             continue;
@@ -48,7 +44,7 @@ pub(crate) fn run(state: &mut impl StateWrite, ctx: &BlockCtx) {
         }
         state.delete(state_key::case(lease_id));
     }
-    let due = state.verify_queue_due(state_key::retire_challenged_prefix(), ctx.time_ms);
+    let due = state.ids_due(state_key::retire_challenged_prefix(), ctx.time_ms);
     for (key, order_id) in due {
         state.delete(key);
         if state.order(order_id).is_some() {

@@ -135,14 +135,6 @@ pub fn retire_challenged_prefix() -> &'static str {
     "verify/retire_challenged/"
 }
 
-/// The height and id in a queue key (`…/<height>/<id>`).
-pub fn parse_queue_key(key: &str) -> Option<(u64, u64)> {
-    let mut parts = key.rsplit('/');
-    let id = parts.next()?.parse().ok()?;
-    let height = parts.next()?.parse().ok()?;
-    Some((height, id))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,10 +162,10 @@ mod tests {
         assert!(challenge(3).starts_with(challenges_prefix()));
         assert!(!challenge_expiry(1, 2).starts_with(challenges_prefix()));
         assert!(unbonding(1, 2).starts_with(unbonding_prefix()));
-        assert_eq!(parse_queue_key(&case_timer(12, 34)), Some((12, 34)));
+        assert_eq!(gpuchain_types::queue_key_id(&case_timer(12, 34)), Some(34));
         assert_eq!(
-            parse_queue_key(&unbonding(u64::MAX, 0)),
-            Some((u64::MAX, 0))
+            gpuchain_types::queue_key_id(&unbonding(u64::MAX, 0)),
+            Some(0)
         );
         assert!(params().starts_with("verify/"));
     }

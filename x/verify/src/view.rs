@@ -89,20 +89,6 @@ pub trait VerifyRead: StateRead {
             .map(|(_, u)| u)
             .collect()
     }
-
-    /// Entries of the queue under `prefix` (keyed by a height, or by a block time in ms)
-    /// due by `now`: (key, id).
-    fn verify_queue_due(&self, prefix: &str, now: u64) -> Vec<(String, u64)> {
-        self.due_by::<()>(prefix, now)
-            .into_iter()
-            .filter_map(|(key, ())| {
-                let (at, id) = state_key::parse_queue_key(&key)?;
-                Some((at, key, id))
-            })
-            .take_while(|(at, _, _)| *at <= now)
-            .map(|(_, key, id)| (key, id))
-            .collect()
-    }
 }
 
 impl<S: StateRead + ?Sized> VerifyRead for S {}

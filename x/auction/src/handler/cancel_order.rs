@@ -28,7 +28,7 @@ pub(super) fn execute(
     refund(state, &mut order, all, "cancelled")?;
     order.dispute_reserve = 0;
     order.state = OrderState::Cancelled;
-    crate::retire::schedule(state, ctx, order.id)?;
+    crate::retire::schedule(state, ctx, order.id);
     state.delete(state_key::clearing_queue(order.bid_end_height, order.id));
     state.put_order(&order);
     state.emit(
