@@ -92,8 +92,9 @@ fn main() -> anyhow::Result<()> {
     let mut pending: Option<(u64, Instant)> = None;
     let mut last_snapshot = 0;
     let mut since_quiet = 0;
-    // Every timed block: (height, seconds, whether a snapshot was being written).
-    let mut blocks_timed: Vec<(u64, f64, bool)> = Vec::new();
+    // Every timed block: (height, seconds, of them in FinalizeBlock, whether a snapshot was
+    // being written).
+    let mut blocks_timed: Vec<(u64, f64, f64, bool)> = Vec::new();
     for (b, txs) in block_txs.iter().enumerate() {
         let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
         let height = b as u64 + 1;
@@ -107,6 +108,7 @@ fn main() -> anyhow::Result<()> {
             misbehavior: &[],
             votes: &[],
         })?;
+        let finalized = start.elapsed().as_secs_f64();
         app.commit()?;
         let elapsed = start.elapsed().as_secs_f64();
         anyhow::ensure!(outcome.tx_results.iter().all(|r| r.code == 0));
@@ -115,7 +117,7 @@ fn main() -> anyhow::Result<()> {
         }
         replay_secs += elapsed;
         timed += 1;
-        blocks_timed.push((height, elapsed, pending.is_some()));
+        blocks_timed.push((height, elapsed, finalized, pending.is_some()));
         match pending {
             Some((at, started)) => {
                 writing.push(elapsed);
@@ -177,8 +179,14 @@ fn main() -> anyhow::Result<()> {
     let slowest: Vec<serde_json::Value> = blocks_timed
         .iter()
         .take(3)
-        .map(|(h, secs, writing)| {
-            serde_json::json!({"height": h, "ms": (secs * 1e4).round() / 10.0, "writing": writing})
+        .map(|(h, secs, finalized, writing)| {
+            serde_json::json!({
+                "height": h,
+                "ms": (secs * 1e4).round() / 10.0,
+                "finalize_ms": (finalized * 1e4).round() / 10.0,
+                "commit_ms": ((secs - finalized) * 1e4).round() / 10.0,
+                "writing": writing,
+            })
         })
         .collect();
     let ms = |v: f64| (v * 1e4).round() / 10.0;

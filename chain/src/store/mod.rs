@@ -493,7 +493,15 @@ fn column_families() -> impl Iterator<Item = ColumnFamilyDescriptor> {
         CF_LATEST, CF_NODES, CF_VALUES, CF_STALE, CF_WRITTEN, CF_DELETED, CF_META,
     ]
     .into_iter()
-    .map(|name| ColumnFamilyDescriptor::new(name, Options::default()))
+    .map(|name| {
+        let mut opts = Options::default();
+        // When the shared log passes its cap every family's memtable is switched at once; with
+        // RocksDB's default of two memtables a family whose previous one is still flushing
+        // (slower while a snapshot reads the whole state) stops the block's write until it
+        // is done: 0.9–1.4 s commits at a million accounts. Four let the write go on.
+        opts.set_max_write_buffer_number(4);
+        ColumnFamilyDescriptor::new(name, opts)
+    })
 }
 
 fn cf<'a>(db: &'a DB, name: &str) -> Result<&'a rocksdb::ColumnFamily> {
