@@ -128,10 +128,11 @@ def llama3_rope_factors(head_dim, theta, factor, low, high, original_context):
 
 def write(name, arch, *, vocab_pre, chat, hidden, ffn, layers, heads, kv_heads, head_dim, theta,
           bias=False, qk_norm=False, pair=False, rope_freqs=None, linear_scale=None,
-          separate_output=False, seed=0):
+          separate_output=False, seed=0, split_max_tensors=0):
     rng = np.random.default_rng(seed)
-    OUT.mkdir(parents=True, exist_ok=True)
-    w = GGUFWriter(OUT / name, arch)
+    out = OUT / "split" if split_max_tensors else OUT
+    out.mkdir(parents=True, exist_ok=True)
+    w = GGUFWriter(out / name, arch, split_max_tensors=split_max_tensors)
     w.add_name(name)
     vocab = tokenizer(w, vocab_pre, chat)
     w.add_context_length(128)
@@ -186,7 +187,7 @@ def write(name, arch, *, vocab_pre, chat, hidden, ffn, layers, heads, kv_heads, 
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    print(f"wrote {OUT / name}")
+    print(f"wrote {out / name}")
 
 
 write("llama3-rope.gguf", "llama", vocab_pre="llama-bpe", chat=LLAMA3, hidden=64, ffn=96, layers=2, heads=4,
@@ -195,5 +196,10 @@ write("llama3-rope.gguf", "llama", vocab_pre="llama-bpe", chat=LLAMA3, hidden=64
 write("qwen2-bias.gguf", "qwen2", vocab_pre="qwen2", chat=CHATML_DEFAULT_SYSTEM, hidden=64, ffn=96, layers=2, heads=4,
       kv_heads=2, head_dim=16, theta=1000.0, bias=True, linear_scale=2.0,
       separate_output=True, seed=2)
+# The same qwen2 file split into files of at most 12 tensors, as llama.cpp's gguf-split does
+# (qwen2-bias-00001-of-00003.gguf, …): the loader must read it as the whole file.
+write("qwen2-bias.gguf", "qwen2", vocab_pre="qwen2", chat=CHATML_DEFAULT_SYSTEM, hidden=64, ffn=96,
+      layers=2, heads=4, kv_heads=2, head_dim=16, theta=1000.0, bias=True, linear_scale=2.0,
+      separate_output=True, seed=2, split_max_tensors=12)
 write("qwen3-qk-norm.gguf", "qwen3", vocab_pre="qwen2", chat=CHATML, hidden=48, ffn=96, layers=2, heads=4,
       kv_heads=2, head_dim=24, theta=1000.0, qk_norm=True, seed=3)

@@ -13,9 +13,9 @@ use serde::Deserialize;
 
 pub use gpuchain_jobspec::AnswerRecord;
 
-use crate::gguf::{self, Gguf};
+use crate::gguf;
 use crate::llama::{first_unjustified, PrefixCache, RowDecoder};
-use crate::{Error, Result};
+use crate::Result;
 
 /// A loaded chat model and what requests need from its file.
 pub struct ChatModel {
@@ -40,11 +40,12 @@ pub struct ChatModel {
 pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 32 << 20;
 
 impl ChatModel {
-    /// Loads a GGUF file.
+    /// Loads a GGUF model: one file, or any file of a split model (all of its files are
+    /// read).
     pub fn load(file: &Path, name: String) -> Result<ChatModel> {
-        let bytes = std::fs::read(file)
-            .map_err(|e| Error::BadInput(format!("reading {}: {e}", file.display())))?;
-        let g = Gguf::parse(&bytes)?;
+        // Mapped, not read: the decoder copies its blocks out once (see `gguf::file`).
+        let mapped = gguf::GgufFile::open(file)?;
+        let g = mapped.parse()?;
         let shape = gguf::llama::shape(&g)?;
         let decoder = gguf::llama::row_decoder(&g)?;
         Ok(ChatModel {

