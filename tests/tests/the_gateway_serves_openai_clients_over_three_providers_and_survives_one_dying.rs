@@ -110,21 +110,20 @@ async fn the_gateway_serves_openai_clients_over_three_providers_and_survives_one
         })
         .collect();
 
-    // Kill the first provider while it is answering.
-    let victim = 0;
-    let series = format!(
-        "gpuchain_gateway_upstream_in_flight{{upstream=\"{}\"}}",
-        urls[victim]
-    );
-    let mut busy = false;
+    // Kill a provider while it is answering: the first the gateway is seen sending to (which
+    // one the router picks first depends on its probes, not on the order of the list).
+    let series = |u: &str| format!("gpuchain_gateway_upstream_in_flight{{upstream=\"{u}\"}}");
+    let mut victim = None;
     for _ in 0..200 {
-        if value(&metrics(&http, &base).await, &series) >= 1.0 {
-            busy = true;
+        let m = metrics(&http, &base).await;
+        victim = (0..urls.len()).find(|&i| value(&m, &series(&urls[i])) >= 1.0);
+        if victim.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(busy, "the load reaches the first provider");
+    let victim = victim.expect("the load reaches a provider");
+    let others: Vec<usize> = (0..urls.len()).filter(|&i| i != victim).collect();
     tokio::time::sleep(Duration::from_millis(300)).await; // mid-answer
     providers[victim].kill();
 
@@ -157,8 +156,9 @@ async fn the_gateway_serves_openai_clients_over_three_providers_and_survives_one
             )
         ) >= 1.0
     );
-    assert_eq!(up(&urls[1]), 1.0);
-    assert_eq!(up(&urls[2]), 1.0);
+    for &i in &others {
+        assert_eq!(up(&urls[i]), 1.0);
+    }
     assert_eq!(value(&m, "gpuchain_gateway_failed_total"), 0.0, "{m}");
 
     // One answer alone, its provider killed after its first words: the client still reads
@@ -173,7 +173,11 @@ async fn the_gateway_serves_openai_clients_over_three_providers_and_survives_one
             &format!("gpuchain_gateway_upstream_in_flight{{upstream=\"{u}\"}}"),
         )
     };
-    let answering = if in_flight(&urls[1]) >= 1.0 { 1 } else { 2 };
+    let answering = if in_flight(&urls[others[0]]) >= 1.0 {
+        others[0]
+    } else {
+        others[1]
+    };
     assert_eq!(in_flight(&urls[answering]), 1.0, "{m}");
     let cut_after = alone.text.clone();
     providers[answering].kill();
@@ -185,7 +189,7 @@ async fn the_gateway_serves_openai_clients_over_three_providers_and_survives_one
         resumed_before + 1.0,
         "{m}"
     );
-    let last = 3 - answering;
+    let last = others[0] + others[1] - answering;
 
     // Bad requests: OpenAI's errors, from the gateway or passed on from the provider.
     let post = |path: &str, body: String| {
