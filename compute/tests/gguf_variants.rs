@@ -4,6 +4,8 @@
 //! llama.cpp's greedy tokens and log-probabilities on them are in data/gguf/variants
 //! (scripts/gen-gguf-variants.py, then scripts/llama-cpp-anchor.mjs `reference`).
 
+mod common;
+
 use std::path::PathBuf;
 
 use burn::prelude::*;
@@ -14,7 +16,7 @@ use gpuchain_compute::gguf::{self, ChatTemplate, Gguf, Value};
 use gpuchain_compute::llama::{answer_texts, check_generation, generate, RowDecoder};
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor as Stored};
 use gpuchain_compute::{run_job, Backend};
-use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
+use gpuchain_jobspec::{JobSpec, Sampling};
 use serde::Deserialize;
 
 const VARIANTS: [&str; 3] = ["llama3-rope", "qwen2-bias", "qwen3-qk-norm"];
@@ -183,20 +185,9 @@ fn a_qwen2_gguf_runs_and_is_checked_as_a_market_job() {
     let dir = tempfile::tempdir().unwrap();
     let store = BlobStore::open(dir.path()).unwrap();
     let (prompt, greedy) = (&refs[1].prompt, &refs[1].greedy);
-    let spec = InferenceSpec {
-        arch: ModelArch::LlamaGguf,
-        weights: store.put(&bytes).unwrap(),
-        tokenizer: None,
-        input: store.put(&encode_u32(&[1, prompt.len()], prompt)).unwrap(),
-        batch_size: 1,
-        llama: None,
-        generation: Some(GenerationSpec {
-            max_new_tokens: greedy.len() as u32,
-            sampling: Sampling::Greedy,
-            stop_tokens: Vec::new(),
-        }),
-        tolerance: None,
-    };
+    let input = encode_u32(&[1, prompt.len()], prompt);
+    let new = greedy.len() as u32;
+    let spec = common::greedy_gguf_job(&store, &bytes, &input, 1, new, Vec::new());
     let out = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
     match decode(&out.bytes).unwrap() {
         Stored::U32 { data, .. } => assert_eq!(&data, greedy, "llama.cpp's greedy answer"),
@@ -404,20 +395,9 @@ fn a_llama_3_chat_job_starts_with_bos_and_answers_in_text() {
         { "messages": [{ "role": "user", "content": "What is the capital of France?" }] },
         "the 1234",
     ]);
-    let spec = InferenceSpec {
-        arch: ModelArch::LlamaGguf,
-        weights: store.put(&bytes).unwrap(),
-        tokenizer: None,
-        input: store.put(&serde_json::to_vec(&input).unwrap()).unwrap(),
-        batch_size: 2,
-        llama: None,
-        generation: Some(GenerationSpec {
-            max_new_tokens: 6,
-            sampling: Sampling::Greedy,
-            stop_tokens: vec![gguf::eos_token(&g).unwrap()],
-        }),
-        tolerance: None,
-    };
+    let input = serde_json::to_vec(&input).unwrap();
+    let stop = vec![gguf::eos_token(&g).unwrap()];
+    let spec = common::greedy_gguf_job(&store, &bytes, &input, 2, 6, stop);
     let out = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
     // The job read the chat and the text as the chat format writes them, BOS first.
     let decoder = gguf::llama::row_decoder(&g).unwrap();

@@ -23,7 +23,7 @@ use gpuchain_compute::llama::{
 };
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor};
 use gpuchain_compute::{run_job, Backend};
-use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling};
+use gpuchain_jobspec::{InferenceSpec, JobSpec, Sampling};
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1.0)
@@ -153,20 +153,8 @@ fn a_gguf_generation_job_runs_and_its_tokens_are_checked_by_teacher_forcing() {
         .to_vec();
     let dir = tempfile::tempdir().unwrap();
     let store = BlobStore::open(dir.path()).unwrap();
-    let spec = InferenceSpec {
-        arch: ModelArch::LlamaGguf,
-        weights: store.put(&bytes).unwrap(),
-        tokenizer: None,
-        input: store.put(&encode_u32(&[1, ids.len()], &ids)).unwrap(),
-        batch_size: 1,
-        llama: None,
-        generation: Some(GenerationSpec {
-            max_new_tokens: 8,
-            sampling: Sampling::Greedy,
-            stop_tokens: Vec::new(),
-        }),
-        tolerance: None,
-    };
+    let input = encode_u32(&[1, ids.len()], &ids);
+    let spec = common::greedy_gguf_job(&store, &bytes, &input, 1, 8, Vec::new());
     let job = JobSpec::Inference(spec.clone());
     assert_eq!(
         job.validate(),
@@ -213,20 +201,8 @@ fn a_chat_job_reads_text_prompts_of_any_length_and_answers_in_text() {
         ] },
         "The three primary colours are"
     ]);
-    let mut spec = InferenceSpec {
-        arch: ModelArch::LlamaGguf,
-        weights: store.put(&bytes).unwrap(),
-        tokenizer: None,
-        input: store.put(&serde_json::to_vec(&input).unwrap()).unwrap(),
-        batch_size: 2,
-        llama: None,
-        generation: Some(GenerationSpec {
-            max_new_tokens: 12,
-            sampling: Sampling::Greedy,
-            stop_tokens: vec![eos],
-        }),
-        tolerance: None,
-    };
+    let input = serde_json::to_vec(&input).unwrap();
+    let mut spec = common::greedy_gguf_job(&store, &bytes, &input, 2, 12, vec![eos]);
     let out = run_job(&JobSpec::Inference(spec.clone()), &store, Backend::Cpu).unwrap();
     let answers = answer_texts(&spec, &store, &out.bytes).unwrap().unwrap();
     assert_eq!(answers.len(), 3);

@@ -46,3 +46,30 @@ pub(crate) fn minilm_dir() -> PathBuf {
         .map(Path::to_path_buf)
         .unwrap_or_default()
 }
+
+/// A greedy `llama_gguf` generation job: `weights` and `input` stored in `store`, rows in
+/// batches of `batch_size`, `max_new_tokens` a row, ending at any of `stop_tokens`.
+#[allow(dead_code)] // not every test that shares this module runs GGUF jobs
+pub(crate) fn greedy_gguf_job(
+    store: &gpuchain_compute::blob::BlobStore,
+    weights: &[u8],
+    input: &[u8],
+    batch_size: u32,
+    max_new_tokens: u32,
+    stop_tokens: Vec<u32>,
+) -> gpuchain_jobspec::InferenceSpec {
+    gpuchain_jobspec::InferenceSpec {
+        arch: gpuchain_jobspec::ModelArch::LlamaGguf,
+        weights: store.put(weights).unwrap(),
+        tokenizer: None,
+        input: store.put(input).unwrap(),
+        batch_size,
+        llama: None,
+        generation: Some(gpuchain_jobspec::GenerationSpec {
+            max_new_tokens,
+            sampling: gpuchain_jobspec::Sampling::Greedy,
+            stop_tokens,
+        }),
+        tolerance: None,
+    }
+}
