@@ -439,6 +439,12 @@ fn a_split_model_is_mapped_from_all_its_files_and_runs_as_the_whole_file() {
         let name = split.join(format!("qwen2-bias-{part:05}-of-00003.gguf"));
         let mapped = gguf::GgufFile::open(&name).unwrap();
         assert_eq!(mapped.paths().len(), 3);
+        let on_disk: u64 = mapped
+            .paths()
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert_eq!(gguf::file::model_size(&name).unwrap() as u64, on_disk);
         let g = mapped.parse().unwrap();
         assert_eq!(
             g.tensors.len(),

@@ -42,6 +42,17 @@ pub fn model_files(path: &Path) -> Vec<PathBuf> {
     split_files(path).unwrap_or_else(|| vec![path.to_path_buf()])
 }
 
+/// Bytes of the model's files on disk (all of a split model's), from their metadata without
+/// opening them: what its weights take once loaded, as they stay in their 4/8-bit blocks.
+pub fn model_size(path: &Path) -> Result<usize> {
+    model_files(path).iter().try_fold(0usize, |total, file| {
+        let len = std::fs::metadata(file)
+            .map_err(|e| Error::BadInput(format!("{}: {e}", file.display())))?
+            .len();
+        Ok(total.saturating_add(usize::try_from(len).unwrap_or(usize::MAX)))
+    })
+}
+
 /// Maps `path` read-only.
 #[allow(unsafe_code)]
 fn map(path: &Path) -> Result<Mmap> {
@@ -67,16 +78,6 @@ impl GgufFile {
     /// The model's files, in order.
     pub fn paths(&self) -> &[PathBuf] {
         &self.paths
-    }
-
-    /// Bytes of all its files.
-    pub fn len(&self) -> usize {
-        self.maps.iter().map(|m| m.len()).sum()
-    }
-
-    /// Whether its files hold no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The parsed model over the mapped bytes.

@@ -103,15 +103,8 @@ impl ModelCache {
         if let Some(model) = self.hit(name) {
             return Ok(model); // loaded by another request meanwhile
         }
-        // The files' size is what the weights will take: they stay in their 4/8-bit blocks
-        // (a split model's files all count).
-        let mut need = 0usize;
-        for file in gpuchain_compute::gguf::file::model_files(&path) {
-            let len = std::fs::metadata(&file)
-                .map(|m| usize::try_from(m.len()).unwrap_or(usize::MAX))
-                .map_err(|e| Unavailable::Failed(format!("{}: {e}", file.display())))?;
-            need = need.saturating_add(len);
-        }
+        let need = gpuchain_compute::gguf::file::model_size(&path)
+            .map_err(|e| Unavailable::Failed(e.to_string()))?;
         self.make_room(need)?;
         let owned = name.to_string();
         let mut model = tokio::task::spawn_blocking(move || Model::load(&path, owned))
