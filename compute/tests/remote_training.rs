@@ -12,7 +12,7 @@ use gpuchain_compute::models::mlp;
 use gpuchain_compute::train::remote::{
     run_remote_worker, serve_coordinator, CoordinatorService, Submission,
 };
-use gpuchain_compute::train::{run_training, CanonicalGrad};
+use gpuchain_compute::train::{run_training, CanonicalGrad, TrainTask};
 use gpuchain_compute::Backend;
 use gpuchain_jobspec::{TrainingSpec, ValueBits, WeightsInit};
 
@@ -47,14 +47,16 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = BlobStore::open(dir.path().join("coordinator")).unwrap();
-    let service = CoordinatorService::new(&spec, &data, &init, store).unwrap();
+    let service =
+        CoordinatorService::new(&spec, TrainTask::digits(&data, init.clone()), store).unwrap();
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let (bound, server) = serve_coordinator(service.clone(), addr).await.unwrap();
     let url = format!("http://{bound}");
 
     let mut tasks = Vec::new();
     for index in 0..3u32 {
-        let (url, spec, data) = (url.clone(), spec.clone(), data.clone());
+        let (url, spec) = (url.clone(), spec.clone());
+        let task = TrainTask::digits(&data, init.clone());
         let store = BlobStore::open(dir.path().join(format!("worker{index}"))).unwrap();
         tasks.push(tokio::spawn(async move {
             let fetcher = BlobFetcher::with_policy(store, FetchPolicy::any_host()).unwrap();
@@ -62,7 +64,7 @@ async fn three_networked_workers_reproduce_the_single_process_transcript() {
                 &url,
                 &spec,
                 index,
-                &data,
+                &task,
                 Backend::Canonical,
                 &fetcher,
                 Duration::from_secs(120),
@@ -134,8 +136,12 @@ fn malformed_or_out_of_turn_submissions_change_nothing() {
     let data = Digits::builtin().unwrap();
     let init = mlp::init_params(3);
     let dir = tempfile::tempdir().unwrap();
-    let service =
-        CoordinatorService::new(&spec, &data, &init, BlobStore::open(dir.path()).unwrap()).unwrap();
+    let service = CoordinatorService::new(
+        &spec,
+        TrainTask::digits(&data, init.clone()),
+        BlobStore::open(dir.path()).unwrap(),
+    )
+    .unwrap();
     let before = service.status();
     let bad = |worker, round, update: Vec<u8>| Submission {
         worker,

@@ -3,7 +3,8 @@
 use gpuchain_compute::digits::Digits;
 use gpuchain_compute::models::mlp;
 use gpuchain_compute::train::{
-    run_training, worker::Worker, BurnGrad, CanonicalGrad, Coordinator, GradFn, UpdateMessage,
+    run_training, worker::Worker, Batch, BurnGrad, CanonicalGrad, Coordinator, GradFn,
+    UpdateMessage,
 };
 use gpuchain_jobspec::{TrainingSpec, ValueBits, WeightsInit};
 
@@ -187,10 +188,13 @@ fn training_is_reproducible_and_a_replaced_worker_resumes_exactly() {
 fn burn_gradient_stays_within_tolerance_of_the_canonical_gradient() {
     let data = Digits::builtin().unwrap();
     let p = mlp::init_params(3);
-    let (x, y) = (&data.pixels[..64 * 64], &data.labels[..64]);
-    let (l1, g1) = CanonicalGrad.loss_and_grad(&p, x, y).unwrap();
+    let batch = Batch::Digits {
+        x: data.pixels[..64 * 64].to_vec(),
+        labels: data.labels[..64].to_vec(),
+    };
+    let (l1, g1) = CanonicalGrad.loss_and_grad(&p, &batch).unwrap();
     let burn = BurnGrad::<gpuchain_compute::backend::CpuAutodiff>::new(Default::default());
-    let (l2, g2) = burn.loss_and_grad(&p, x, y).unwrap();
+    let (l2, g2) = burn.loss_and_grad(&p, &batch).unwrap();
     assert!((l1 - l2).abs() < 1e-4, "loss {l1} vs {l2}");
     let rel = gpuchain_compute::compare::rel_l2_ppm(&g2, &g1);
     assert!(rel < 100, "gradient rel L2 {rel} ppm");

@@ -41,11 +41,17 @@ pub(crate) fn estimate_seconds(job: &JobSpec) -> u64 {
     match job {
         JobSpec::Inference(s) => {
             let (base, per_mib) = match s.arch {
-                ModelArch::DigitsMlp | ModelArch::DigitsCnn => (1, 1),
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn | ModelArch::MiniLmClassifier => (1, 1),
                 ModelArch::MiniLmEmbedder => (5, 20),
                 ModelArch::LlamaDecoder | ModelArch::LlamaGguf => (10, 2),
             };
             base + per_mib * (mib(s.input.size) + mib(s.weights.size) / 10)
+        }
+        JobSpec::Training(t) if t.arch == ModelArch::MiniLmClassifier => {
+            // Encoding the shard once (about 40 sentences a second per MiB of dataset), then
+            // one layer forward and back per example of every local step.
+            let steps = u64::from(t.rounds) * u64::from(t.local_steps);
+            30 + 25 * mib(t.dataset.size) + steps * u64::from(t.batch_size) / 40
         }
         JobSpec::Training(t) => {
             let steps = u64::from(t.rounds) * u64::from(t.local_steps);

@@ -47,6 +47,9 @@ async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Res
         )
         .parent()
         .map(std::path::Path::to_path_buf),
+        // The fine-tuning order has its own test.
+        reviews_csv: None,
+        fine_tune_rounds: 0,
         smollm2_file: Some(fetched(default_smollm2_file(), "fetch-smollm2.sh", 2)),
         serve: true,
         // The official client against the gateway is the gateway test's part.

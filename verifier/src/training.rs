@@ -11,9 +11,8 @@
 use std::time::Instant;
 
 use gpuchain_compute::blob::BlobFetcher;
-use gpuchain_compute::digits::Digits;
 use gpuchain_compute::train::remote::{RoundStatus, Transcript};
-use gpuchain_compute::train::{audit_segment, initial_weights, CanonicalGrad, Coordinator};
+use gpuchain_compute::train::{audit_segment, Coordinator, TrainTask};
 use gpuchain_compute::Backend;
 use gpuchain_jobspec::{BlobRef, TrainingSpec};
 use gpuchain_verify::VerdictKind;
@@ -144,8 +143,8 @@ pub(crate) async fn audit(
     };
     // Rebuild the round's weights from the start by replaying every earlier round.
     let store = fetcher.store();
-    let init = initial_weights(spec, store).map_err(|e| e.to_string())?;
-    let mut coord = Coordinator::new(spec, &init);
+    let task = TrainTask::load(spec, store).map_err(|e| e.to_string())?;
+    let mut coord = Coordinator::new(spec, &task.init);
     for r in 0..round {
         let mut messages = Vec::new();
         for w in 0..spec.workers {
@@ -163,12 +162,9 @@ pub(crate) async fn audit(
         .ok_or_else(|| format!("no update of worker {}, round {round}", job.worker))?;
     let claimed = coordinator_blob(&base, &claimed, fetcher).await?;
     let fetch_seconds = fetch_seconds + start.elapsed().as_secs_f64();
-    let data = Digits::parse_gz(&store.get(&spec.dataset).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    let shard = data
-        .split()
-        .0
-        .shard(job.worker as usize, spec.workers as usize);
+    let shard = task.shard(job.worker, spec.workers);
+    // The digits MLP is audited on its canonical gradient, the classifier on the CPU one.
+    let grad = task.grad(Backend::Canonical);
     let (sp, max) = (spec.clone(), u64::from(job.spec.tolerance().rel_l2_ppm_max));
     let start = Instant::now();
     let report = tokio::task::spawn_blocking(move || {
@@ -179,7 +175,7 @@ pub(crate) async fn audit(
             &checkpoint,
             shard,
             &claimed,
-            &CanonicalGrad,
+            grad.as_ref(),
             max,
         )
     })

@@ -14,9 +14,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
-use gpuchain_compute::digits::Digits;
-use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService};
+use gpuchain_compute::train::TrainTask;
 use gpuchain_jobspec::{JobSpec, TrainingSpec};
 
 #[derive(Parser)]
@@ -74,9 +73,8 @@ async fn coordinate(
     if let gpuchain_jobspec::WeightsInit::Blob(b) = &spec.init {
         fetcher.fetch(b, &|_| {}).await?;
     }
-    let data = Digits::parse_gz(&store.get(&spec.dataset)?)?;
-    let init = initial_weights(&spec, &store)?;
-    let service = CoordinatorService::new(&spec, &data, &init, store)?;
+    let task = TrainTask::load(&spec, &store)?;
+    let service = CoordinatorService::new(&spec, task, store)?;
     let (bound, server) = serve_coordinator(service.clone(), listen).await?;
     eprintln!(
         "coordinator for {} workers × {} rounds on http://{bound}",

@@ -106,6 +106,10 @@ pub struct CpuEncoder {
 /// Where each sentence's tokens sit in a packed batch: `(first row, rows)`.
 type Spans = [(usize, usize)];
 
+/// Token states of sentences packed end to end (`[tokens, hidden]`, row-major), and where
+/// each sentence's rows are.
+pub type PackedStates = (Vec<f32>, Vec<(usize, usize)>);
+
 impl CpuEncoder {
     /// The encoder of `p` (HuggingFace BERT tensor names) with `cfg`'s shape.
     pub fn load(p: &Params, cfg: &BertConfig) -> Result<CpuEncoder> {
@@ -170,7 +174,24 @@ impl CpuEncoder {
     /// Unit-length embeddings `[sentences, hidden]`, row-major, of the token ids of each
     /// sentence (with `[CLS]`/`[SEP]`), encoded together as one batch.
     pub fn embed(&self, sentences: &[&[u32]]) -> Result<Vec<f32>> {
+        let (x, spans) = self.states(sentences, self.layers.len())?;
+        Ok(pool(&x, &spans, self.cfg.hidden))
+    }
+
+    /// Encoder layers.
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// The token states after the first `layers` encoder layers.
+    pub fn states(&self, sentences: &[&[u32]], layers: usize) -> Result<PackedStates> {
         let h = self.cfg.hidden;
+        if layers > self.layers.len() {
+            return Err(Error::BadInput(format!(
+                "{layers} layers asked of an encoder of {}",
+                self.layers.len()
+            )));
+        }
         let mut spans = Vec::with_capacity(sentences.len());
         let mut x = Vec::new();
         for ids in sentences {
@@ -198,10 +219,10 @@ impl CpuEncoder {
         }
         let eps = self.cfg.eps as f32;
         self.emb_norm.apply(&mut x, eps);
-        for layer in &self.layers {
+        for layer in &self.layers[..layers] {
             x = self.layer(layer, &x, &spans, eps);
         }
-        Ok(pool(&x, &spans, h))
+        Ok((x, spans))
     }
 
     fn layer(&self, l: &Layer, x: &[f32], spans: &Spans, eps: f32) -> Vec<f32> {

@@ -11,7 +11,7 @@ pub mod tokenize;
 
 mod job;
 
-pub use cpu::CpuEncoder;
+pub use cpu::{CpuEncoder, PackedStates};
 pub use job::{decode_sentences, embed, run_job, MAX_SENTENCES};
 pub use loaded::Embedder;
 pub use model::{BertConfig, BertEmbedder};

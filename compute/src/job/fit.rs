@@ -9,6 +9,15 @@ use crate::Backend;
 /// for one batch.
 pub fn estimate_memory_bytes(spec: &JobSpec) -> u64 {
     match spec {
+        JobSpec::Training(t) if t.arch == ModelArch::MiniLmClassifier => {
+            // The pretrained weights in three copies (file, tensors, encoder), and the frozen
+            // states of every sentence: 1.5 KiB a token, a token about 5 bytes of the JSON.
+            let weights = match &t.init {
+                gpuchain_jobspec::WeightsInit::Blob(b) => b.size,
+                gpuchain_jobspec::WeightsInit::Seed(_) => 0,
+            };
+            3 * weights + 320 * t.dataset.size + u64::from(t.batch_size) * (16 << 20)
+        }
         JobSpec::Training(t) => {
             let params = 10_000u64;
             params * 4 * 4 * u64::from(t.workers) + u64::from(t.batch_size) * 1024
@@ -16,7 +25,9 @@ pub fn estimate_memory_bytes(spec: &JobSpec) -> u64 {
         JobSpec::Inference(s) => {
             let batch = u64::from(s.batch_size);
             match s.arch {
-                ModelArch::DigitsMlp | ModelArch::DigitsCnn => 2 * s.weights.size + batch * 4096,
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn | ModelArch::MiniLmClassifier => {
+                    2 * s.weights.size + batch * 4096
+                }
                 ModelArch::MiniLmEmbedder => 2 * s.weights.size + batch * 512 * 384 * 4 * 16,
                 ModelArch::LlamaDecoder => match &s.llama {
                     Some(l) => {

@@ -13,9 +13,9 @@ use serde::Serialize;
 use super::compress::UpdateMessage;
 use super::coordinator::{weights_hash, RoundRecord};
 use super::grad::GradFn;
+use super::task::Examples;
 use super::worker::{step_batch, Worker};
 use crate::compare::rel_l2_ppm;
-use crate::digits::Digits;
 use crate::params::Params;
 use crate::{Error, Result};
 
@@ -50,7 +50,7 @@ pub fn audit_segment(
     record: &RoundRecord,
     weights: &Params,
     worker_checkpoint: &[u8],
-    shard: Digits,
+    shard: impl Into<Examples>,
     claimed: &[u8],
     grad: &dyn GradFn,
     max_rel_l2_ppm: u64,
@@ -61,6 +61,7 @@ pub fn audit_segment(
             record.round
         )));
     }
+    let shard: Examples = shard.into();
     let mut worker = Worker::resume(worker_checkpoint, shard.clone())?;
     let index = worker.state().index;
     let want = record
@@ -86,9 +87,9 @@ pub fn audit_segment(
     moved.unflatten(&after)?;
     let (mut loss_before, mut loss_after) = (0.0f32, 0.0f32);
     for step in 0..spec.local_steps {
-        let (x, y) = step_batch(spec, record.round, index, step, &shard);
-        loss_before += crate::canonical::mlp::loss_and_grad(weights, &x, &y)?.0;
-        loss_after += crate::canonical::mlp::loss_and_grad(&moved, &x, &y)?.0;
+        let batch = step_batch(spec, record.round, index, step, &shard);
+        loss_before += grad.loss_and_grad(weights, &batch)?.0;
+        loss_after += grad.loss_and_grad(&moved, &batch)?.0;
     }
     let n = spec.local_steps as f32;
     let (loss_before, loss_after) = (loss_before / n, loss_after / n);

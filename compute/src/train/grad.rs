@@ -1,17 +1,26 @@
-//! Loss-and-gradient functions for the digits MLP: the canonical one and a burn-autodiff one.
+//! Loss-and-gradient functions: the trait workers train with, and the digits MLP's two
+//! (the canonical one and a burn-autodiff one).
 
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
+use super::task::Batch;
 use crate::models::burn_io::{tensor, transpose, values};
 use crate::models::mlp::{DigitsMlp, CLASSES, HIDDEN, INPUT};
 use crate::params::Params;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Mean cross-entropy loss and its gradient, flat in [`Params::flatten`] order.
 pub trait GradFn {
     /// Loss and gradient on a minibatch.
-    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)>;
+    fn loss_and_grad(&self, p: &Params, batch: &Batch) -> Result<(f32, Vec<f32>)>;
+}
+
+fn digits(batch: &Batch) -> Result<(&[f32], &[u8])> {
+    match batch {
+        Batch::Digits { x, labels } => Ok((x, labels)),
+        Batch::Sentences(_) => Err(Error::Training("the digits MLP trains on images".into())),
+    }
 }
 
 /// The canonical, deterministic gradient ([`crate::canonical::mlp::loss_and_grad`]).
@@ -19,7 +28,8 @@ pub trait GradFn {
 pub struct CanonicalGrad;
 
 impl GradFn for CanonicalGrad {
-    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)> {
+    fn loss_and_grad(&self, p: &Params, batch: &Batch) -> Result<(f32, Vec<f32>)> {
+        let (x, labels) = digits(batch)?;
         crate::canonical::mlp::loss_and_grad(p, x, labels)
     }
 }
@@ -38,7 +48,8 @@ impl<B: AutodiffBackend> BurnGrad<B> {
 }
 
 impl<B: AutodiffBackend> GradFn for BurnGrad<B> {
-    fn loss_and_grad(&self, p: &Params, x: &[f32], labels: &[u8]) -> Result<(f32, Vec<f32>)> {
+    fn loss_and_grad(&self, p: &Params, batch: &Batch) -> Result<(f32, Vec<f32>)> {
+        let (x, labels) = digits(batch)?;
         let model = DigitsMlp::<B>::from_params(p, &self.device)?;
         let rows = labels.len();
         let xb = tensor::<B, 2>(x.to_vec(), [rows, INPUT], &self.device);

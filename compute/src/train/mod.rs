@@ -1,4 +1,5 @@
-//! Data-parallel training with compressed updates.
+//! Data-parallel training with compressed updates: the digits MLP from scratch, or
+//! all-MiniLM-L6-v2 fine-tuned as a sentence classifier ([`classifier`]).
 //!
 //! Each round, every worker starts from the round's weights, runs `H` local SGD steps on its
 //! shard and sends `w_round − w_local` (its *update*) compressed: top-k sparsification with
@@ -8,11 +9,14 @@
 //! weight hash and update hashes go into a transcript whose Merkle root is the job result.
 
 pub mod audit;
+pub mod classifier;
 pub mod compress;
 pub mod coordinator;
 pub mod grad;
 pub mod merkle;
 pub mod remote;
+pub mod sentences;
+pub mod task;
 pub mod worker;
 
 mod job;
@@ -23,6 +27,8 @@ pub use coordinator::{
     apply_broadcast, evaluate, Coordinator, RoundRecord, TrainReport, BROADCAST,
 };
 pub use grad::{BurnGrad, CanonicalGrad, GradFn};
-pub use job::{initial_weights, run_training, run_training_job};
+pub use job::{run_task, run_task_observed, run_training, run_training_job};
 pub use merkle::{merkle_proof, merkle_root, verify_proof};
+pub use sentences::{Example, SentenceDataset};
+pub use task::{Batch, Examples, TrainTask};
 pub use worker::Worker;

@@ -5,8 +5,7 @@ use gpuchain_jobspec::TrainingSpec;
 
 use super::compress::{density_ppm, quantize, top_k, UpdateMessage};
 use super::grad::GradFn;
-use crate::digits::{Digits, PIXELS};
-use crate::models::init::SplitMix64;
+use super::task::{Batch, Examples};
 use crate::params::Params;
 use crate::{Error, Result};
 
@@ -29,7 +28,7 @@ pub struct WorkerState {
 #[derive(Clone, Debug)]
 pub struct Worker {
     state: WorkerState,
-    shard: Digits,
+    shard: Examples,
 }
 
 /// What a round produced.
@@ -54,33 +53,25 @@ pub fn step_seed(seed: u64, round: u32, worker: u32, step: u32) -> u64 {
     u64::from_le_bytes(b.as_bytes()[..8].try_into().unwrap_or([0; 8]))
 }
 
-/// The minibatch worker `worker` trains on at `step` of `round`: `batch_size` rows of its
-/// shard drawn (with replacement) by a generator seeded with [`step_seed`]. Auditors use it
-/// to rebuild a worker's batches.
+/// The minibatch worker `worker` trains on at `step` of `round`: `batch_size` examples of
+/// its shard drawn (with replacement) by a generator seeded with [`step_seed`]. Auditors
+/// use it to rebuild a worker's batches.
 pub fn step_batch(
     spec: &TrainingSpec,
     round: u32,
     worker: u32,
     step: u32,
-    shard: &Digits,
-) -> (Vec<f32>, Vec<u8>) {
-    let batch = spec.batch_size as usize;
-    let mut rng = SplitMix64::new(step_seed(spec.seed, round, worker, step));
-    let (mut x, mut y) = (
-        Vec::with_capacity(batch * PIXELS),
-        Vec::with_capacity(batch),
-    );
-    for _ in 0..batch {
-        let i = rng.below(shard.len());
-        x.extend_from_slice(shard.image(i));
-        y.push(shard.labels[i]);
-    }
-    (x, y)
+    shard: &Examples,
+) -> Batch {
+    shard.sample(
+        step_seed(spec.seed, round, worker, step),
+        spec.batch_size as usize,
+    )
 }
 
 impl Worker {
     /// A fresh worker for a model of `numel` values.
-    pub fn new(index: u32, numel: usize, shard: Digits) -> Self {
+    pub fn new(index: u32, numel: usize, shard: impl Into<Examples>) -> Self {
         let zeros = vec![0.0; numel];
         Self {
             state: WorkerState {
@@ -88,7 +79,7 @@ impl Worker {
                 residual: zeros.clone(),
                 sgd_velocity: zeros,
             },
-            shard,
+            shard: shard.into(),
         }
     }
 
@@ -103,10 +94,13 @@ impl Worker {
     }
 
     /// A replacement worker resuming from a checkpoint.
-    pub fn resume(checkpoint: &[u8], shard: Digits) -> Result<Self> {
+    pub fn resume(checkpoint: &[u8], shard: impl Into<Examples>) -> Result<Self> {
         let state = WorkerState::try_from_slice(checkpoint)
             .map_err(|e| Error::Training(format!("worker checkpoint: {e}")))?;
-        Ok(Self { state, shard })
+        Ok(Self {
+            state,
+            shard: shard.into(),
+        })
     }
 
     /// Runs `local_steps` SGD steps from `weights` and returns the compressed update.
@@ -129,8 +123,8 @@ impl Worker {
         let mut flat = local.flatten();
         let mut loss_sum = 0.0f32;
         for step in 0..spec.local_steps {
-            let (x, y) = step_batch(spec, round, self.state.index, step, &self.shard);
-            let (loss, g) = grad.loss_and_grad(&local, &x, &y)?;
+            let batch = step_batch(spec, round, self.state.index, step, &self.shard);
+            let (loss, g) = grad.loss_and_grad(&local, &batch)?;
             loss_sum += loss;
             for i in 0..flat.len() {
                 self.state.sgd_velocity[i] = mu * self.state.sgd_velocity[i] + g[i];

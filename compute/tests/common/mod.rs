@@ -73,3 +73,9 @@ pub(crate) fn greedy_gguf_job(
         tolerance: None,
     }
 }
+
+/// The Rotten Tomatoes review snippets (`rotten-tomatoes/reviews.csv`).
+#[allow(dead_code)]
+pub(crate) fn reviews_csv() -> PathBuf {
+    cached("rotten-tomatoes/reviews.csv", "fetch-reviews.sh")
+}

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use gpuchain_compute::blob::{BlobFetcher, BlobStore};
-use gpuchain_compute::digits::Digits;
 use gpuchain_compute::train::remote::run_remote_worker;
+use gpuchain_compute::train::TrainTask;
 use gpuchain_compute::{fetch_job_blobs, run_job, Backend};
 use gpuchain_jobspec::{BlobHash, BlobRef, JobSpec, TrainingSpec};
 
@@ -45,10 +45,13 @@ pub(crate) async fn produce_training(
 ) -> Result<Produced, String> {
     let fetch_seconds = fetch(&JobSpec::Training(spec.clone()), &fetcher).await?;
     let store = fetcher.store().clone();
-    let data = store
-        .get(&spec.dataset)
-        .and_then(|gz| Digits::parse_gz(&gz))
-        .map_err(|e| format!("reading the dataset: {e}"))?;
+    let task = {
+        let (spec, store) = (spec.clone(), store.clone());
+        tokio::task::spawn_blocking(move || TrainTask::load(&spec, &store))
+            .await
+            .map_err(|e| format!("loading the training task: {e}"))?
+            .map_err(|e| format!("reading the dataset and weights: {e}"))?
+    };
     let start = Instant::now();
     // A round waits for the slowest worker; give the whole job a generous bound.
     let timeout = Duration::from_secs(60 + 30 * u64::from(spec.rounds));
@@ -56,7 +59,7 @@ pub(crate) async fn produce_training(
         &coordinator,
         &spec,
         index,
-        &data,
+        &task,
         backend,
         &fetcher,
         timeout,

@@ -86,6 +86,7 @@ pub(super) fn run(a: InitArgs) -> Result<()> {
                 ModelArch::MiniLmEmbedder,
                 ModelArch::LlamaDecoder,
                 ModelArch::LlamaGguf,
+                ModelArch::MiniLmClassifier,
             ],
             max_job_memory_mib: 0,
             min_exec_deadline_blocks: 5,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use gpuchain_tests::demo::{
-    default_minilm_dir, default_smollm2_file, has_minilm, run, DemoOptions,
+    default_minilm_dir, default_reviews_csv, default_smollm2_file, has_minilm, run, DemoOptions,
 };
 
 /// Runs the gpuchain market end to end on 127.0.0.1.
@@ -26,9 +26,15 @@ struct Args {
     /// 2-replica digits inference orders.
     #[arg(long, default_value_t = 2)]
     digits_orders: u32,
-    /// Skip the MiniLM embedding order even when the checkpoint is present.
+    /// Skip the MiniLM embedding and fine-tuning orders even when the checkpoint is present.
     #[arg(long)]
     no_embed: bool,
+    /// Skip fine-tuning MiniLM on review sentiment even when the snippets are present.
+    #[arg(long)]
+    no_fine_tune: bool,
+    /// Rounds of the fine-tuning order.
+    #[arg(long, default_value_t = 6)]
+    fine_tune_rounds: u32,
     /// Skip the SmolLM2 chat order even when the model is present.
     #[arg(long)]
     no_chat: bool,
@@ -51,12 +57,15 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let minilm = default_minilm_dir();
     let smollm2 = default_smollm2_file();
+    let reviews = default_reviews_csv();
     let serve = !args.no_serve && has_minilm(&minilm) && smollm2.exists();
     let opts = DemoOptions {
         validators: args.validators,
         with_cheater: args.with_cheater,
         training_rounds: args.rounds,
         digits_orders: args.digits_orders,
+        reviews_csv: (!args.no_fine_tune && reviews.exists()).then_some(reviews),
+        fine_tune_rounds: args.fine_tune_rounds,
         minilm_dir: (!args.no_embed && has_minilm(&minilm)).then_some(minilm),
         serve,
         // scripts/demo.sh sets it to the official client's environment.

@@ -10,10 +10,11 @@ use anyhow::{Context, Result};
 use gpuchain_auction::{AuctionMsg, MsgConfirmReceipt, MsgPostOrder};
 use gpuchain_compute::blob::{fetch_output, BlobStore, FetchPolicy, OutputLimits};
 use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
+use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::gguf::{self, Gguf};
 use gpuchain_compute::tensor_io::{decode, encode_f32, Tensor};
-use gpuchain_compute::train::initial_weights;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
+use gpuchain_compute::train::{SentenceDataset, TrainTask};
 use gpuchain_jobspec::{
     GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling, TrainingSpec, ValueBits,
     WeightsInit,
@@ -124,8 +125,8 @@ pub(crate) async fn train(
     };
     let store = BlobStore::open(m.dir.join("client").join("coordinator"))?;
     let data = Digits::parse_gz(DIGITS_CSV_GZ)?;
-    let init = initial_weights(&spec, &store)?;
-    let service = CoordinatorService::new(&spec, &data, &init, store)?;
+    let init = gpuchain_compute::models::mlp::init_params(7);
+    let service = CoordinatorService::new(&spec, TrainTask::digits(&data, init), store)?;
     let (_, server) = serve_coordinator(service.clone(), addr).await?;
     say(&format!(
         "client: training the digits MLP on 3 providers, {} rounds, top-1% updates with error \
@@ -165,6 +166,117 @@ pub(crate) async fn train(
         progress: service.transcript().progress,
         final_weights,
         transcript_root: hex::encode(coordinator.transcript_root()),
+    })
+}
+
+/// What the sentiment fine-tuning order showed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FineTuning {
+    /// The order's row in the summary.
+    pub row: JobRow,
+    /// Test accuracy of the pretrained encoder with the untrained (zero) head.
+    pub start_accuracy: f64,
+    /// Each round's loss, test accuracy and bytes.
+    pub progress: Vec<RoundProgress>,
+    /// The coordinator's transcript root.
+    pub transcript_root: String,
+}
+
+/// Fine-tunes all-MiniLM-L6-v2 as a sentiment classifier of the Rotten Tomatoes snippets
+/// over the three providers: the client tokenises the reviews into the job's dataset,
+/// serves the pretrained weights and the dataset from its blob host and coordinates the
+/// rounds; each provider is one worker.
+pub(crate) async fn fine_tune(
+    m: &Market,
+    minilm: &Path,
+    reviews: &Path,
+    rounds: u32,
+    w: &mut Watcher,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<FineTuning> {
+    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let weights = read(&minilm.join("model.safetensors"))?;
+    let tokenizer = SentenceTokenizer::from_bytes(&read(&minilm.join("tokenizer.json"))?)?;
+    let csv = String::from_utf8(read(reviews)?)?;
+    let data = SentenceDataset::from_reviews_csv(&csv, &tokenizer)?;
+    let dataset = data.to_bytes();
+    let store = BlobStore::open(m.dir.join("client").join("fine-tune"))?;
+    let mut spec = TrainingSpec {
+        arch: ModelArch::MiniLmClassifier,
+        init: WeightsInit::Blob(blob(
+            &weights,
+            m.host.put("minilm.safetensors", weights.clone()),
+        )),
+        dataset: blob(&dataset, m.host.put("reviews.json", dataset.clone())),
+        workers: 3,
+        rounds,
+        local_steps: 4,
+        batch_size: 16,
+        lr_ppm: 50_000,
+        momentum_ppm: 900_000,
+        topk_ppm: 10_000,
+        value_bits: ValueBits::B16,
+        error_feedback: true,
+        momentum_correction: true,
+        warmup_rounds: 0,
+        seed: 21,
+        tolerance: None,
+        coordinator_url: None,
+    };
+    say(&format!(
+        "client: fine-tuning all-MiniLM-L6-v2 on {} review snippets (sentiment, {} held out) \
+         over 3 providers, {rounds} rounds; encoding the test split first",
+        data.train.len(),
+        data.test.len()
+    ));
+    let task = {
+        let base = gpuchain_compute::params::Params::from_safetensors(&weights)?;
+        tokio::task::spawn_blocking(move || TrainTask::classifier(&base, data, false)).await??
+    };
+    let service = {
+        let spec = spec.clone();
+        tokio::task::spawn_blocking(move || CoordinatorService::new(&spec, task, store)).await??
+    };
+    let (addr, server) = serve_coordinator(service.clone(), "127.0.0.1:0".parse()?).await?;
+    spec.coordinator_url = Some(format!("http://{addr}"));
+    let start_accuracy = service.transcript().initial_accuracy;
+    say(&format!(
+        "client: pretrained encoder, untrained head: test accuracy {:.1}%; coordinator on \
+         http://{addr}",
+        start_accuracy * 100.0
+    ));
+    let id = post(m, order(JobSpec::Training(spec), 3, 40 * GPU, 600)).await?;
+    w.track(id, "fine-tuning: MiniLM sentiment, 3 workers");
+    let deadline = Instant::now() + Duration::from_secs(1200);
+    let mut printed = 0;
+    while !w.is_settled(id) {
+        let progress = service.transcript().progress;
+        for p in progress.iter().skip(printed) {
+            say(&format!(
+                "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>7} B up, {:>7} B down vs {:>8} B dense up",
+                p.round,
+                p.mean_loss,
+                p.test_accuracy * 100.0,
+                p.bytes_sent,
+                p.broadcast_bytes,
+                p.dense_bytes,
+            ));
+        }
+        printed = progress.len();
+        w.tick(say).await?;
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "fine-tuning order {id} did not settle"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let transcript_root = hex::encode(service.coordinator().transcript_root());
+    server.abort();
+    Ok(FineTuning {
+        row: w.row(id)?,
+        start_accuracy,
+        progress: service.transcript().progress,
+        transcript_root,
     })
 }
 

@@ -30,6 +30,7 @@ use gpuchain_client::ChainClient;
 
 pub use explorer::{explorer_path, ExplorerProcess};
 pub use gateway::{ServedLease, ServingReport};
+pub use jobs::FineTuning;
 pub use report::{DemoReport, JobRow, LeaseRow};
 
 use crate::{
@@ -52,6 +53,12 @@ pub struct DemoOptions {
     pub digits_orders: u32,
     /// all-MiniLM-L6-v2 checkpoint directory for an embedding order (none: skipped).
     pub minilm_dir: Option<PathBuf>,
+    /// The Rotten Tomatoes snippets (`scripts/fetch-reviews.sh`) for a fine-tuning order:
+    /// MiniLM (from `minilm_dir`) fine-tuned as a sentiment classifier over the three
+    /// providers (none, or no `minilm_dir`: skipped).
+    pub reviews_csv: Option<PathBuf>,
+    /// Rounds of the fine-tuning order.
+    pub fine_tune_rounds: u32,
     /// SmolLM2-135M-Instruct GGUF file for a chat order (none: skipped).
     pub smollm2_file: Option<PathBuf>,
     /// Serve SmolLM2 and MiniLM through the gateway over the three providers at the end
@@ -73,6 +80,8 @@ impl Default for DemoOptions {
             training_rounds: 30,
             digits_orders: 2,
             minilm_dir: None,
+            reviews_csv: None,
+            fine_tune_rounds: 6,
             smollm2_file: None,
             serve: false,
             openai_python: None,
@@ -294,11 +303,16 @@ async fn start_market(opts: &DemoOptions, say: &(dyn Fn(&str) + Sync)) -> Result
             // The cheater's wrong-model trick alters safetensors weights; it does not serve
             // GGUF models, so the chat order goes to an honest provider.
             archs: if cheat {
-                vec!["digits_mlp".into(), "mini_lm_embedder".into()]
+                vec![
+                    "digits_mlp".into(),
+                    "mini_lm_embedder".into(),
+                    "mini_lm_classifier".into(),
+                ]
             } else {
                 vec![
                     "digits_mlp".into(),
                     "mini_lm_embedder".into(),
+                    "mini_lm_classifier".into(),
                     "llama_gguf".into(),
                 ]
             },
@@ -380,6 +394,20 @@ where
     if let Some(dir) = &opts.minilm_dir {
         rows.extend(jobs::embed(&market, dir, &mut watcher, say).await?);
     }
+    let mut fine_tuning = None;
+    if let (Some(dir), Some(reviews)) = (&opts.minilm_dir, &opts.reviews_csv) {
+        let f = jobs::fine_tune(
+            &market,
+            dir,
+            reviews,
+            opts.fine_tune_rounds,
+            &mut watcher,
+            say,
+        )
+        .await?;
+        rows.push(f.row.clone());
+        fine_tuning = Some(f);
+    }
     let mut chat_answer = None;
     if let Some(file) = &opts.smollm2_file {
         let (row, answer) = jobs::chat(&market, file, &mut watcher, say).await?;
@@ -393,6 +421,7 @@ where
     say("every order settled; checking the books");
     let mut report = report::collect(&market, opts, rows, training, supply_start, started).await?;
     report.chat_answer = chat_answer;
+    report.fine_tuning = fine_tuning;
     report.serving = serving;
     let live = Live {
         explorer: market.explorer.as_ref().map(|e| e.url.clone()),
@@ -418,6 +447,13 @@ pub fn default_minilm_dir() -> PathBuf {
 /// Whether `dir` holds a usable checkpoint.
 pub fn has_minilm(dir: &Path) -> bool {
     dir.join("model.safetensors").exists() && dir.join("tokenizer.json").exists()
+}
+
+/// Where the demo keeps the Rotten Tomatoes snippets (fetched by scripts/fetch-reviews.sh).
+pub fn default_reviews_csv() -> PathBuf {
+    default_minilm_dir()
+        .with_file_name("rotten-tomatoes")
+        .join("reviews.csv")
 }
 
 /// Where the demo keeps SmolLM2-135M-Instruct (fetched by scripts/fetch-smollm2.sh).

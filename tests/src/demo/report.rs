@@ -29,6 +29,8 @@ pub struct LeaseRow {
     pub paid_after_secs: Option<f64>,
     /// Height the payment was released at.
     pub payout_height: Option<u64>,
+    /// The result hash the provider revealed (hex): for training, its transcript root.
+    pub result_hash: Option<String>,
 }
 
 /// One order in the summary.
@@ -98,6 +100,8 @@ pub struct DemoReport {
     pub client_balance: u128,
     /// Height of that proof.
     pub proven_at: u64,
+    /// What the sentiment fine-tuning order showed, when there was one.
+    pub fine_tuning: Option<super::jobs::FineTuning>,
     /// What SmolLM2 answered the chat order, when there was one.
     pub chat_answer: Option<String>,
     /// What serving through the gateway showed, when it ran.
@@ -214,12 +218,33 @@ pub(crate) async fn collect(
         wall_secs: started.elapsed().as_secs_f64(),
         logs: m.net.logs_dir().display().to_string(),
         chat_answer: None,
+        fine_tuning: None,
         serving: None,
     })
 }
 
 impl fmt::Display for DemoReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(t) = &self.fine_tuning {
+            let last = t.progress.last().map_or(0.0, |p| p.test_accuracy);
+            let up: u64 = t.progress.iter().map(|p| p.bytes_sent).sum();
+            let down: u64 = t.progress.iter().map(|p| 3 * p.broadcast_bytes).sum();
+            let dense: u64 = t.progress.iter().map(|p| p.dense_bytes).sum();
+            writeln!(
+                f,
+                "\nMiniLM fine-tuned on review sentiment over 3 providers: test accuracy {:.1}% \
+                 -> {:.1}% in {} rounds; {} B up + {} B down vs {} B dense each way ({:.0}x); \
+                 transcript root {}",
+                t.start_accuracy * 100.0,
+                last * 100.0,
+                t.progress.len(),
+                up,
+                down,
+                dense,
+                2.0 * dense as f64 / (up + down).max(1) as f64,
+                t.transcript_root
+            )?;
+        }
         if let Some(answer) = &self.chat_answer {
             writeln!(
                 f,

@@ -225,6 +225,7 @@ impl Watcher {
                     }),
                     paid_after_secs: t.paid_at.get(&l.id).map(|p| p.0),
                     payout_height: l.payout_height,
+                    result_hash: l.result_hash.map(hex::encode),
                 })
                 .collect(),
         })

@@ -88,6 +88,12 @@ pub enum SpecError {
         /// Job kind.
         kind: &'static str,
     },
+    /// A fine-tuning job without pretrained weights to start from.
+    #[error("{arch:?} fine-tunes pretrained weights: `init` must be a weights blob, not a seed")]
+    NeedsPretrainedWeights {
+        /// Architecture.
+        arch: ModelArch,
+    },
     /// Llama shape is inconsistent.
     #[error("llama shape is inconsistent: {0}")]
     BadLlamaShape(&'static str),

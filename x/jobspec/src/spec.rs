@@ -116,7 +116,9 @@ impl JobSpec {
         match self {
             JobSpec::Training(_) => JobKind::Training,
             JobSpec::Inference(s) => match s.arch {
-                ModelArch::DigitsMlp | ModelArch::DigitsCnn => JobKind::Logits,
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn | ModelArch::MiniLmClassifier => {
+                    JobKind::Logits
+                }
                 ModelArch::MiniLmEmbedder => JobKind::Embeddings,
                 ModelArch::LlamaDecoder | ModelArch::LlamaGguf => JobKind::Tokens,
             },

@@ -103,6 +103,12 @@ fn range(field: &'static str, value: u64, min: u64, max: u64) -> Result<()> {
 }
 
 fn validate_inference(s: &InferenceSpec) -> Result<()> {
+    if s.arch == ModelArch::MiniLmClassifier {
+        return Err(SpecError::UnsupportedArch {
+            arch: s.arch,
+            kind: "inference",
+        });
+    }
     check_blob("weights", &s.weights, MAX_WEIGHTS_BYTES)?;
     check_blob("input", &s.input, MAX_INPUT_BYTES)?;
     range("batch_size", s.batch_size.into(), 1, MAX_BATCH_SIZE.into())?;
@@ -258,11 +264,17 @@ fn validate_llama(l: &LlamaShape) -> Result<()> {
 }
 
 fn validate_training(s: &TrainingSpec) -> Result<()> {
-    if s.arch != ModelArch::DigitsMlp {
-        return Err(SpecError::UnsupportedArch {
-            arch: s.arch,
-            kind: "training",
-        });
+    match (s.arch, &s.init) {
+        (ModelArch::DigitsMlp, _) | (ModelArch::MiniLmClassifier, WeightsInit::Blob(_)) => {}
+        (arch @ ModelArch::MiniLmClassifier, WeightsInit::Seed(_)) => {
+            return Err(SpecError::NeedsPretrainedWeights { arch })
+        }
+        (arch, _) => {
+            return Err(SpecError::UnsupportedArch {
+                arch,
+                kind: "training",
+            })
+        }
     }
     if let WeightsInit::Blob(b) = &s.init {
         check_blob("weights", b, MAX_WEIGHTS_BYTES)?;

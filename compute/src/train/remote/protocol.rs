@@ -79,6 +79,9 @@ pub struct Transcript {
     pub updates: Vec<(u32, u32, BlobRef)>,
     /// Progress of each finished round.
     pub progress: Vec<RoundProgress>,
+    /// Test accuracy of the weights training started from.
+    #[serde(default)]
+    pub initial_accuracy: f64,
 }
 
 /// A [`RoundRecord`] with hex hashes, as sent over JSON.

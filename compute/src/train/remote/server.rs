@@ -16,9 +16,7 @@ use gpuchain_jobspec::{BlobRef, TrainingSpec};
 
 use super::protocol::{RoundProgress, RoundRecordJson, RoundStatus, Submission, Transcript};
 use crate::blob::{BlobServer, BlobStore};
-use crate::digits::Digits;
-use crate::params::Params;
-use crate::train::{evaluate, Coordinator, UpdateMessage};
+use crate::train::{Coordinator, TrainTask, UpdateMessage};
 use crate::{Error, Result};
 
 struct Inner {
@@ -27,7 +25,8 @@ struct Inner {
     weights: BlobRef,
     broadcast: Option<BlobRef>,
     pending: BTreeMap<u32, Submission>,
-    test: Digits,
+    task: TrainTask,
+    initial_accuracy: f64,
     checkpoints: Vec<(u32, u32, BlobRef)>,
     updates: Vec<(u32, u32, BlobRef)>,
     progress: Vec<RoundProgress>,
@@ -57,16 +56,14 @@ impl Refused {
 }
 
 impl CoordinatorService {
-    /// Starts round 0 of `spec` from `init`; `data` is the full dataset (its test split
-    /// measures accuracy after every round). Blobs go to `store`.
-    pub fn new(
-        spec: &TrainingSpec,
-        data: &Digits,
-        init: &Params,
-        store: BlobStore,
-    ) -> Result<Self> {
+    /// Starts round 0 of `spec` from `task.init`; the task's test split measures accuracy
+    /// after every round. Blobs go to `store`. Blocks while the task scores its starting
+    /// weights (for a fine-tuning job this encodes the test split once).
+    pub fn new(spec: &TrainingSpec, task: TrainTask, store: BlobStore) -> Result<Self> {
+        let init = &task.init;
         let weights = store.put(&init.to_safetensors()?)?;
-        let (_, test) = data.split();
+        let initial_accuracy = task.evaluate(init)?;
+        tracing::info!(accuracy = initial_accuracy, "training starts");
         Ok(Self {
             inner: Arc::new(Mutex::new(Inner {
                 coord: Coordinator::new(spec, init),
@@ -74,7 +71,8 @@ impl CoordinatorService {
                 weights,
                 broadcast: None,
                 pending: BTreeMap::new(),
-                test,
+                task,
+                initial_accuracy,
                 checkpoints: Vec::new(),
                 updates: Vec::new(),
                 progress: Vec::new(),
@@ -117,6 +115,7 @@ impl CoordinatorService {
                 .collect(),
             checkpoints: inner.checkpoints.clone(),
             updates: inner.updates.clone(),
+            initial_accuracy: inner.initial_accuracy,
             progress: inner.progress.clone(),
         }
     }
@@ -215,7 +214,7 @@ impl CoordinatorService {
         let progress = RoundProgress {
             round,
             mean_loss: loss / workers as f32,
-            test_accuracy: evaluate(&weights, &inner.test)?,
+            test_accuracy: inner.task.evaluate(&weights)?,
             bytes_sent,
             broadcast_bytes: inner.coord.broadcast().len() as u64,
             dense_bytes: (weights.numel() as u64) * 4 * workers as u64,

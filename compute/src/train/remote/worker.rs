@@ -6,11 +6,9 @@ use gpuchain_jobspec::TrainingSpec;
 
 use super::protocol::{RoundStatus, Submission, Transcript};
 use crate::blob::BlobFetcher;
-use crate::digits::Digits;
 use crate::params::Params;
 use crate::train::coordinator::{apply_broadcast, weights_hash};
-use crate::train::worker::RoundOutput;
-use crate::train::{merkle_root, BurnGrad, CanonicalGrad, RoundRecord, UpdateMessage, Worker};
+use crate::train::{merkle_root, RoundRecord, TrainTask, UpdateMessage, Worker};
 use crate::{Backend, Error, Result};
 
 /// What a worker ends with.
@@ -49,31 +47,15 @@ async fn get_json<T: serde::de::DeserializeOwned>(http: &reqwest::Client, url: &
     serde_json::from_slice(&body).map_err(|e| training(format!("GET {url}: {e}")))
 }
 
-fn run_round_on(
-    backend: Backend,
-    worker: &mut Worker,
-    spec: &TrainingSpec,
-    round: u32,
-    weights: &Params,
-) -> Result<RoundOutput> {
-    match backend {
-        Backend::Canonical => worker.run_round(spec, round, weights, &CanonicalGrad),
-        other => crate::with_burn_backend!(other, |B, device| {
-            let grad = BurnGrad::<burn::backend::Autodiff<B>>::new(device);
-            worker.run_round(spec, round, weights, &grad)
-        }),
-    }
-}
-
 /// Runs worker `index` of `spec` against the coordinator at `base_url` until every round
-/// is done or `timeout` passes. `data` is the full dataset; the worker trains on its shard
-/// of the training split, the same shard a single-process run gives it. Before returning
+/// is done or `timeout` passes. `task` is the job's, loaded from its blobs; the worker
+/// trains on its shard of the training split, the same shard a single-process run gives it. Before returning
 /// it checks that the transcript records each of its updates and that the root recomputes.
 pub async fn run_remote_worker(
     base_url: &str,
     spec: &TrainingSpec,
     index: u32,
-    data: &Digits,
+    task: &TrainTask,
     backend: Backend,
     fetcher: &BlobFetcher,
     timeout: Duration,
@@ -89,13 +71,11 @@ pub async fn run_remote_worker(
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| training(format!("http client: {e}")))?;
-    let k = spec.workers as usize;
-    let (train, _) = data.split();
-    let init = crate::models::mlp::init_params(0);
+    let grad = task.grad(backend);
     let mut worker = Some(Worker::new(
         index,
-        init.numel(),
-        train.shard(index as usize, k),
+        task.init.numel(),
+        task.shard(index, spec.workers),
     ));
     let mut sent: Vec<[u8; 32]> = Vec::new();
     // The weights the last round started from, and that round.
@@ -145,8 +125,9 @@ pub async fn run_remote_worker(
         let checkpoint = w.checkpoint();
         let job = spec.clone();
         let round = status.round;
+        let grad = grad.clone();
         let (w, out) = tokio::task::spawn_blocking(move || {
-            let out = run_round_on(backend, &mut w, &job, round, &weights);
+            let out = w.run_round(&job, round, &weights, grad.as_ref());
             (w, out)
         })
         .await
