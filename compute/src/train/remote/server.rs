@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -233,10 +233,17 @@ impl CoordinatorService {
 
     /// The HTTP routes: `/train/*` and the blob store's `/blob/*`.
     pub fn router(&self) -> Router {
+        // A submission carries the update (at most every value, with its index) and the
+        // worker's checkpoint (residual and velocity: two values per weight).
+        let numel = self.lock().coord.weights().numel();
+        let submission_limit = numel.saturating_mul(16).saturating_add(1 << 20);
         Router::new()
             .route("/train/status", get(status))
             .route("/train/transcript", get(transcript))
-            .route("/train/submit", post(submit))
+            .route(
+                "/train/submit",
+                post(submit).layer(DefaultBodyLimit::max(submission_limit)),
+            )
             .with_state(self.clone())
             .merge(BlobServer::new(self.store.clone()).router())
     }
