@@ -11,6 +11,9 @@ Llama, written with llama.cpp's own `gguf` Python package:
   for this architecture).
 - data/gguf/variants/qwen3-qk-norm.gguf: `qwen3` with per-head RMSNorm of Q and K and an
   explicit head size (key_length 24 with width 48 and 4 heads).
+- data/gguf/variants/llama2-spm.gguf: plain `llama` with a SentencePiece tokenizer
+  (`tokenizer.ggml.model = llama`, as Llama 2 and Mistral files have): pieces with scores,
+  `<unk>`, `<s>`, `</s>` and the 256 byte pieces `<0x00>`… for characters no piece covers.
 
 All tensors are f32, so that llama.cpp's figures on them (scripts/llama-cpp-anchor.mjs
 `reference`, written next to each file as .llama-cpp.json) test the architecture rather
@@ -94,6 +97,43 @@ def tokenizer(w: GGUFWriter, pre: str, chat: str):
     return len(tokens)
 
 
+def spm_tokenizer(w: GGUFWriter):
+    """A SentencePiece vocabulary: every printable ASCII character and a few accented ones as
+    pieces, pieces joined from them with scores that decide the merge order (some pieces can
+    be made in two ways, some merges compete for a character), and byte pieces for the rest
+    (CJK, emoji, tabs)."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    scores = [0.0] * len(tokens)
+    singles = ["\u2581"] + [chr(c) for c in range(0x21, 0x7F)] + list("éèïüåÅ\n")
+    for i, s in enumerate(singles):
+        tokens.append(s)
+        types.append(1)
+        scores.append(-1000.0 - i)
+    joined = ["\u2581t", "he", "\u2581the", "\u2581th", "in", "ing", "er", "\u2581a", "an", "\u2581an",
+              "\u2581\u2581", "\u2581\u2581\u2581", "12", "123", "\u25811", "34", "\u2581w", "or", "ld",
+              "\u2581wor", "\u2581world", "ll", "He", "Hell", "Hello", "\u2581qu", "ick", "\u2581f", "ox",
+              "\u2581fox", "\u2581is", "is", "\u2581c", "ap", "it", "al", "ti", "on", "\u2581Caf", "é\u2581",
+              "\n\n", "\u2581s", "pa", "ce", "es", "\u2581spa", "\u2581spaces", "aï", "\u2581r", "é",
+              "ré", "su", "mé", "\u2581ré"]
+    for i, s in enumerate(joined):
+        if s in tokens:
+            continue
+        tokens.append(s)
+        types.append(1)
+        scores.append(-float(i))
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_scores(scores)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    return len(tokens)
+
+
 def pair_layout(w, heads):
     """HuggingFace's rotate-half rows of each head to llama.cpp's adjacent pairs: HF row
     `p * half + i` of a head is stored as row `2i + p`."""
@@ -134,7 +174,7 @@ def write(name, arch, *, vocab_pre, chat, hidden, ffn, layers, heads, kv_heads, 
     out.mkdir(parents=True, exist_ok=True)
     w = GGUFWriter(out / name, arch, split_max_tensors=split_max_tensors)
     w.add_name(name)
-    vocab = tokenizer(w, vocab_pre, chat)
+    vocab = spm_tokenizer(w) if vocab_pre == "spm" else tokenizer(w, vocab_pre, chat)
     w.add_context_length(128)
     w.add_embedding_length(hidden)
     w.add_feed_forward_length(ffn)
@@ -203,3 +243,5 @@ write("qwen2-bias.gguf", "qwen2", vocab_pre="qwen2", chat=CHATML_DEFAULT_SYSTEM,
       separate_output=True, seed=2, split_max_tensors=12)
 write("qwen3-qk-norm.gguf", "qwen3", vocab_pre="qwen2", chat=CHATML, hidden=48, ffn=96, layers=2, heads=4,
       kv_heads=2, head_dim=24, theta=1000.0, qk_norm=True, seed=3)
+write("llama2-spm.gguf", "llama", vocab_pre="spm", chat=None, hidden=32, ffn=64, layers=2, heads=4,
+      kv_heads=4, head_dim=8, theta=10000.0, pair=True, seed=4)

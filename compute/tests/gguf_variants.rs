@@ -19,7 +19,7 @@ use gpuchain_compute::{run_job, Backend};
 use gpuchain_jobspec::{JobSpec, Sampling};
 use serde::Deserialize;
 
-const VARIANTS: [&str; 3] = ["llama3-rope", "qwen2-bias", "qwen3-qk-norm"];
+const VARIANTS: [&str; 4] = ["llama3-rope", "qwen2-bias", "qwen3-qk-norm", "llama2-spm"];
 
 /// Largest difference of a log-probability from llama.cpp's (which are rounded to 1e-5) that
 /// f32 rounding of a two-layer model explains.
@@ -305,6 +305,33 @@ fn llama_3_and_qwen2_pre_tokenizers_give_llama_cpp_s_ids() {
     );
     let err = gguf::tokenizer::tokenizer(&g).err().unwrap().to_string();
     assert!(err.contains("pre-tokenizer `deepseek-coder`"), "{err}");
+}
+
+#[test]
+fn a_sentencepiece_tokenizer_gives_llama_cpp_s_ids_and_reads_back_the_text() {
+    // Llama 2 and Mistral files: a space before the text, `▁` for every space, pieces merged
+    // by score, and byte pieces for characters no piece covers.
+    let bytes = file("llama2-spm");
+    let g = Gguf::parse(&bytes).unwrap();
+    assert_eq!(
+        g.get("tokenizer.ggml.model").and_then(Value::as_str),
+        Some("llama")
+    );
+    let plain = gguf::tokenizer::plain_tokenizer(&g).unwrap();
+    let text = std::fs::read_to_string(dir().join("llama2-spm.llama-cpp-tokens.json"));
+    let cases: Vec<Tokenized> = serde_json::from_str(&text.unwrap()).unwrap();
+    let mut byte_pieces = 0;
+    for case in &cases {
+        let ours = plain.encode(case.text.as_str(), false).unwrap();
+        assert_eq!(ours.get_ids(), case.ids, "{:?}", case.text);
+        byte_pieces += case.ids.iter().filter(|id| (3..259).contains(*id)).count();
+        let back = plain.decode(ours.get_ids(), false).unwrap();
+        assert_eq!(back, case.text, "{:?}", case.ids);
+    }
+    assert!(byte_pieces > 0, "some characters are spelt as bytes");
+    // A prompt starts with BOS, as llama.cpp puts it before SentencePiece prompts.
+    let template = ChatTemplate::of(&g).unwrap();
+    assert_eq!(template.bos, Some(1));
 }
 
 #[derive(Deserialize)]

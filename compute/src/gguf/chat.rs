@@ -84,10 +84,11 @@ impl ChatTemplate {
                 )));
             }
         }
-        let add_bos = matches!(
-            g.get("tokenizer.ggml.add_bos_token"),
-            Some(Value::Bool(true))
-        );
+        // Without the key, llama.cpp puts BOS before SentencePiece prompts only.
+        let add_bos = match g.get("tokenizer.ggml.add_bos_token") {
+            Some(Value::Bool(b)) => *b,
+            _ => g.get("tokenizer.ggml.model").and_then(Value::as_str) == Some("llama"),
+        };
         let bos = g
             .get("tokenizer.ggml.bos_token_id")
             .and_then(Value::as_u64)

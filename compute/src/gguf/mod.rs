@@ -8,6 +8,7 @@ pub mod dequant;
 pub mod file;
 pub mod llama;
 pub mod reader;
+mod sentencepiece;
 pub mod tokenizer;
 
 pub use chat::ChatTemplate;

@@ -1,5 +1,7 @@
-//! The byte-level BPE tokenizer stored in a GGUF file (`tokenizer.ggml.model = gpt2`): its
-//! tokens, merges and control tokens rebuilt as a `tokenizers` tokenizer. The pre-tokenizer
+//! The tokenizer stored in a GGUF file, rebuilt as a `tokenizers` tokenizer: a byte-level
+//! BPE (`tokenizer.ggml.model = gpt2`) from its tokens, merges and control tokens, or a
+//! SentencePiece BPE (`llama`: Llama 2, Mistral) from its tokens and scores
+//! ([`super::sentencepiece`]). The byte-level BPE's pre-tokenizer
 //! follows `tokenizer.ggml.pre`: `default`/`gpt2` (or none) is GPT-2's byte-level split,
 //! `smollm` splits every digit on its own before it, `llama-bpe` (Llama 3) and `qwen2` split
 //! by their own patterns; other names are refused rather than tokenized differently from
@@ -20,9 +22,9 @@ const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// ggml token type of a control token (`<|im_start|>` and the like).
-const CONTROL: u64 = 3;
+pub(super) const CONTROL: u64 = 3;
 
-fn bad(what: impl Into<String>) -> Error {
+pub(super) fn bad(what: impl Into<String>) -> Error {
     Error::BadWeights(format!("GGUF tokenizer: {}", what.into()))
 }
 
@@ -54,13 +56,16 @@ pub fn plain_tokenizer(g: &Gguf<'_>) -> Result<Tokenizer> {
 
 fn build(g: &Gguf<'_>, control_tokens: bool) -> Result<Tokenizer> {
     let model = g.get("tokenizer.ggml.model").and_then(Value::as_str);
-    if model != Some("gpt2") {
-        return Err(bad(format!(
-            "model {model:?} (byte-level BPE, `gpt2`, is read)"
-        )));
-    }
+    let sentencepiece = match model {
+        Some("gpt2") => false,
+        Some("llama") => true,
+        other => {
+            return Err(bad(format!(
+                "model {other:?} (byte-level BPE, `gpt2`, and SentencePiece BPE, `llama`, are read)"
+            )))
+        }
+    };
     let tokens = strings(g, "tokenizer.ggml.tokens")?;
-    let merges = strings(g, "tokenizer.ggml.merges")?;
     let types: Vec<u64> = g
         .get("tokenizer.ggml.token_type")
         .and_then(Value::as_array)
@@ -77,6 +82,14 @@ fn build(g: &Gguf<'_>, control_tokens: bool) -> Result<Tokenizer> {
             }));
         }
     }
+    if sentencepiece {
+        let spec = super::sentencepiece::spec(g, &tokens, &types, vocab, added)?;
+        return spec
+            .to_string()
+            .parse::<Tokenizer>()
+            .map_err(|e| bad(format!("building it: {e}")));
+    }
+    let merges = strings(g, "tokenizer.ggml.merges")?;
     let byte_level = |split: bool| {
         json!({
             "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": split
