@@ -36,7 +36,7 @@ fn base_spec(weights: BlobRef, dataset: BlobRef) -> TrainingSpec {
         rounds: 8,
         local_steps: 4,
         batch_size: 16,
-        lr_ppm: 20_000,
+        lr_ppm: 50_000,
         momentum_ppm: 900_000,
         topk_ppm: 10_000,
         value_bits: ValueBits::B16,

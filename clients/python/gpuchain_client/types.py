@@ -43,7 +43,8 @@ SLASHING_MSG = enum(("Unjail", struct()))
 
 BLOB_REF = struct(("blake3", HASH), ("size", "u64"), ("urls", ("vec", "string")))
 TOLERANCE = struct(("rel_l2_ppm_max", "u32"), ("agreement_ppm_min", "u32"), ("cosine_ppm_min", "u32"))
-MODEL_ARCH = enum("DigitsMlp", "DigitsCnn", "MiniLmEmbedder", "LlamaDecoder", "LlamaGguf")
+MODEL_ARCH = enum("DigitsMlp", "DigitsCnn", "MiniLmEmbedder", "LlamaDecoder", "LlamaGguf",
+                  "MiniLmClassifier")
 LLAMA_SHAPE = struct(*[(n, "u32") for n in (
     "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
     "num_kv_heads", "max_seq_len", "rope_theta", "rms_norm_eps_ppb")])

@@ -193,6 +193,31 @@ fn training_limits_fail_with_field_names() {
 }
 
 #[test]
+fn fine_tuning_needs_pretrained_weights_and_is_no_inference_arch() {
+    let mut t = training();
+    t.arch = ModelArch::MiniLmClassifier;
+    check(
+        JobSpec::Training(t.clone()),
+        Err(SpecError::NeedsPretrainedWeights {
+            arch: ModelArch::MiniLmClassifier,
+        }),
+    );
+    t.init = WeightsInit::Blob(blob(90_868_376));
+    check(JobSpec::Training(t), Ok(()));
+    let JobSpec::Inference(mut s) = mlp() else {
+        unreachable!()
+    };
+    s.arch = ModelArch::MiniLmClassifier;
+    check(
+        JobSpec::Inference(s),
+        Err(SpecError::UnsupportedArch {
+            arch: ModelArch::MiniLmClassifier,
+            kind: "inference",
+        }),
+    );
+}
+
+#[test]
 fn json_uses_hex_hashes_and_round_trips() {
     let spec = mlp();
     let json = serde_json::to_string(&spec).unwrap();
