@@ -1,6 +1,7 @@
 //! Fine-tuning all-MiniLM-L6-v2 as a sentiment classifier of the Rotten Tomatoes review
 //! snippets: the dataset the client builds, the gradient of the trained layer and head, a
-//! whole fine-tuning job over three workers, and the audit of one of its segments.
+//! whole fine-tuning job over three workers and the fine-tuned model run as a
+//! classification job, and the audit of one of its segments.
 //!
 //! Needs the real checkpoint and the snippets (fetched by `scripts/fetch-minilm.sh` and
 //! `scripts/fetch-reviews.sh` when absent).
@@ -12,10 +13,12 @@ use std::sync::OnceLock;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::params::Params;
+use gpuchain_compute::tensor_io::{decode, Tensor as Stored};
+use gpuchain_compute::train::classifier::fine_tuned;
 use gpuchain_compute::train::worker::Worker;
 use gpuchain_compute::train::{audit_segment, Batch, Coordinator, SentenceDataset, TrainTask};
 use gpuchain_compute::{run_job, Backend};
-use gpuchain_jobspec::{JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit};
+use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit};
 
 struct Setup {
     weights: Vec<u8>,
@@ -146,6 +149,48 @@ fn a_fine_tuning_job_over_three_workers_learns_the_sentiment_of_reviews() {
         after >= before + 0.10,
         "test accuracy {before:.3} before, {after:.3} after three rounds"
     );
+
+    // The fine-tuned model as a classification job: sentences in, class scores out, the
+    // same scores on every backend and the same as training scored them.
+    let base = Params::from_safetensors(&s.weights).unwrap();
+    let tuned = fine_tuned(&base, &trained).to_safetensors().unwrap();
+    let sentences = [
+        "A moving, beautifully acted film.",
+        "Dull, lifeless and far too long.",
+        "It has its moments.",
+    ];
+    let tokenizer_bytes = std::fs::read(common::minilm_dir().join("tokenizer.json")).unwrap();
+    let classify = InferenceSpec {
+        arch: ModelArch::MiniLmClassifier,
+        weights: store.put(&tuned).unwrap(),
+        tokenizer: Some(store.put(&tokenizer_bytes).unwrap()),
+        input: store.put(&serde_json::to_vec(&sentences).unwrap()).unwrap(),
+        batch_size: 2,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    };
+    let classify = JobSpec::Inference(classify);
+    let cpu = run_job(&classify, &store, Backend::Cpu).unwrap();
+    let canonical = run_job(&classify, &store, Backend::Canonical).unwrap();
+    assert_eq!(cpu.bytes, canonical.bytes);
+    let scores = decode(&cpu.bytes).unwrap();
+    let Stored::F32 { dims, data } = scores else {
+        panic!("class scores are f32")
+    };
+    assert_eq!(dims, [3, 2]);
+    let tokenizer = SentenceTokenizer::from_bytes(&tokenizer_bytes).unwrap();
+    let ids = tokenizer.encode_all(&sentences.map(String::from)).unwrap();
+    let examples: Vec<_> = ids
+        .into_iter()
+        .map(|ids| gpuchain_compute::train::Example { ids, label: 0 })
+        .collect();
+    let scored = s.task.class_scores(&trained, &examples).unwrap();
+    for (ours, theirs) in data.chunks(2).zip(&scored) {
+        for (a, b) in ours.iter().zip(theirs) {
+            assert!((a - b).abs() < 1e-4, "{ours:?} vs {theirs:?}");
+        }
+    }
 
     // A job that would start from no pretrained weights is refused before it runs.
     let JobSpec::Training(mut seeded) = job else {

@@ -41,8 +41,8 @@ pub(crate) fn estimate_seconds(job: &JobSpec) -> u64 {
     match job {
         JobSpec::Inference(s) => {
             let (base, per_mib) = match s.arch {
-                ModelArch::DigitsMlp | ModelArch::DigitsCnn | ModelArch::MiniLmClassifier => (1, 1),
-                ModelArch::MiniLmEmbedder => (5, 20),
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn => (1, 1),
+                ModelArch::MiniLmEmbedder | ModelArch::MiniLmClassifier => (5, 20),
                 ModelArch::LlamaDecoder | ModelArch::LlamaGguf => (10, 2),
             };
             base + per_mib * (mib(s.input.size) + mib(s.weights.size) / 10)

@@ -25,10 +25,10 @@ pub fn estimate_memory_bytes(spec: &JobSpec) -> u64 {
         JobSpec::Inference(s) => {
             let batch = u64::from(s.batch_size);
             match s.arch {
-                ModelArch::DigitsMlp | ModelArch::DigitsCnn | ModelArch::MiniLmClassifier => {
-                    2 * s.weights.size + batch * 4096
+                ModelArch::DigitsMlp | ModelArch::DigitsCnn => 2 * s.weights.size + batch * 4096,
+                ModelArch::MiniLmEmbedder | ModelArch::MiniLmClassifier => {
+                    2 * s.weights.size + batch * 512 * 384 * 4 * 16
                 }
-                ModelArch::MiniLmEmbedder => 2 * s.weights.size + batch * 512 * 384 * 4 * 16,
                 ModelArch::LlamaDecoder => match &s.llama {
                     Some(l) => {
                         let (v, h, i, n) = (

@@ -52,7 +52,8 @@ pub fn run_job(spec: &JobSpec, store: &BlobStore, backend: Backend) -> Result<Jo
         JobSpec::Inference(s) => {
             use gpuchain_jobspec::ModelArch::*;
             match s.arch {
-                DigitsMlp | DigitsCnn | MiniLmClassifier => digits::run(s, store, backend),
+                DigitsMlp | DigitsCnn => digits::run(s, store, backend),
+                MiniLmClassifier => crate::train::classifier::run_job(s, store),
                 MiniLmEmbedder => crate::embed::run_job(s, store, backend),
                 LlamaDecoder | LlamaGguf => crate::llama::run_job(s, store, backend),
             }

@@ -27,6 +27,69 @@ use crate::{Error, Result};
 /// Name prefix of the head's tensors.
 pub const HEAD: &str = "classifier";
 
+/// The fine-tuned classifier as one weights file: `base` (all-MiniLM-L6-v2) with the
+/// tensors a fine-tuning job trained (its result) put in place of the pretrained ones, the
+/// head included. An inference job of arch `mini_lm_classifier` runs it.
+pub fn fine_tuned(base: &Params, trained: &Params) -> Params {
+    let mut out = base.clone();
+    for (name, t) in &trained.tensors {
+        out.insert(name.clone(), t.dims.clone(), t.data.clone());
+    }
+    out
+}
+
+/// Runs a classification job: the input is a JSON array of sentences, tokenised with the
+/// job's tokenizer; the weights are a fine-tuned classifier ([`fine_tuned`]); the output is
+/// `[sentences, classes]` class scores. Every backend runs the same path (the CPU encoder
+/// and burn's CPU backend for the last layer), so replicas and verifiers agree to the bit
+/// on one machine and within rounding across machines.
+pub fn run_job(
+    s: &gpuchain_jobspec::InferenceSpec,
+    store: &crate::blob::BlobStore,
+) -> Result<crate::JobOutput> {
+    let sentences = crate::embed::decode_sentences(&store.get(&s.input)?)?;
+    let tokenizer = s
+        .tokenizer
+        .as_ref()
+        .ok_or_else(|| Error::BadInput("classifier jobs need a tokenizer blob".into()))?;
+    let tokenizer = crate::embed::SentenceTokenizer::from_bytes(&store.get(tokenizer)?)?;
+    let weights = Params::from_safetensors(&store.get(&s.weights)?)?;
+    let mut head = Params::default();
+    for (name, t) in weights.tensors.range(format!("{HEAD}.")..) {
+        if !name.starts_with(&format!("{HEAD}.")) {
+            break;
+        }
+        head.insert(name.clone(), t.dims.clone(), t.data.clone());
+    }
+    let classes = head
+        .tensors
+        .get(&format!("{HEAD}.bias"))
+        .map(|t| t.data.len())
+        .ok_or_else(|| {
+            Error::BadWeights(format!("no `{HEAD}.bias`: not a fine-tuned classifier"))
+        })?;
+    let hidden = BertConfig::new().hidden;
+    head.get(&format!("{HEAD}.weight"), &[classes, hidden])?;
+    let encoder = FrozenEncoder::load(&weights)?;
+    let examples: Vec<Example> = tokenizer
+        .encode_all(&sentences)?
+        .into_iter()
+        .map(|ids| Example { ids, label: 0 })
+        .collect();
+    let mut scores = Vec::with_capacity(examples.len() * classes);
+    for chunk in examples.chunks(s.batch_size.max(1) as usize) {
+        let refs: Vec<&Example> = chunk.iter().collect();
+        scores.extend(encoder.logits(&head, &refs)?.into_iter().flatten());
+        // A job's sentences are read once: keeping their states would only grow memory.
+        encoder.lock().clear();
+    }
+    Ok(crate::JobOutput::new(
+        gpuchain_jobspec::JobKind::Logits,
+        crate::tensor_io::encode_f32(&[sentences.len(), classes], &scores),
+        None,
+    ))
+}
+
 /// Sentences whose frozen states are computed together.
 const FROZEN_BATCH: usize = 32;
 

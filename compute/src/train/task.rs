@@ -185,6 +185,15 @@ impl TrainTask {
         }
     }
 
+    /// Class scores (`[classes]` each) of a fine-tuning job's trained weights `p` on
+    /// `examples`.
+    pub fn class_scores(&self, p: &Params, examples: &[Example]) -> Result<Vec<Vec<f32>>> {
+        match &self.model {
+            Model::Classifier(frozen) => frozen.logits(p, &examples.iter().collect::<Vec<_>>()),
+            Model::DigitsMlp => Err(Error::Training("the digits MLP scores images".into())),
+        }
+    }
+
     /// Accuracy of trained weights `p` on the held-out split, in 0..=1.
     pub fn evaluate(&self, p: &Params) -> Result<f64> {
         match (&self.model, &self.test) {

@@ -31,9 +31,10 @@ pub enum ModelArch {
     /// A Llama-family decoder in a GGUF file (llama.cpp's format, e.g. SmolLM2-135M-Instruct):
     /// shape, quantised weights and tokenizer all come from the file.
     LlamaGguf,
-    /// all-MiniLM-L6-v2 fine-tuned as a sentence classifier (training only): its last
-    /// encoder layer and a linear head over the mean-pooled tokens are trained from the
-    /// pretrained weights (`init` blob) on a tokenised sentence dataset.
+    /// all-MiniLM-L6-v2 fine-tuned as a sentence classifier. Training: its last encoder
+    /// layer and a linear head over the mean-pooled tokens are trained from the pretrained
+    /// weights (`init` blob) on a tokenised sentence dataset. Inference: the fine-tuned
+    /// weights (the pretrained ones with the trained tensors in place) score sentences.
     MiniLmClassifier,
 }
 

@@ -103,18 +103,16 @@ fn range(field: &'static str, value: u64, min: u64, max: u64) -> Result<()> {
 }
 
 fn validate_inference(s: &InferenceSpec) -> Result<()> {
-    if s.arch == ModelArch::MiniLmClassifier {
-        return Err(SpecError::UnsupportedArch {
-            arch: s.arch,
-            kind: "inference",
-        });
-    }
     check_blob("weights", &s.weights, MAX_WEIGHTS_BYTES)?;
     check_blob("input", &s.input, MAX_INPUT_BYTES)?;
     range("batch_size", s.batch_size.into(), 1, MAX_BATCH_SIZE.into())?;
+    let reads_sentences = matches!(
+        s.arch,
+        ModelArch::MiniLmEmbedder | ModelArch::MiniLmClassifier
+    );
     match &s.tokenizer {
         Some(t) => {
-            if s.arch != ModelArch::MiniLmEmbedder {
+            if !reads_sentences {
                 return Err(SpecError::NotApplicable {
                     field: "tokenizer",
                     arch: ModelArch::MiniLmEmbedder,
@@ -122,7 +120,7 @@ fn validate_inference(s: &InferenceSpec) -> Result<()> {
             }
             check_blob("tokenizer", t, MAX_TOKENIZER_BYTES)?;
         }
-        None if s.arch == ModelArch::MiniLmEmbedder => {
+        None if reads_sentences => {
             return Err(SpecError::MissingBlob {
                 arch: s.arch,
                 role: "tokenizer",

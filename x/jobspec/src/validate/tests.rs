@@ -193,7 +193,7 @@ fn training_limits_fail_with_field_names() {
 }
 
 #[test]
-fn fine_tuning_needs_pretrained_weights_and_is_no_inference_arch() {
+fn fine_tuning_needs_pretrained_weights_and_classifying_needs_a_tokenizer() {
     let mut t = training();
     t.arch = ModelArch::MiniLmClassifier;
     check(
@@ -209,12 +209,14 @@ fn fine_tuning_needs_pretrained_weights_and_is_no_inference_arch() {
     };
     s.arch = ModelArch::MiniLmClassifier;
     check(
-        JobSpec::Inference(s),
-        Err(SpecError::UnsupportedArch {
+        JobSpec::Inference(s.clone()),
+        Err(SpecError::MissingBlob {
             arch: ModelArch::MiniLmClassifier,
-            kind: "inference",
+            role: "tokenizer",
         }),
     );
+    s.tokenizer = Some(blob(466_000));
+    check(JobSpec::Inference(s), Ok(()));
 }
 
 #[test]
