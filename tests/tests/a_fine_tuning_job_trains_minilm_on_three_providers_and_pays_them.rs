@@ -3,7 +3,9 @@
 //! rounds; three provider agents win the three worker leases, train the last encoder layer
 //! and a sentiment head with top-1% updates, commit and reveal the transcript root, and are
 //! paid after verification. The held-out accuracy rises well above the untrained head's,
-//! the loss falls, and every worker revealed the coordinator's transcript root.
+//! the loss falls, and every worker revealed the coordinator's transcript root. Then the
+//! fine-tuned model classifies reviews on a classification order: the provider's scores
+//! are the client's own, and it is paid.
 
 use gpuchain_tests::demo::{default_minilm_dir, default_reviews_csv, run, DemoOptions, PROVIDERS};
 
@@ -86,5 +88,14 @@ async fn a_fine_tuning_job_trains_minilm_on_three_providers_and_pays_them() -> a
             l.provider
         );
     }
+    assert_eq!(tuned.classified.len(), 4);
+    assert!(
+        tuned.classify_gap < 1e-3,
+        "the provider's class scores are the client's own: {}",
+        tuned.classify_gap
+    );
+    let classify = &tuned.classify_row.leases;
+    assert_eq!(classify.len(), 1, "{:?}", tuned.classify_row);
+    assert_eq!(classify[0].state, "paid", "{:?}", classify[0]);
     Ok(())
 }

@@ -12,9 +12,11 @@ use gpuchain_compute::blob::{fetch_output, BlobStore, FetchPolicy, OutputLimits}
 use gpuchain_compute::digits::{Digits, DIGITS_CSV_GZ};
 use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::gguf::{self, Gguf};
+use gpuchain_compute::params::Params;
 use gpuchain_compute::tensor_io::{decode, encode_f32, Tensor};
+use gpuchain_compute::train::classifier::fine_tuned;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
-use gpuchain_compute::train::{SentenceDataset, TrainTask};
+use gpuchain_compute::train::{Example, SentenceDataset, TrainTask};
 use gpuchain_jobspec::{
     GenerationSpec, InferenceSpec, JobSpec, ModelArch, Sampling, TrainingSpec, ValueBits,
     WeightsInit,
@@ -180,7 +182,21 @@ pub struct FineTuning {
     pub progress: Vec<RoundProgress>,
     /// The coordinator's transcript root.
     pub transcript_root: String,
+    /// The classification order run with the fine-tuned model.
+    pub classify_row: JobRow,
+    /// Each of its sentences with the class the provider's scores pick.
+    pub classified: Vec<(String, String)>,
+    /// Largest difference between the provider's scores and the client's own.
+    pub classify_gap: f32,
 }
+
+/// Review-like sentences the fine-tuned model is asked to classify through the market.
+const REVIEWS: [&str; 4] = [
+    "A moving, beautifully acted and often very funny film.",
+    "Dull, lifeless and far too long.",
+    "One of the best films of the year.",
+    "A tedious mess with nothing to say.",
+];
 
 /// Fine-tunes all-MiniLM-L6-v2 as a sentiment classifier of the Rotten Tomatoes snippets
 /// over the three providers: the client tokenises the reviews into the job's dataset,
@@ -229,12 +245,13 @@ pub(crate) async fn fine_tune(
         data.train.len(),
         data.test.len()
     ));
+    let base = Params::from_safetensors(&weights)?;
     let task = {
-        let base = gpuchain_compute::params::Params::from_safetensors(&weights)?;
+        let base = base.clone();
         tokio::task::spawn_blocking(move || TrainTask::classifier(&base, data, false)).await??
     };
     let service = {
-        let spec = spec.clone();
+        let (spec, task) = (spec.clone(), task.clone());
         tokio::task::spawn_blocking(move || CoordinatorService::new(&spec, task, store)).await??
     };
     let (addr, server) = serve_coordinator(service.clone(), "127.0.0.1:0".parse()?).await?;
@@ -270,13 +287,74 @@ pub(crate) async fn fine_tune(
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    let trained = service.coordinator().weights();
     let transcript_root = hex::encode(service.coordinator().transcript_root());
     server.abort();
+    let row = w.row(id)?;
+
+    // The fine-tuned model, used through the market: one classification order.
+    let tuned = fine_tuned(&base, &trained).to_safetensors()?;
+    let tokenizer_json = read(&minilm.join("tokenizer.json"))?;
+    let input = serde_json::to_vec(&REVIEWS)?;
+    let job = JobSpec::Inference(InferenceSpec {
+        arch: ModelArch::MiniLmClassifier,
+        weights: blob(
+            &tuned,
+            m.host.put("minilm-sentiment.safetensors", tuned.clone()),
+        ),
+        tokenizer: Some(blob(
+            &tokenizer_json,
+            m.host.put("tokenizer.json", tokenizer_json.clone()),
+        )),
+        input: blob(
+            &input,
+            m.host.put("reviews-to-classify.json", input.clone()),
+        ),
+        batch_size: 4,
+        llama: None,
+        generation: None,
+        tolerance: None,
+    });
+    say("client: classifying 4 reviews with the fine-tuned model (1 replica)");
+    let classify_id = post(m, order(job, 1, 60 * GPU, 200)).await?;
+    w.track(
+        classify_id,
+        "inference: fine-tuned MiniLM sentiment, 1 replica",
+    );
+    let bytes = revealed_output(m, w, classify_id, say).await?;
+    let Tensor::F32 { data: scores, .. } = decode(&bytes)? else {
+        anyhow::bail!("the classification is not f32 scores")
+    };
+    let examples: Vec<Example> = tokenizer
+        .encode_all(&REVIEWS.map(String::from))?
+        .into_iter()
+        .map(|ids| Example { ids, label: 0 })
+        .collect();
+    let ours = task.class_scores(&trained, &examples)?;
+    anyhow::ensure!(scores.len() == 2 * REVIEWS.len(), "{} scores", scores.len());
+    let mut classify_gap = 0.0f32;
+    let mut classified = Vec::new();
+    for ((text, theirs), ours) in REVIEWS.iter().zip(scores.chunks(2)).zip(&ours) {
+        for (a, b) in theirs.iter().zip(ours) {
+            classify_gap = classify_gap.max((a - b).abs());
+        }
+        let class = if theirs[1] > theirs[0] {
+            "fresh"
+        } else {
+            "rotten"
+        };
+        say(&format!("  {text:?}: {class}"));
+        classified.push((text.to_string(), class.to_string()));
+    }
+    settle(w, &[classify_id], Duration::from_secs(900), say).await?;
     Ok(FineTuning {
-        row: w.row(id)?,
+        row,
         start_accuracy,
         progress: service.transcript().progress,
         transcript_root,
+        classify_row: w.row(classify_id)?,
+        classified,
+        classify_gap,
     })
 }
 
@@ -399,8 +477,26 @@ pub(crate) async fn chat(
     ));
     let id = post(m, order(job, 1, 60 * GPU, 200)).await?;
     w.track(id, "inference: SmolLM2 chat, 1 replica");
-    // The answer is read as soon as it is revealed, and its receipt confirmed, so the lease
-    // is paid without a verifier's availability check.
+    let bytes = revealed_output(m, w, id, say).await?;
+    let tokens = match decode(&bytes)? {
+        Tensor::U32 { data, .. } => data,
+        Tensor::F32 { .. } => anyhow::bail!("the answer is not token ids"),
+    };
+    let answer = gguf::answer_text(&gguf, &tokenizer, &tokens)?;
+    say(&format!("SmolLM2 answered: {answer:?}"));
+    settle(w, &[id], Duration::from_secs(900), say).await?;
+    Ok((w.row(id)?, answer))
+}
+
+/// The first result revealed on order `id`, fetched from its provider's blob server as soon
+/// as it is revealed; its receipt is confirmed, so the lease is paid without a verifier's
+/// availability check.
+async fn revealed_output(
+    m: &Market,
+    w: &mut Watcher,
+    id: u64,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<u8>> {
     let deadline = Instant::now() + Duration::from_secs(900);
     let lease = loop {
         w.tick(say).await?;
@@ -408,10 +504,10 @@ pub(crate) async fn chat(
         if let Some(l) = leases.into_iter().find(|l| l.result_hash.is_some()) {
             break l;
         }
-        anyhow::ensure!(Instant::now() < deadline, "the chat order was not answered");
+        anyhow::ensure!(Instant::now() < deadline, "order {id} was not answered");
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    let hash = lease.result_hash.context("no revealed answer")?;
+    let hash = lease.result_hash.context("no revealed result")?;
     let provider: Option<gpuchain_staking::Provider> = m
         .chain
         .get(&gpuchain_staking::state_key::provider(&lease.provider))
@@ -425,18 +521,11 @@ pub(crate) async fn chat(
     let http = limits.policy.http_client()?;
     let bytes = fetch_output(&http, &endpoint, &hash, &limits)
         .await
-        .map_err(|e| anyhow::anyhow!("fetching the answer: {e}"))?;
-    let tokens = match decode(&bytes)? {
-        Tensor::U32 { data, .. } => data,
-        Tensor::F32 { .. } => anyhow::bail!("the answer is not token ids"),
-    };
-    let answer = gguf::answer_text(&gguf, &tokenizer, &tokens)?;
-    say(&format!("SmolLM2 answered: {answer:?}"));
+        .map_err(|e| anyhow::anyhow!("fetching the result of order {id}: {e}"))?;
     let receipt = AuctionMsg::ConfirmReceipt(MsgConfirmReceipt { lease_id: lease.id });
     m.chain
         .submit(&m.key("client")?, vec![Msg::Auction(receipt)], "demo")
         .await?
         .ok()?;
-    settle(w, &[id], Duration::from_secs(900), say).await?;
-    Ok((w.row(id)?, answer))
+    Ok(bytes)
 }

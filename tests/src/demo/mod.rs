@@ -406,6 +406,7 @@ where
         )
         .await?;
         rows.push(f.row.clone());
+        rows.push(f.classify_row.clone());
         fine_tuning = Some(f);
     }
     let mut chat_answer = None;

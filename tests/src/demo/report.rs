@@ -244,6 +244,9 @@ impl fmt::Display for DemoReport {
                 2.0 * dense as f64 / (up + down).max(1) as f64,
                 t.transcript_root
             )?;
+            for (text, class) in &t.classified {
+                writeln!(f, "  classified through the market: {text:?}: {class}")?;
+            }
         }
         if let Some(answer) = &self.chat_answer {
             writeln!(
