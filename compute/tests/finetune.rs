@@ -131,6 +131,20 @@ fn classifier_gradients_match_finite_differences() {
         checked >= 10,
         "only {checked} tensors had a usable gradient"
     );
+
+    // Weights of another shape (a coordinator's, say) are refused with the reason.
+    let mut wrong = p.clone();
+    let q = "encoder.layer.5.attention.self.query.weight";
+    wrong.tensors.get_mut(q).unwrap().dims = vec![192, 768];
+    let err = grad.loss_and_grad(&wrong, &batch).unwrap_err().to_string();
+    assert!(err.contains(q), "{err}");
+    let mut extra = p.clone();
+    extra.insert(
+        "encoder.layer.0.output.dense.bias",
+        vec![384],
+        vec![0.0; 384],
+    );
+    assert!(grad.loss_and_grad(&extra, &batch).is_err());
 }
 
 #[test]

@@ -208,6 +208,7 @@ impl FrozenEncoder {
     /// Class scores `[examples, classes]` of the trained weights `p`, on the CPU.
     pub fn logits(&self, p: &Params, examples: &[&Example]) -> Result<Vec<Vec<f32>>> {
         type B = crate::backend::CpuBackend;
+        self.check(p)?;
         let device = Default::default();
         let mut out = Vec::with_capacity(examples.len());
         for chunk in examples.chunks(64) {
@@ -230,6 +231,43 @@ impl FrozenEncoder {
             .filter(|(l, e)| crate::canonical::math::argmax(l) == usize::from(e.label))
             .count();
         Ok(right as f64 / examples.len().max(1) as f64)
+    }
+
+    /// Checks that `p` holds only tensors of the trained layer and the head, each of its
+    /// shape, so that weights from another party are refused with a reason rather than
+    /// reshaped wrongly.
+    fn check(&self, p: &Params) -> Result<()> {
+        let classes = p
+            .tensors
+            .get(&format!("{HEAD}.bias"))
+            .map(|t| t.data.len())
+            .ok_or_else(|| Error::BadWeights(format!("no `{HEAD}.bias`")))?;
+        if !(2..=super::sentences::MAX_CLASSES).contains(&classes) {
+            return Err(Error::BadWeights(format!("a head of {classes} classes")));
+        }
+        for (name, t) in &p.tensors {
+            let want = if name == &format!("{HEAD}.weight") {
+                vec![classes, self.cfg.hidden]
+            } else if name == &format!("{HEAD}.bias") {
+                vec![classes]
+            } else {
+                self.top_weights
+                    .tensors
+                    .get(name)
+                    .map(|w| w.dims.clone())
+                    .ok_or_else(|| Error::BadWeights(format!("`{name}` is not trained here")))?
+            };
+            if t.dims != want || t.data.len() != want.iter().product::<usize>() {
+                return Err(Error::BadWeights(format!(
+                    "`{name}` has shape {:?}, expected {want:?}",
+                    t.dims
+                )));
+            }
+        }
+        if !p.tensors.contains_key(&format!("{HEAD}.weight")) {
+            return Err(Error::BadWeights(format!("no `{HEAD}.weight`")));
+        }
+        Ok(())
     }
 
     /// The last layer and the head over a padded batch of frozen states.
@@ -352,6 +390,7 @@ impl<B: AutodiffBackend> GradFn for ClassifierGrad<B> {
                 "the sentence classifier trains on sentences".into(),
             ));
         };
+        self.frozen.check(p)?;
         let states = self.frozen.states(&examples.iter().collect::<Vec<_>>())?;
         let w = self.frozen.weights::<B>(p, &self.device, true);
         let logits = self.frozen.forward::<B>(&w, &states, &self.device)?;
