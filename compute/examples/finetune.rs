@@ -6,16 +6,18 @@
 //! ```text
 //! finetune '{"rounds":8,"topk_ppm":10000}' [--head-only] [--seeds 1,2,3]
 //! ```
-//! The JSON overrides fields of the base spec below. Prints one JSON line per seed.
+//! The JSON overrides fields of `train::classifier::sentiment_spec`, the job the demo runs.
+//! Prints one JSON line per seed.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::params::Params;
+use gpuchain_compute::train::classifier::sentiment_spec;
 use gpuchain_compute::train::{run_task_observed, SentenceDataset, TrainTask};
 use gpuchain_compute::Backend;
-use gpuchain_jobspec::{BlobRef, TrainingSpec, ValueBits, WeightsInit};
+use gpuchain_jobspec::BlobRef;
 use serde_json::json;
 
 fn blob(bytes: &[u8]) -> BlobRef {
@@ -23,29 +25,6 @@ fn blob(bytes: &[u8]) -> BlobRef {
         blake3: *blake3::hash(bytes).as_bytes(),
         size: bytes.len() as u64,
         urls: Vec::new(),
-    }
-}
-
-/// The fine-tuning job the demo and the tests run, at full length.
-fn base_spec(weights: BlobRef, dataset: BlobRef) -> TrainingSpec {
-    TrainingSpec {
-        arch: gpuchain_jobspec::ModelArch::MiniLmClassifier,
-        init: WeightsInit::Blob(weights),
-        dataset,
-        workers: 3,
-        rounds: 8,
-        local_steps: 4,
-        batch_size: 16,
-        lr_ppm: 50_000,
-        momentum_ppm: 900_000,
-        topk_ppm: 10_000,
-        value_bits: ValueBits::B16,
-        error_feedback: true,
-        momentum_correction: true,
-        warmup_rounds: 0,
-        seed: 1,
-        tolerance: None,
-        coordinator_url: None,
     }
 }
 
@@ -75,7 +54,7 @@ fn main() -> anyhow::Result<()> {
         SentenceDataset::from_reviews_csv(&csv, &SentenceTokenizer::from_bytes(&tokenizer)?)?;
     let dataset = data.to_bytes();
     let base = Params::from_safetensors(&weights)?;
-    let mut spec = base_spec(blob(&weights), blob(&dataset));
+    let mut spec = sentiment_spec(blob(&weights), blob(&dataset));
     let mut value = serde_json::to_value(&spec)?;
     for (k, v) in serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&overrides)? {
         value[k] = v;

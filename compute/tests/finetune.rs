@@ -14,11 +14,11 @@ use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::params::Params;
 use gpuchain_compute::tensor_io::{decode, Tensor as Stored};
-use gpuchain_compute::train::classifier::fine_tuned;
+use gpuchain_compute::train::classifier::{fine_tuned, sentiment_spec};
 use gpuchain_compute::train::worker::Worker;
 use gpuchain_compute::train::{audit_segment, Batch, Coordinator, SentenceDataset, TrainTask};
 use gpuchain_compute::{run_job, Backend};
-use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch, TrainingSpec, ValueBits, WeightsInit};
+use gpuchain_jobspec::{InferenceSpec, JobSpec, ModelArch, TrainingSpec, WeightsInit};
 
 struct Setup {
     weights: Vec<u8>,
@@ -48,24 +48,13 @@ fn setup() -> &'static Setup {
 }
 
 fn spec(store: &BlobStore, s: &Setup, workers: u32, rounds: u32) -> TrainingSpec {
+    let weights = store.put(&s.weights).unwrap();
+    let dataset = store.put(&s.data.to_bytes()).unwrap();
     TrainingSpec {
-        arch: ModelArch::MiniLmClassifier,
-        init: WeightsInit::Blob(store.put(&s.weights).unwrap()),
-        dataset: store.put(&s.data.to_bytes()).unwrap(),
         workers,
         rounds,
-        local_steps: 4,
-        batch_size: 16,
-        lr_ppm: 50_000,
-        momentum_ppm: 900_000,
-        topk_ppm: 10_000,
-        value_bits: ValueBits::B16,
-        error_feedback: true,
-        momentum_correction: true,
-        warmup_rounds: 0,
         seed: 3,
-        tolerance: None,
-        coordinator_url: None,
+        ..sentiment_spec(weights, dataset)
     }
 }
 

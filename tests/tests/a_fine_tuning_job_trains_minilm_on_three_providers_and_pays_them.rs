@@ -7,33 +7,16 @@
 //! fine-tuned model classifies reviews on a classification order: the provider's scores
 //! are the client's own, and it is paid.
 
-use gpuchain_tests::demo::{default_minilm_dir, default_reviews_csv, run, DemoOptions, PROVIDERS};
-
-/// `path`, fetched with `scripts/<script> <models dir>` when absent.
-fn fetched(path: std::path::PathBuf, script: &str) -> std::path::PathBuf {
-    if !path.exists() {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../scripts")
-            .join(script);
-        let root = path.ancestors().nth(2).map(std::path::Path::to_path_buf);
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .arg(root.unwrap_or_default())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "{} failed",
-            script.display()
-        );
-    }
-    path
-}
+use gpuchain_tests::demo::{
+    default_minilm_dir, default_reviews_csv, fetched, run, DemoOptions, PROVIDERS,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fine_tuning_job_trains_minilm_on_three_providers_and_pays_them() -> anyhow::Result<()> {
     let minilm = fetched(
         default_minilm_dir().join("model.safetensors"),
         "fetch-minilm.sh",
+        2,
     );
     let opts = DemoOptions {
         validators: 1,
@@ -41,7 +24,7 @@ async fn a_fine_tuning_job_trains_minilm_on_three_providers_and_pays_them() -> a
         training_rounds: 1,
         digits_orders: 0,
         minilm_dir: minilm.parent().map(std::path::Path::to_path_buf),
-        reviews_csv: Some(fetched(default_reviews_csv(), "fetch-reviews.sh")),
+        reviews_csv: Some(fetched(default_reviews_csv(), "fetch-reviews.sh", 2)),
         fine_tune_rounds: 4,
         ..DemoOptions::default()
     };

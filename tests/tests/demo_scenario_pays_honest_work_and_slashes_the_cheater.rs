@@ -11,27 +11,9 @@
 //! slashed, the supply moves only by the burns the slash records show, and all validators
 //! end at one app hash.
 
-use gpuchain_tests::demo::{default_minilm_dir, default_smollm2_file, run, DemoOptions, CHEATER};
-
-/// `path`, fetched with `scripts/<script> <models dir>` when absent (`up` levels below it).
-fn fetched(path: std::path::PathBuf, script: &str, up: usize) -> std::path::PathBuf {
-    if !path.exists() {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../scripts")
-            .join(script);
-        let root = path.ancestors().nth(up).map(std::path::Path::to_path_buf);
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .arg(root.unwrap_or_default())
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "{} failed",
-            script.display()
-        );
-    }
-    path
-}
+use gpuchain_tests::demo::{
+    default_minilm_dir, default_smollm2_file, fetched, run, DemoOptions, CHEATER,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_scenario_pays_honest_work_and_slashes_the_cheater() -> anyhow::Result<()> {

@@ -16,6 +16,23 @@ pub trait GradFn {
     fn loss_and_grad(&self, p: &Params, batch: &Batch) -> Result<(f32, Vec<f32>)>;
 }
 
+/// Mean cross-entropy of `logits` (`[rows, classes]`) against `labels`, with its value
+/// and the gradients of everything it was computed from.
+pub(crate) fn cross_entropy<B: AutodiffBackend>(
+    logits: Tensor<B, 2>,
+    labels: impl Iterator<Item = u8>,
+    device: &B::Device,
+) -> (f32, B::Gradients) {
+    let labels: Vec<i64> = labels.map(i64::from).collect();
+    let rows = labels.len();
+    let targets = Tensor::<B, 1, Int>::from_data(TensorData::new(labels, [rows]), device);
+    let loss = burn::nn::loss::CrossEntropyLossConfig::new()
+        .init(device)
+        .forward(logits, targets);
+    let value = values(loss.clone().inner())[0];
+    (value, loss.backward())
+}
+
 fn digits(batch: &Batch) -> Result<(&[f32], &[u8])> {
     match batch {
         Batch::Digits { x, labels } => Ok((x, labels)),
@@ -54,18 +71,7 @@ impl<B: AutodiffBackend> GradFn for BurnGrad<B> {
         let rows = labels.len();
         let xb = tensor::<B, 2>(x.to_vec(), [rows, INPUT], &self.device);
         let logits = model.forward(xb); // [rows, 10]
-        let targets = Tensor::<B, 1, Int>::from_data(
-            TensorData::new(
-                labels.iter().map(|l| i64::from(*l)).collect::<Vec<_>>(),
-                [rows],
-            ),
-            &self.device,
-        );
-        let loss = burn::nn::loss::CrossEntropyLossConfig::new()
-            .init(&self.device)
-            .forward(logits, targets);
-        let loss_value = values(loss.clone().inner())[0];
-        let grads = loss.backward();
+        let (loss_value, grads) = cross_entropy(logits, labels.iter().copied(), &self.device);
         let mut g = Params::default();
         let grad_of = |name: &str| model.grad_by_name(name, &grads);
         g.insert("fc1.bias", vec![HIDDEN], grad_of("fc1.bias"));

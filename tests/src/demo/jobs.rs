@@ -14,7 +14,7 @@ use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::gguf::{self, Gguf};
 use gpuchain_compute::params::Params;
 use gpuchain_compute::tensor_io::{decode, encode_f32, Tensor};
-use gpuchain_compute::train::classifier::fine_tuned;
+use gpuchain_compute::train::classifier::{fine_tuned, sentiment_spec};
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService, RoundProgress};
 use gpuchain_compute::train::{Example, SentenceDataset, TrainTask};
 use gpuchain_jobspec::{
@@ -94,6 +94,34 @@ async fn settle(
     }
 }
 
+/// Follows training order `id` until it settles, printing each round its coordinator
+/// closes as `line` writes it.
+async fn follow_rounds(
+    w: &mut Watcher,
+    id: u64,
+    service: &CoordinatorService,
+    timeout: Duration,
+    line: &(dyn Fn(&RoundProgress) -> String + Sync),
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut printed = 0;
+    while !w.is_settled(id) {
+        let progress = service.transcript().progress;
+        for p in progress.iter().skip(printed) {
+            say(&line(p));
+        }
+        printed = progress.len();
+        w.tick(say).await?;
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "training order {id} did not settle"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(())
+}
+
 /// Trains the digits MLP over the three providers with 1% top-k updates.
 pub(crate) async fn train(
     m: &Market,
@@ -137,29 +165,18 @@ pub(crate) async fn train(
     ));
     let id = post(m, order(JobSpec::Training(spec), 3, GPU, 400)).await?;
     w.track(id, "training: digits MLP, 3 workers");
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let mut printed = 0;
-    while !w.is_settled(id) {
-        let progress = service.transcript().progress;
-        for p in progress.iter().skip(printed) {
-            say(&format!(
-                "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>6} B vs {:>7} B dense ({:.0}×)",
-                p.round,
-                p.mean_loss,
-                p.test_accuracy * 100.0,
-                p.bytes_sent,
-                p.dense_bytes,
-                p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
-            ));
-        }
-        printed = progress.len();
-        w.tick(say).await?;
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "training order {id} did not settle"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let line = |p: &RoundProgress| {
+        format!(
+            "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>6} B vs {:>7} B dense ({:.0}×)",
+            p.round,
+            p.mean_loss,
+            p.test_accuracy * 100.0,
+            p.bytes_sent,
+            p.dense_bytes,
+            p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
+        )
+    };
+    follow_rounds(w, id, &service, Duration::from_secs(600), &line, say).await?;
     let coordinator = service.coordinator();
     server.abort();
     let final_weights = coordinator.weights().to_safetensors()?;
@@ -218,26 +235,11 @@ pub(crate) async fn fine_tune(
     let dataset = data.to_bytes();
     let store = BlobStore::open(m.dir.join("client").join("fine-tune"))?;
     let mut spec = TrainingSpec {
-        arch: ModelArch::MiniLmClassifier,
-        init: WeightsInit::Blob(blob(
-            &weights,
-            m.host.put("minilm.safetensors", weights.clone()),
-        )),
-        dataset: blob(&dataset, m.host.put("reviews.json", dataset.clone())),
-        workers: 3,
         rounds,
-        local_steps: 4,
-        batch_size: 16,
-        lr_ppm: 50_000,
-        momentum_ppm: 900_000,
-        topk_ppm: 10_000,
-        value_bits: ValueBits::B16,
-        error_feedback: true,
-        momentum_correction: true,
-        warmup_rounds: 0,
-        seed: 21,
-        tolerance: None,
-        coordinator_url: None,
+        ..sentiment_spec(
+            blob(&weights, m.host.put("minilm.safetensors", weights.clone())),
+            blob(&dataset, m.host.put("reviews.json", dataset.clone())),
+        )
     };
     say(&format!(
         "client: fine-tuning all-MiniLM-L6-v2 on {} review snippets (sentiment, {} held out) \
@@ -264,29 +266,18 @@ pub(crate) async fn fine_tune(
     ));
     let id = post(m, order(JobSpec::Training(spec), 3, 40 * GPU, 600)).await?;
     w.track(id, "fine-tuning: MiniLM sentiment, 3 workers");
-    let deadline = Instant::now() + Duration::from_secs(1200);
-    let mut printed = 0;
-    while !w.is_settled(id) {
-        let progress = service.transcript().progress;
-        for p in progress.iter().skip(printed) {
-            say(&format!(
-                "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>7} B up, {:>7} B down vs {:>8} B dense up",
-                p.round,
-                p.mean_loss,
-                p.test_accuracy * 100.0,
-                p.bytes_sent,
-                p.broadcast_bytes,
-                p.dense_bytes,
-            ));
-        }
-        printed = progress.len();
-        w.tick(say).await?;
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "fine-tuning order {id} did not settle"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let line = |p: &RoundProgress| {
+        format!(
+            "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>7} B up, {:>7} B down vs {:>8} B dense up",
+            p.round,
+            p.mean_loss,
+            p.test_accuracy * 100.0,
+            p.bytes_sent,
+            p.broadcast_bytes,
+            p.dense_bytes,
+        )
+    };
+    follow_rounds(w, id, &service, Duration::from_secs(1200), &line, say).await?;
     let trained = service.coordinator().weights();
     let transcript_root = hex::encode(service.coordinator().transcript_root());
     server.abort();

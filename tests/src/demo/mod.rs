@@ -450,6 +450,27 @@ pub fn has_minilm(dir: &Path) -> bool {
     dir.join("model.safetensors").exists() && dir.join("tokenizer.json").exists()
 }
 
+/// `path`, fetched with `scripts/<script> <cache dir>` when absent, the cache dir being
+/// `up` levels above it (the model and data cache: `$GPUCHAIN_MODELS`).
+pub fn fetched(path: PathBuf, script: &str, up: usize) -> PathBuf {
+    if !path.exists() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scripts")
+            .join(script);
+        let root = path.ancestors().nth(up).map(Path::to_path_buf);
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(root.unwrap_or_default())
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "{} failed",
+            script.display()
+        );
+    }
+    path
+}
+
 /// Where the demo keeps the Rotten Tomatoes snippets (fetched by scripts/fetch-reviews.sh).
 pub fn default_reviews_csv() -> PathBuf {
     default_minilm_dir()
