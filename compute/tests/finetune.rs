@@ -274,3 +274,58 @@ fn an_audit_accepts_an_honest_fine_tuning_update_and_catches_a_lazy_one() {
     let caught = audit(&forged, &lazy_msg);
     assert!(!caught.accepted, "{caught:?}");
 }
+
+#[test]
+fn gpuchain_train_writes_a_dataset_from_a_csv_of_labelled_sentences() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("tickets.csv");
+    std::fs::write(
+        &csv,
+        "id,body,topic\n\
+         1,\"My card was charged twice, please refund\",billing\n\
+         2,The app crashes when I open settings,bug\n\
+         3,How do I change my password?,other\n\
+         4,Invoice shows the wrong amount,billing\n\
+         5,\"Button does nothing on \"\"Save\"\"\",bug\n\
+         6,Refund still missing after a week,billing\n",
+    )
+    .unwrap();
+    let out = dir.path().join("tickets.json");
+    let tokenizer = common::minilm_dir().join("tokenizer.json");
+    let run = |classes: &str, text_column: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gpuchain-train"))
+            .args(["sentences", "--csv"])
+            .arg(&csv)
+            .args(["--text-column", text_column, "--label-column", "topic"])
+            .args(["--classes", classes, "--test-every", "2", "--tokenizer"])
+            .arg(&tokenizer)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let done = run("bug,billing", "body");
+    assert!(done.status.success(), "{done:?}");
+    let data = SentenceDataset::parse(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(data.classes, ["bug", "billing"]);
+    // Five rows of the two classes (the `other` one left out), every second held out.
+    assert_eq!((data.train.len(), data.test.len()), (3, 2));
+    assert_eq!(
+        data.train.iter().map(|e| e.label).collect::<Vec<_>>(),
+        [1, 1, 1]
+    );
+    assert_eq!(
+        data.test.iter().map(|e| e.label).collect::<Vec<_>>(),
+        [0, 0]
+    );
+    let printed: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(
+        printed["blake3"].as_str().unwrap(),
+        blake3::hash(&std::fs::read(&out).unwrap())
+            .to_hex()
+            .as_str()
+    );
+    let missing = run("bug,billing", "text");
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no `text` column"));
+}

@@ -6,6 +6,11 @@
 //! when the last round closes prints the transcript root (the hash the providers commit on
 //! chain) and keeps serving the transcript, checkpoints and final weights for verifiers
 //! until stopped.
+//!
+//! `gpuchain-train sentences --csv reviews.csv --text-column text --label-column category
+//! --classes rotten,fresh --tokenizer tokenizer.json --out dataset.json` writes the dataset
+//! blob of a fine-tuning job (`mini_lm_classifier`) from a CSV of labelled sentences,
+//! tokenised with the model's own tokenizer, and prints its blake3 and size for the spec.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,8 +19,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gpuchain_compute::blob::{BlobFetcher, BlobStore, FetchPolicy};
+use gpuchain_compute::embed::SentenceTokenizer;
 use gpuchain_compute::train::remote::{serve_coordinator, CoordinatorService};
-use gpuchain_compute::train::TrainTask;
+use gpuchain_compute::train::{SentenceDataset, TrainTask};
 use gpuchain_jobspec::{JobSpec, TrainingSpec};
 
 #[derive(Parser)]
@@ -49,6 +55,69 @@ enum Command {
         #[arg(long)]
         exit_when_done: bool,
     },
+    /// Write a fine-tuning job's dataset blob from a CSV of labelled sentences.
+    Sentences {
+        /// CSV file with a header row.
+        #[arg(long)]
+        csv: PathBuf,
+        /// Column holding the sentence.
+        #[arg(long, default_value = "text")]
+        text_column: String,
+        /// Column holding the class name.
+        #[arg(long, default_value = "label")]
+        label_column: String,
+        /// Class names in label order, comma-separated; rows of other classes are left out.
+        #[arg(long, value_delimiter = ',', required = true)]
+        classes: Vec<String>,
+        /// The model's `tokenizer.json`.
+        #[arg(long)]
+        tokenizer: PathBuf,
+        /// Hold out every N-th kept row for the test split.
+        #[arg(long, default_value_t = 5)]
+        test_every: usize,
+        /// Where to write the dataset (JSON).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sentences(
+    csv: &PathBuf,
+    text_column: &str,
+    label_column: &str,
+    classes: &[String],
+    tokenizer: &PathBuf,
+    test_every: usize,
+    out: &PathBuf,
+) -> Result<()> {
+    let text =
+        std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
+    let tokenizer =
+        std::fs::read(tokenizer).with_context(|| format!("reading {}", tokenizer.display()))?;
+    let tokenizer = SentenceTokenizer::from_bytes(&tokenizer)?;
+    let classes: Vec<&str> = classes.iter().map(String::as_str).collect();
+    let data = SentenceDataset::from_csv(
+        &text,
+        text_column,
+        label_column,
+        &classes,
+        test_every,
+        &tokenizer,
+    )?;
+    let bytes = data.to_bytes();
+    std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "train": data.train.len(),
+            "test": data.test.len(),
+            "classes": data.classes,
+            "blake3": blake3::hash(&bytes).to_hex().to_string(),
+            "size": bytes.len(),
+        })
+    );
+    Ok(())
 }
 
 fn read_spec(path: &PathBuf) -> Result<TrainingSpec> {
@@ -138,5 +207,22 @@ async fn main() -> Result<()> {
             json,
             exit_when_done,
         } => coordinate(read_spec(&spec)?, listen, store, json, exit_when_done).await,
+        Command::Sentences {
+            csv,
+            text_column,
+            label_column,
+            classes,
+            tokenizer,
+            test_every,
+            out,
+        } => sentences(
+            &csv,
+            &text_column,
+            &label_column,
+            &classes,
+            &tokenizer,
+            test_every,
+            &out,
+        ),
     }
 }

@@ -89,16 +89,33 @@ impl SentenceDataset {
     /// and `fresh` = 1, plot summaries left out. Every fifth review, in file order, is held
     /// out for the test split.
     pub fn from_reviews_csv(csv: &str, tokenizer: &SentenceTokenizer) -> Result<Self> {
+        Self::from_csv(csv, "text", "category", &["rotten", "fresh"], 5, tokenizer)
+    }
+
+    /// A dataset from a CSV with a header row: the sentence in column `text`, its class
+    /// name in column `label`. `classes` names the classes in label order; rows of other
+    /// classes are left out. Every `test_every`-th kept row, in file order, is held out for
+    /// the test split.
+    pub fn from_csv(
+        csv: &str,
+        text: &str,
+        label: &str,
+        classes: &[&str],
+        test_every: usize,
+        tokenizer: &SentenceTokenizer,
+    ) -> Result<Self> {
+        if test_every < 2 {
+            return Err(bad("hold out every 2nd row or fewer (test_every ≥ 2)"));
+        }
         let rows = parse_csv(csv)?;
-        let header = rows.first().ok_or_else(|| bad("empty reviews CSV"))?;
+        let header = rows.first().ok_or_else(|| bad("empty CSV"))?;
         let col = |name: &str| {
             header
                 .iter()
                 .position(|h| h == name)
-                .ok_or_else(|| bad(format!("reviews CSV has no `{name}` column")))
+                .ok_or_else(|| bad(format!("the CSV has no `{name}` column")))
         };
-        let (category, text) = (col("category")?, col("text")?);
-        let classes = ["rotten", "fresh"];
+        let (category, text) = (col(label)?, col(text)?);
         let mut labelled = Vec::new();
         for row in &rows[1..] {
             let (Some(c), Some(t)) = (row.get(category), row.get(text)) else {
@@ -118,7 +135,7 @@ impl SentenceDataset {
         };
         for (i, (ids, (_, label))) in ids.into_iter().zip(&labelled).enumerate() {
             let e = Example { ids, label: *label };
-            if i % 5 == 4 {
+            if i % test_every == test_every - 1 {
                 d.test.push(e);
             } else {
                 d.train.push(e);
