@@ -156,15 +156,7 @@ async fn coordinate(
             if json {
                 println!("{}", serde_json::to_string(p)?);
             } else {
-                println!(
-                    "round {:>3}: loss {:.4}  test accuracy {:.2}%  sent {} B vs {} B dense ({:.0}×)",
-                    p.round,
-                    p.mean_loss,
-                    p.test_accuracy * 100.0,
-                    p.bytes_sent,
-                    p.dense_bytes,
-                    p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
-                );
+                println!("{p}");
             }
         }
         printed = transcript.progress.len();

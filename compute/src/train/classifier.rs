@@ -238,9 +238,9 @@ impl FrozenEncoder {
         self.check(p)?;
         let device = Default::default();
         let mut out = Vec::with_capacity(examples.len());
+        let w = self.weights::<B>(p, &device, false);
         for chunk in examples.chunks(64) {
             let states = self.states(chunk)?;
-            let w = self.weights::<B>(p, &device, false);
             let logits = self.forward::<B>(&w, &states, &device)?;
             let classes = logits.dims()[1];
             out.extend(values(logits).chunks(classes).map(<[f32]>::to_vec));

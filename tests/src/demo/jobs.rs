@@ -95,13 +95,12 @@ async fn settle(
 }
 
 /// Follows training order `id` until it settles, printing each round its coordinator
-/// closes as `line` writes it.
+/// closes.
 async fn follow_rounds(
     w: &mut Watcher,
     id: u64,
     service: &CoordinatorService,
     timeout: Duration,
-    line: &(dyn Fn(&RoundProgress) -> String + Sync),
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
@@ -109,7 +108,7 @@ async fn follow_rounds(
     while !w.is_settled(id) {
         let progress = service.transcript().progress;
         for p in progress.iter().skip(printed) {
-            say(&line(p));
+            say(&format!("  {p}"));
         }
         printed = progress.len();
         w.tick(say).await?;
@@ -165,18 +164,7 @@ pub(crate) async fn train(
     ));
     let id = post(m, order(JobSpec::Training(spec), 3, GPU, 400)).await?;
     w.track(id, "training: digits MLP, 3 workers");
-    let line = |p: &RoundProgress| {
-        format!(
-            "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>6} B vs {:>7} B dense ({:.0}×)",
-            p.round,
-            p.mean_loss,
-            p.test_accuracy * 100.0,
-            p.bytes_sent,
-            p.dense_bytes,
-            p.dense_bytes as f64 / p.bytes_sent.max(1) as f64
-        )
-    };
-    follow_rounds(w, id, &service, Duration::from_secs(600), &line, say).await?;
+    follow_rounds(w, id, &service, Duration::from_secs(600), say).await?;
     let coordinator = service.coordinator();
     server.abort();
     let final_weights = coordinator.weights().to_safetensors()?;
@@ -266,18 +254,7 @@ pub(crate) async fn fine_tune(
     ));
     let id = post(m, order(JobSpec::Training(spec), 3, 40 * GPU, 600)).await?;
     w.track(id, "fine-tuning: MiniLM sentiment, 3 workers");
-    let line = |p: &RoundProgress| {
-        format!(
-            "  round {:>2}: loss {:.4}  test accuracy {:>5.1}%  sent {:>7} B up, {:>7} B down vs {:>8} B dense up",
-            p.round,
-            p.mean_loss,
-            p.test_accuracy * 100.0,
-            p.bytes_sent,
-            p.broadcast_bytes,
-            p.dense_bytes,
-        )
-    };
-    follow_rounds(w, id, &service, Duration::from_secs(1200), &line, say).await?;
+    follow_rounds(w, id, &service, Duration::from_secs(1200), say).await?;
     let trained = service.coordinator().weights();
     let transcript_root = hex::encode(service.coordinator().transcript_root());
     server.abort();

@@ -68,6 +68,24 @@ pub struct RoundProgress {
     pub dense_bytes: u64,
 }
 
+impl std::fmt::Display for RoundProgress {
+    /// One line of progress: loss, held-out accuracy, and bytes both ways against dense.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "round {:>3}: loss {:.4}  test accuracy {:>5.1}%  sent {} B up, {} B down to each \
+             worker, vs {} B dense up ({:.0}× less up)",
+            self.round,
+            self.mean_loss,
+            self.test_accuracy * 100.0,
+            self.bytes_sent,
+            self.broadcast_bytes,
+            self.dense_bytes,
+            self.dense_bytes as f64 / self.bytes_sent.max(1) as f64
+        )
+    }
+}
+
 /// `GET /train/transcript`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
