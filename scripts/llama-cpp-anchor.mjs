@@ -4,7 +4,7 @@
 //   node scripts/llama-cpp-anchor.mjs tokenize MODEL PROMPTS.json OUT.json
 //   node scripts/llama-cpp-anchor.mjs greedy MODEL QUESTIONS.json OUT.json [NEW_TOKENS]
 //   node scripts/llama-cpp-anchor.mjs reference MODEL PROMPTS.json OUT.json [NEW_TOKENS] [STEPS]
-//   node scripts/llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json
+//   node scripts/llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json [TEMPLATE.jinja]
 //   node scripts/llama-cpp-anchor.mjs bench MODEL [--threads 2] [--prompt-tokens N] [--new-tokens M]
 //                                                [--runs R] [--batch B]
 //
@@ -114,17 +114,18 @@ async function reference(modelPath, promptsPath, outPath, newTokens = "12", step
 }
 
 // Each conversation (an array of {role, content}) put in the model's own chat template: the file's
-// `tokenizer.chat_template` rendered by @huggingface/jinja (the Jinja engine node-llama-cpp ships)
+// `tokenizer.chat_template` (or TEMPLATE.jinja's, for another family's format over the same
+// tokenizer) rendered by @huggingface/jinja (the Jinja engine node-llama-cpp ships)
 // with the assistant's turn opened, then tokenized by llama.cpp with control tokens parsed. A BOS
 // token is added where the file asks for one and the template did not write it.
-async function chatTemplate(modelPath, chatsPath, outPath) {
+async function chatTemplate(modelPath, chatsPath, outPath, templatePath) {
     const chats = JSON.parse(readFileSync(chatsPath, "utf8"));
     const { llama, model } = await load(modelPath, 1, true);
     const jinjaEntry = createRequire(entry).resolve("@huggingface/jinja");
     const { Template } = await import(pathToFileURL(jinjaEntry).href);
     const meta = model.fileInfo.metadata.tokenizer;
     const token = (id) => (id === undefined ? "" : meta.ggml.tokens[id]);
-    const template = new Template(meta.chat_template);
+    const template = new Template(templatePath ? readFileSync(templatePath, "utf8") : meta.chat_template);
     const bos = meta.ggml.add_bos_token ? meta.ggml.bos_token_id : undefined;
     const out = [];
     for (const messages of chats) {
@@ -198,13 +199,13 @@ const [cmd, ...rest] = process.argv.slice(2);
 if (cmd === "tokenize" && rest.length === 3) await tokenize(...rest);
 else if (cmd === "greedy" && rest.length >= 3) await greedy(...rest);
 else if (cmd === "reference" && rest.length >= 3) await reference(...rest);
-else if (cmd === "chat" && rest.length === 3) await chatTemplate(...rest);
+else if (cmd === "chat" && (rest.length === 3 || rest.length === 4)) await chatTemplate(...rest);
 else if (cmd === "bench" && rest.length >= 1) await bench(rest[0], rest.slice(1));
 else {
     console.error("usage: llama-cpp-anchor.mjs tokenize MODEL PROMPTS.json OUT.json\n" +
         "       llama-cpp-anchor.mjs greedy MODEL QUESTIONS.json OUT.json [NEW_TOKENS]\n" +
         "       llama-cpp-anchor.mjs reference MODEL PROMPTS.json OUT.json [NEW_TOKENS] [STEPS]\n" +
-        "       llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json\n" +
+        "       llama-cpp-anchor.mjs chat MODEL CHATS.json OUT.json [TEMPLATE.jinja]\n" +
         "       llama-cpp-anchor.mjs bench MODEL [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R] [--batch B]");
     process.exit(2);
 }

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use burn::prelude::*;
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::blob::BlobStore;
-use gpuchain_compute::gguf::chat::Format;
 use gpuchain_compute::gguf::{self, ChatTemplate, Gguf, Value};
 use gpuchain_compute::llama::{answer_texts, check_generation, generate, RowDecoder};
 use gpuchain_compute::tensor_io::{decode, encode_u32, Tensor as Stored};
@@ -236,11 +235,11 @@ fn unsupported_variants_are_refused_with_the_reason() {
         Value::Str("gemma2".into()),
         "architecture Some(\"gemma2\")",
     );
-    // A file without a chat template this reads takes text and token ids, not chats.
+    // A file without a chat template takes text and token ids, not chats.
     let mut g = Gguf::parse(&bytes).unwrap();
     g.metadata.remove("tokenizer.chat_template");
     let chat = ChatTemplate::of(&g).unwrap();
-    assert_eq!(chat.format, None);
+    assert!(!chat.has_template());
     let err = chat.ids(&[("user", "hi")]).err().unwrap().to_string();
     assert!(err.contains("no chat template"), "{err}");
     assert!(chat.text_ids("hi").is_ok());
@@ -347,67 +346,133 @@ struct RenderedChat {
     ids: Vec<u32>,
 }
 
+fn rendered_chats(file: &str) -> Vec<RenderedChat> {
+    let text = std::fs::read_to_string(dir().join(file)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Our ids and text for each chat against llama.cpp's of the text @huggingface/jinja rendered.
+fn assert_renders_as_llama_cpp(name: &str, chat: &ChatTemplate, cases: &[RenderedChat]) {
+    for case in cases {
+        let messages: Vec<(&str, &str)> = case
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        let prompt = chat.prompt(&messages).unwrap();
+        assert_eq!(prompt, case.text, "{name}");
+        assert_eq!(chat.ids(&messages).unwrap(), case.ids, "{name}: {prompt:?}");
+    }
+}
+
 #[test]
 fn chats_are_written_as_each_model_s_own_template_renders_them() {
     // llama.cpp's ids of the text the file's Jinja template renders (by @huggingface/jinja),
-    // against ours built piece by piece: Llama 3's headers with the BOS token, ChatML with a
-    // default system message, ChatML without one.
-    let formats = [
-        ("llama3-rope", Format::Llama3),
-        (
-            "qwen2-bias",
-            Format::ChatMl {
-                default_system: Some("You are a tiny test model.".into()),
-            },
-        ),
-        (
-            "qwen3-qk-norm",
-            Format::ChatMl {
-                default_system: None,
-            },
-        ),
-    ];
-    for (name, format) in formats {
+    // against ours: Llama 3's headers with the BOS token, ChatML with a default system
+    // message, ChatML without one.
+    for (name, end) in [
+        ("llama3-rope", "<|eot_id|>"),
+        ("qwen2-bias", "<|im_end|>"),
+        ("qwen3-qk-norm", "<|im_end|>"),
+    ] {
         let bytes = file(name);
         let g = Gguf::parse(&bytes).unwrap();
         let chat = ChatTemplate::of(&g).unwrap();
-        assert_eq!(chat.format.as_ref(), Some(&format), "{name}");
-        let text = std::fs::read_to_string(dir().join(format!("{name}.llama-cpp-chat.json")));
-        let cases: Vec<RenderedChat> = serde_json::from_str(&text.unwrap()).unwrap();
-        for case in &cases {
-            let messages: Vec<(&str, &str)> = case
-                .messages
-                .iter()
-                .map(|m| (m.role.as_str(), m.content.as_str()))
-                .collect();
-            let prompt = chat.prompt(&messages).unwrap();
-            let bos = if format == Format::Llama3 {
-                "<|begin_of_text|>"
-            } else {
-                ""
-            };
-            assert_eq!(format!("{bos}{prompt}"), case.text, "{name}");
-            assert_eq!(chat.ids(&messages).unwrap(), case.ids, "{name}: {prompt:?}");
-        }
-        // A message cannot end its turn: the end marker inside content stays text.
-        let end = if format == Format::Llama3 {
-            "<|eot_id|>"
-        } else {
-            "<|im_end|>"
-        };
+        assert!(chat.has_template(), "{name}");
+        assert_renders_as_llama_cpp(
+            name,
+            &chat,
+            &rendered_chats(&format!("{name}.llama-cpp-chat.json")),
+        );
+        // A message cannot end its turn: the end marker inside content (or a role) stays
+        // text.
         let marker = chat.template.encode(end, false).unwrap().get_ids()[0];
-        let count = |content: &str| {
-            let ids = chat.ids(&[("user", content)]).unwrap();
+        let count = |role: &str, content: &str| {
+            let ids = chat.ids(&[(role, content)]).unwrap();
             ids.iter().filter(|t| **t == marker).count()
         };
-        assert_eq!(
-            count(&format!("hi{end} there")),
-            count("hi there"),
-            "{name}"
-        );
+        let plain = count("user", "hi there");
+        assert_eq!(count("user", &format!("hi{end} there")), plain, "{name}");
+        assert_eq!(count(&format!("user{end}"), "hi there"), plain, "{name}");
+        // ... and reads back as the text it was.
+        let ids = chat.ids(&[("user", &format!("hi{end} there"))]).unwrap();
+        let text = chat.plain.decode(&ids, false).unwrap();
+        assert!(text.contains(&format!("hi{end} there")), "{name}: {text:?}");
         // The end of a turn is the chat job's stop token.
         assert_eq!(gguf::eos_token(&g), Some(marker), "{name}");
     }
+}
+
+#[test]
+fn llama_2_mistral_and_zephyr_templates_over_sentencepiece_give_llama_cpp_s_ids() {
+    // Other families' templates (data/gguf/variants/templates) over the SentencePiece
+    // vocabulary, whose merges run across the template's text and the message
+    // (`[INST] What`): each rendered and tokenized as llama.cpp does, `<s>` and `</s>`
+    // written by the template read as control tokens, BOS not doubled.
+    let bytes = file("llama2-spm");
+    for template in ["llama2", "mistral", "zephyr"] {
+        let mut g = Gguf::parse(&bytes).unwrap();
+        let source = std::fs::read_to_string(dir().join(format!("templates/{template}.jinja")));
+        g.metadata.insert(
+            "tokenizer.chat_template".into(),
+            Value::Str(source.unwrap()),
+        );
+        let chat = ChatTemplate::of(&g).unwrap();
+        let cases = rendered_chats(&format!("llama2-spm.{template}.llama-cpp-chat.json"));
+        assert_renders_as_llama_cpp(template, &chat, &cases);
+        let ids = chat.ids(&[("user", "hi</s> there")]).unwrap();
+        assert_eq!(ids[0], 1, "{template}: one BOS first");
+        assert_eq!(ids.iter().filter(|t| **t == 1).count(), 1, "{template}");
+        let eos = ids.iter().filter(|t| **t == 2).count();
+        assert_eq!(
+            eos,
+            chat.ids(&[("user", "hi there")])
+                .unwrap()
+                .iter()
+                .filter(|t| **t == 2)
+                .count(),
+            "{template}: `</s>` inside a message is text"
+        );
+    }
+    // A template that refuses a conversation says why.
+    let mut g = Gguf::parse(&bytes).unwrap();
+    let source = std::fs::read_to_string(dir().join("templates/llama2.jinja")).unwrap();
+    g.metadata
+        .insert("tokenizer.chat_template".into(), Value::Str(source));
+    let chat = ChatTemplate::of(&g).unwrap();
+    let err = chat
+        .ids(&[("user", "a"), ("user", "b")])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("Turns must alternate"), "{err}");
+}
+
+#[test]
+fn broken_or_runaway_templates_fail_the_prompt_with_the_reason() {
+    let bytes = file("qwen3-qk-norm");
+    let with = |source: &str| {
+        let mut g = Gguf::parse(&bytes).unwrap();
+        g.metadata
+            .insert("tokenizer.chat_template".into(), Value::Str(source.into()));
+        ChatTemplate::of(&g).unwrap()
+    };
+    let err = |chat: ChatTemplate| chat.ids(&[("user", "hi")]).err().unwrap().to_string();
+    assert!(err(with("{% for m in messages %}")).contains("chat template"));
+    let runaway = "{% for a in range(10000) %}{% for b in range(10000) %}x{% endfor %}{% endfor %}";
+    let e = err(with(runaway));
+    assert!(e.contains("fuel"), "{e}");
+    // Private-use stand-ins are the template's own: a message holding one is refused.
+    let e = with("{{ messages[0]['content'] }}")
+        .ids(&[("user", "a\u{F0000}b")])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("U+F0000"), "{e}");
+    // No clock: a template asking for the date takes its fallback.
+    let dated =
+        "{% if strftime_now is defined %}{{ strftime_now('%d') }}{% else %}26 Jul{% endif %}";
+    assert_eq!(with(dated).prompt(&[("user", "hi")]).unwrap(), "26 Jul");
 }
 
 #[test]

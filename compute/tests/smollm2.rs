@@ -312,14 +312,12 @@ fn tokens_equal_llama_cpps_and_its_greedy_answers_pass_our_check() {
     }
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
     let chat = gguf::ChatTemplate::of(&g).unwrap();
+    let smollm = chat.prompt(&[("user", "hi")]).unwrap();
     assert_eq!(
-        chat.format,
-        Some(gguf::chat::Format::ChatMl {
-            default_system: Some(
-                "You are a helpful AI assistant named SmolLM, trained by Hugging Face".into()
-            )
-        }),
-        "SmolLM2's template: ChatML with its default system message"
+        smollm,
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
+         Face<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+        "SmolLM2's template: ChatML with its default system message: {smollm:?}"
     );
 
     // Ten chat questions: the prompt's ids (control tokens parsed) and 20 greedy tokens from
@@ -345,7 +343,7 @@ fn tokens_equal_llama_cpps_and_its_greedy_answers_pass_our_check() {
             .get_ids()
             .to_vec();
         assert_eq!(ids, ids_of(&case["prompt"]), "prompt of {question:?}");
-        // Built piece by piece with the content read as plain text, the same ids.
+        // Split at the template's control tokens, the content read as plain text: the same ids.
         let pieces = chat.ids(&[("user", question)]).unwrap();
         assert_eq!(pieces, ids, "chat_ids of {question:?}");
         let want = ids_of(&case["greedy"]);

@@ -1,87 +1,91 @@
-//! A GGUF chat model's prompt format, read from its `tokenizer.chat_template`: ChatML
-//! (`<|im_start|>role\n…<|im_end|>\n`: SmolLM2, Qwen2, Qwen2.5, Qwen3) or Llama 3's headers
-//! (`<|start_header_id|>role<|end_header_id|>\n\n…<|eot_id|>`). The template itself is not
-//! run: the format is recognised by its markers, and a default system message is taken from
-//! it where the template writes one as literal text (SmolLM2's, Qwen2.5's). Prompts are built
-//! piece by piece, the format's markers read as control tokens and each message's content as
-//! plain text, so that no message can open or close a turn.
+//! A GGUF chat model's prompt format: the file's own `tokenizer.chat_template`, a Jinja
+//! template, run by minijinja the way transformers runs chat templates (blocks trimmed,
+//! Python's string methods, `raise_exception`), then tokenized the way llama.cpp tokenizes a
+//! rendered chat: each control token the template writes (`<|im_start|>`, `<s>`) as that
+//! token, and the text between two of them, a message's content included, as one piece, so
+//! that a SentencePiece tokenizer merges across the template's text and the message exactly
+//! as llama.cpp does (`[INST] ` and the first word of a Llama 2 prompt, for one).
+//!
+//! A message never opens or closes a turn: control-token names inside a message (or its
+//! role) are swapped for private-use stand-ins before rendering and put back as plain text
+//! after the rendered prompt was split at the template's control tokens.
+//!
+//! Any replica and verifier must read a chat into the same ids: the template comes from the
+//! model's file (named by its hash), rendering is deterministic (no clock: templates that
+//! ask for `strftime_now` take their own fallback) and bounded by a fuel limit, so a file
+//! with a runaway template fails the job instead of holding a provider.
 
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{context, Environment, ErrorKind};
 use tokenizers::Tokenizer;
 
 use super::reader::{Gguf, Value};
 use super::tokenizer::{plain_tokenizer, tokenizer};
 use crate::{Error, Result};
 
-/// How turns are written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// `<|im_start|>role\ncontent<|im_end|>\n`, then `<|im_start|>assistant\n`; the default
-    /// system message is put first when a conversation brings none.
-    ChatMl {
-        /// The template's system message for conversations without one.
-        default_system: Option<String>,
-    },
-    /// `<|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>` (content trimmed, as
-    /// Llama 3's template does), then the assistant's header.
-    Llama3,
-}
+/// Template instructions one rendering may run: a hundred-turn chat through a large
+/// template takes well under a tenth of this.
+const FUEL: u64 = 5_000_000;
 
-/// A model's chat format with the tokenizers that write its prompts.
+/// The stand-in for the control-token name at index `i` of [`ChatTemplate::controls`]:
+/// `U+F0000 + i`, in Unicode's private-use plane 15.
+const STAND_IN: u32 = 0xF0000;
+
+/// A model's chat template with the tokenizers that read its prompts.
 pub struct ChatTemplate {
-    /// The format of its turns; `None` when the file has no template this reads.
-    pub format: Option<Format>,
+    /// The file's Jinja source; `None` when it has none.
+    source: Option<String>,
+    /// The text of the BOS and EOS tokens, as templates write them (`bos_token`).
+    bos_text: String,
+    eos_text: String,
     /// The token put before every prompt (`tokenizer.ggml.add_bos_token`), if any.
     pub bos: Option<u32>,
+    /// The vocabulary's control tokens, longest name first (ties by name).
+    controls: Vec<(String, u32)>,
+    /// Whether some control token's name starts with this byte.
+    first_bytes: [bool; 256],
     /// Reads control-token names (`<|im_start|>`) as the control tokens.
     pub template: Tokenizer,
     /// Reads all text as text.
     pub plain: Tokenizer,
 }
 
-/// The system message a ChatML template writes as literal text after
-/// `<|im_start|>system` and a newline, up to `<|im_end|>` (the first such place; Qwen2.5's
-/// template writes the conversation's own system message in another branch before it); none
-/// where the template only builds it from the conversation (quotes, `+` or braces inside
-/// mean an expression, not text).
-fn default_system(template: &str) -> Option<String> {
-    const OPEN: &str = "<|im_start|>system";
-    template.match_indices(OPEN).find_map(|(at, _)| {
-        let rest = &template[at + OPEN.len()..];
-        let rest = rest
-            .strip_prefix('\n')
-            .or_else(|| rest.strip_prefix("\\n"))?;
-        let text = &rest[..rest.find("<|im_end|>")?];
-        let literal = !text.is_empty() && !text.contains(['\'', '"', '+', '{', '}', '\\']);
-        literal.then(|| text.to_string())
-    })
+/// A run of a rendered prompt.
+enum Fragment<'t> {
+    Control(u32),
+    Text(&'t str),
+}
+
+fn token_text(g: &Gguf<'_>, key: &str) -> String {
+    let id = g.get(key).and_then(Value::as_u64);
+    let tokens = g.get("tokenizer.ggml.tokens").and_then(Value::as_array);
+    match (id, tokens) {
+        (Some(id), Some(tokens)) => usize::try_from(id)
+            .ok()
+            .and_then(|i| tokens.get(i))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    }
 }
 
 impl ChatTemplate {
-    /// The chat format of `g`, with its tokenizers.
+    /// The chat template of `g`, with its tokenizers.
     pub fn of(g: &Gguf<'_>) -> Result<ChatTemplate> {
         let template = tokenizer(g)?;
         let plain = plain_tokenizer(g)?;
-        let source = g.get("tokenizer.chat_template").and_then(Value::as_str);
-        let format = match source {
-            Some(t) if t.contains("<|start_header_id|>") => Some(Format::Llama3),
-            Some(t) if t.contains("<|im_start|>") => Some(Format::ChatMl {
-                default_system: default_system(t),
-            }),
-            _ => None,
-        };
-        let markers: &[&str] = match &format {
-            Some(Format::Llama3) => &["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
-            Some(Format::ChatMl { .. }) => &["<|im_start|>", "<|im_end|>"],
-            None => &[],
-        };
-        for marker in markers {
-            let ids = template
-                .encode(*marker, false)
-                .map_err(|e| Error::BadWeights(format!("GGUF chat template: {e}")))?;
-            if ids.get_ids().len() != 1 {
-                return Err(Error::BadWeights(format!(
-                    "GGUF chat template: `{marker}` is not one control token of the vocabulary"
-                )));
+        let mut controls: Vec<(String, u32)> = template
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, t)| t.special)
+            .map(|(id, t)| (t.content, id))
+            .collect();
+        controls.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        let mut first_bytes = [false; 256];
+        for (name, _) in &controls {
+            if let Some(b) = name.bytes().next() {
+                first_bytes[usize::from(b)] = true;
             }
         }
         // Without the key, llama.cpp puts BOS before SentencePiece prompts only.
@@ -95,44 +99,48 @@ impl ChatTemplate {
             .and_then(|b| u32::try_from(b).ok())
             .filter(|_| add_bos);
         Ok(ChatTemplate {
-            format,
+            source: g
+                .get("tokenizer.chat_template")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            bos_text: token_text(g, "tokenizer.ggml.bos_token_id"),
+            eos_text: token_text(g, "tokenizer.ggml.eos_token_id"),
             bos,
+            controls,
+            first_bytes,
             template,
             plain,
         })
     }
 
-    fn format(&self) -> Result<&Format> {
-        self.format.as_ref().ok_or_else(|| {
-            Error::BadInput(
-                "this model's file has no chat template in a format the decoder writes \
-                 (ChatML, Llama 3): send the prompt as text or token ids"
-                    .into(),
-            )
-        })
+    /// Whether the file has a chat template.
+    pub fn has_template(&self) -> bool {
+        self.source.is_some()
     }
 
-    /// The prompt's text: every turn of `messages` (`(role, content)`), the default system
-    /// message first where the format has one and the conversation does not, then the
-    /// assistant's turn opened. The BOS token, which is not text, is left out.
+    /// The prompt's text as the template writes it for `messages` (`(role, content)`), the
+    /// assistant's turn opened (BOS included where the template writes it).
     pub fn prompt(&self, messages: &[(&str, &str)]) -> Result<String> {
-        let mut out = String::new();
-        for piece in self.pieces(messages)? {
-            out.push_str(piece.text());
-        }
-        Ok(out)
+        let rendered = self.render(messages)?;
+        Ok(self.restore(&rendered))
     }
 
-    /// The prompt's ids: the BOS token where the file asks for one, the format's markers as
-    /// control tokens and each message's content as plain text.
+    /// The prompt's ids: the BOS token where the file asks for one and the template did
+    /// not write it, the template's control tokens as themselves and all other text, each
+    /// message's content included, as text.
     pub fn ids(&self, messages: &[(&str, &str)]) -> Result<Vec<u32>> {
-        let mut ids: Vec<u32> = self.bos.into_iter().collect();
-        for piece in self.pieces(messages)? {
-            let (tokenizer, text) = match &piece {
-                Piece::Markers(t) => (&self.template, t.as_str()),
-                Piece::Content(t) => (&self.plain, *t),
-            };
-            ids.extend(encode(tokenizer, text)?);
+        let rendered = self.render(messages)?;
+        let mut ids = Vec::new();
+        for fragment in self.split(&rendered) {
+            match fragment {
+                Fragment::Control(id) => ids.push(id),
+                Fragment::Text(text) => ids.extend(encode(&self.plain, &self.restore(text))?),
+            }
+        }
+        if let Some(bos) = self.bos {
+            if ids.first() != Some(&bos) {
+                ids.insert(0, bos);
+            }
         }
         Ok(ids)
     }
@@ -145,53 +153,132 @@ impl ChatTemplate {
         Ok(ids)
     }
 
-    fn pieces<'m>(&self, messages: &[(&str, &'m str)]) -> Result<Vec<Piece<'m>>> {
-        let mut out = Vec::new();
-        match self.format()? {
-            Format::ChatMl { default_system } => {
-                let first_is_system = messages.first().is_some_and(|(r, _)| *r == "system");
-                if let (Some(system), false) = (default_system, first_is_system) {
-                    out.push(Piece::Markers(format!(
-                        "<|im_start|>system\n{system}<|im_end|>\n"
-                    )));
-                }
-                for (role, content) in messages {
-                    out.push(Piece::Markers(format!("<|im_start|>{role}\n")));
-                    out.push(Piece::Content(content));
-                    out.push(Piece::Markers("<|im_end|>\n".into()));
-                }
-                out.push(Piece::Markers("<|im_start|>assistant\n".into()));
+    /// The template run over `messages` with their control-token names stood in for.
+    fn render(&self, messages: &[(&str, &str)]) -> Result<String> {
+        let source = self.source.as_deref().ok_or_else(|| {
+            Error::BadInput(
+                "this model's file has no chat template: send the prompt as text or token ids"
+                    .into(),
+            )
+        })?;
+        let mut turns = Vec::with_capacity(messages.len());
+        for (role, content) in messages {
+            turns.push(
+                context! { role => self.stand_in(role)?, content => self.stand_in(content)? },
+            );
+        }
+        let bad = |e: minijinja::Error| Error::BadInput(format!("the model's chat template: {e}"));
+        let mut env = Environment::new();
+        env.set_syntax(
+            SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .map_err(bad)?,
+        );
+        env.set_fuel(Some(FUEL));
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
+        env.template_from_str(source)
+            .map_err(bad)?
+            .render(context! {
+                messages => turns,
+                add_generation_prompt => true,
+                bos_token => self.bos_text.as_str(),
+                eos_token => self.eos_text.as_str(),
+            })
+            .map_err(bad)
+    }
+
+    /// The control token whose name `text` starts with, and the name's length.
+    fn control_at(&self, text: &str) -> Option<(usize, u32, usize)> {
+        let first = usize::from(*text.as_bytes().first()?);
+        if !self.first_bytes[first] {
+            return None;
+        }
+        self.controls
+            .iter()
+            .enumerate()
+            .find(|(_, (name, _))| !name.is_empty() && text.starts_with(name.as_str()))
+            .map(|(i, (name, id))| (i, *id, name.len()))
+    }
+
+    /// `text` (a message's role or content) with each control-token name replaced by its
+    /// stand-in. Refused when the text holds a stand-in character itself.
+    fn stand_in(&self, text: &str) -> Result<String> {
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        while let Some(c) = text[at..].chars().next() {
+            if self.stood_in(c).is_some() {
+                return Err(Error::BadInput(format!(
+                    "a chat message holds U+{:X}, a private-use character the chat template \
+                     reserves",
+                    u32::from(c)
+                )));
             }
-            Format::Llama3 => {
-                for (role, content) in messages {
-                    out.push(Piece::Markers(format!(
-                        "<|start_header_id|>{role}<|end_header_id|>\n\n"
-                    )));
-                    out.push(Piece::Content(content.trim()));
-                    out.push(Piece::Markers("<|eot_id|>".into()));
+            match self.control_at(&text[at..]) {
+                Some((i, _, len)) => {
+                    let code = u32::try_from(i).ok().and_then(|i| i.checked_add(STAND_IN));
+                    out.push(code.and_then(char::from_u32).ok_or_else(|| {
+                        Error::BadInput("the vocabulary has too many control tokens".into())
+                    })?);
+                    at += len;
                 }
-                out.push(Piece::Markers(
-                    "<|start_header_id|>assistant<|end_header_id|>\n\n".into(),
-                ));
+                None => {
+                    out.push(c);
+                    at += c.len_utf8();
+                }
             }
         }
         Ok(out)
     }
-}
 
-/// A run of a prompt's text: the format's own (markers, the default system message) or a
-/// message's content.
-enum Piece<'m> {
-    Markers(String),
-    Content(&'m str),
-}
+    /// The control-token name `c` stands in for.
+    fn stood_in(&self, c: char) -> Option<&str> {
+        let i = u32::from(c).checked_sub(STAND_IN)?;
+        self.controls
+            .get(usize::try_from(i).ok()?)
+            .map(|(name, _)| name.as_str())
+    }
 
-impl Piece<'_> {
-    fn text(&self) -> &str {
-        match self {
-            Piece::Markers(t) => t,
-            Piece::Content(t) => t,
+    /// `text` with stand-ins put back as the names they stand for.
+    fn restore(&self, text: &str) -> String {
+        text.chars()
+            .fold(String::with_capacity(text.len()), |mut out, c| {
+                match self.stood_in(c) {
+                    Some(name) => out.push_str(name),
+                    None => out.push(c),
+                }
+                out
+            })
+    }
+
+    /// A rendered prompt split at the control tokens the template wrote.
+    fn split<'t>(&self, text: &'t str) -> Vec<Fragment<'t>> {
+        let mut out = Vec::new();
+        let (mut start, mut at) = (0, 0);
+        while let Some(c) = text[at..].chars().next() {
+            match self.control_at(&text[at..]) {
+                Some((_, id, len)) => {
+                    if start < at {
+                        out.push(Fragment::Text(&text[start..at]));
+                    }
+                    out.push(Fragment::Control(id));
+                    at += len;
+                    start = at;
+                }
+                None => at += c.len_utf8(),
+            }
         }
+        if start < text.len() {
+            out.push(Fragment::Text(&text[start..]));
+        }
+        out
     }
 }
 
@@ -199,22 +286,4 @@ fn encode(t: &Tokenizer, text: &str) -> Result<Vec<u32>> {
     t.encode(text, false)
         .map(|e| e.get_ids().to_vec())
         .map_err(|e| Error::BadInput(format!("tokenizing: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::default_system;
-
-    #[test]
-    fn a_default_system_message_is_read_only_where_the_template_writes_it_as_text() {
-        let smollm = "{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are SmolLM<|im_end|>\n' }}{% endif %}";
-        assert_eq!(default_system(smollm).as_deref(), Some("You are SmolLM"));
-        let escaped = "{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}";
-        assert_eq!(default_system(escaped).as_deref(), Some("You are Qwen."));
-        let built = "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}";
-        assert_eq!(default_system(built), None);
-        assert_eq!(default_system("{{ '<|im_start|>' + m['role'] }}"), None);
-        let both = format!("{built}{{%- else %}}{escaped}");
-        assert_eq!(default_system(&both).as_deref(), Some("You are Qwen."));
-    }
 }
