@@ -26,7 +26,11 @@ const PARALLEL_MIN: usize = 1 << 16;
 const PRODUCT_MIN_TOKENS: usize = 8;
 
 /// Rows widened at once for a product: a block of widened weights stays in the L2 cache.
-const PRODUCT_ROWS: usize = 128;
+const PRODUCT_ROWS: usize = 256;
+
+/// From this many tokens, a product's register tiles run along the weight rows rather than
+/// along the tokens.
+const TILES_ALONG_ROWS: usize = 16;
 
 /// Values in a K-quant super-block.
 const K_BLOCK: usize = 256;
@@ -247,21 +251,36 @@ impl Matrix {
     pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
-        let sums: Vec<Vec<f32>> = xs
-            .chunks_exact(cols)
-            .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
-            .collect();
-        // Row-major results (`rows × t`) so that each thread writes one contiguous part.
-        let mut by_row = vec![0.0f32; rows * tokens];
+        // Per-block sums of the tokens, for the few-token dot products of 4-bit rows.
+        let sums: Vec<Vec<f32>> = if tokens < 3 {
+            xs.chunks_exact(cols)
+                .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Each thread writes one contiguous chunk: the results of its rows for all the
+        // tokens, token-major within the chunk (`t × n`), gathered into `t × rows` after.
+        let mut chunked = vec![0.0f32; rows * tokens];
         let product = |first: usize, part: &mut [f32]| {
-            let xs = Mat::new(&xs[..tokens * cols], tokens, cols).t();
+            let n_part = part.len() / tokens;
+            let xs = Mat::new(&xs[..tokens * cols], tokens, cols);
             // f32 rows are read in place; quantised ones are widened into this block.
             let mut block = match &self.store {
                 Store::F32(_) => Vec::new(),
-                _ => vec![0.0f32; PRODUCT_ROWS.min(part.len() / tokens) * cols],
+                _ => vec![0.0f32; PRODUCT_ROWS.min(n_part) * cols],
             };
-            for (b, out) in part.chunks_mut(PRODUCT_ROWS * tokens).enumerate() {
-                let (start, n) = (first + b * PRODUCT_ROWS, out.len() / tokens);
+            let mut few = vec![
+                0.0f32;
+                if tokens < TILES_ALONG_ROWS {
+                    PRODUCT_ROWS.min(n_part) * tokens
+                } else {
+                    0
+                }
+            ];
+            for b in 0..n_part.div_ceil(PRODUCT_ROWS) {
+                let at = b * PRODUCT_ROWS;
+                let (start, n) = (first + at, PRODUCT_ROWS.min(n_part - at));
                 let weights: &[f32] = match &self.store {
                     Store::F32(v) => &v[start * cols..(start + n) * cols],
                     _ => {
@@ -271,21 +290,40 @@ impl Matrix {
                         &block[..n * cols]
                     }
                 };
-                let out = MatMut::new(out, n, tokens);
-                kernels::matmul(out, Mat::new(weights, n, cols), xs, 1.0, false, 1);
+                let weights = Mat::new(weights, n, cols);
+                if tokens >= TILES_ALONG_ROWS {
+                    // Tokens × these rows, as columns `at..at + n` of the chunk: the
+                    // product's register tiles (16 values by 6) then run along the weight
+                    // rows, whole tiles, and only the last of a prompt's tokens fill a
+                    // partial one.
+                    let out = MatMut::strided(&mut part[at..], tokens, n, n_part);
+                    kernels::matmul(out, xs, weights.t(), 1.0, false, 1);
+                } else {
+                    // Few tokens (a decoding batch of 8) fill the 16-value side of a tile
+                    // better: rows × tokens, moved into place after.
+                    let out = MatMut::new(&mut few[..n * tokens], n, tokens);
+                    kernels::matmul(out, weights, xs.t(), 1.0, false, 1);
+                    for (r, values) in few.chunks_exact(tokens).take(n).enumerate() {
+                        for (t, v) in values.iter().enumerate() {
+                            part[t * n_part + at + r] = *v;
+                        }
+                    }
+                }
             }
         };
         let fill = |first: usize, part: &mut [f32]| {
             if tokens >= PRODUCT_MIN_TOKENS {
                 return product(first, part);
             }
+            let n_part = part.len() / tokens;
             // With several tokens a quantised row is widened once, not once a token.
             let widen = tokens >= 3 || !self.dots_in_place();
             let mut row = vec![0.0f32; if widen { cols } else { 0 }];
-            for (i, out) in part.chunks_exact_mut(tokens).enumerate() {
+            for i in 0..n_part {
+                let values = xs.chunks_exact(cols).enumerate();
                 if row.is_empty() {
-                    for ((o, x), s) in out.iter_mut().zip(xs.chunks_exact(cols)).zip(&sums) {
-                        *o = self.dot_row(first + i, x, s);
+                    for ((t, x), s) in values.zip(&sums) {
+                        part[t * n_part + i] = self.dot_row(first + i, x, s);
                     }
                     continue;
                 }
@@ -296,30 +334,41 @@ impl Matrix {
                         &row
                     }
                 };
-                for (o, x) in out.iter_mut().zip(xs.chunks_exact(cols)) {
-                    *o = kernels::dot_f32(row, x);
+                for (t, x) in values {
+                    part[t * n_part + i] = kernels::dot_f32(row, x);
                 }
             }
         };
-        if rows * cols < PARALLEL_MIN {
-            fill(0, &mut by_row);
+        // Rows a chunk.
+        let per = if rows * cols < PARALLEL_MIN {
+            fill(0, &mut chunked);
+            rows
         } else {
-            // Several chunks a thread, so that a core slowed by other work does not hold
-            // up the rest.
-            let per = rows.div_ceil(rayon::current_num_threads() * 4).max(1);
-            by_row
+            // A product repacks the tokens for each chunk, so it takes fewer, larger ones;
+            // dot products take several chunks a thread, so that a core slowed by other work
+            // does not hold up the rest.
+            let chunks = if tokens >= PRODUCT_MIN_TOKENS { 2 } else { 4 };
+            let per = rows.div_ceil(rayon::current_num_threads() * chunks).max(1);
+            chunked
                 .par_chunks_mut(per * tokens)
                 .enumerate()
                 .for_each(|(c, part)| fill(c * per, part));
-        }
-        if tokens == 1 {
-            return by_row;
+            per
+        };
+        if tokens == 1 || per == rows {
+            return chunked;
         }
         let mut out = vec![0.0f32; rows * tokens];
-        for (r, values) in by_row.chunks_exact(tokens).enumerate() {
-            for (t, v) in values.iter().enumerate() {
-                out[t * rows + r] = *v;
+        let token = |(t, out): (usize, &mut [f32])| {
+            for (c, part) in chunked.chunks(per * tokens).enumerate() {
+                let n = part.len() / tokens;
+                out[c * per..c * per + n].copy_from_slice(&part[t * n..(t + 1) * n]);
             }
+        };
+        if rows * tokens < PARALLEL_MIN {
+            out.chunks_exact_mut(rows).enumerate().for_each(token);
+        } else {
+            out.par_chunks_exact_mut(rows).enumerate().for_each(token);
         }
         out
     }
@@ -332,24 +381,31 @@ mod tests {
     /// One Q4_1 block (scale 0.5, minimum −1) and one Q8_0 block, as ggml stores them.
     #[test]
     fn a_prefill_of_many_tokens_gives_each_token_what_it_gets_alone() {
-        // 300 rows (more than one widened block, split over threads) of 64 4-bit values.
-        let (rows, cols, tokens) = (300, 64, 11);
-        let data: Vec<u8> = (0..rows * 2)
-            .flat_map(|b| q4_1_block(&std::array::from_fn(|i| ((i * 5 + b * 3) % 16) as u8)))
-            .collect();
-        let m = Matrix::from_ggml(kind::Q4_1, &data, rows, cols).unwrap();
-        let xs: Vec<f32> = (0..tokens * cols)
-            .map(|i| (i as f32 * 0.13).cos())
-            .collect();
-        let all = m.apply(&xs);
-        assert_eq!(all.len(), tokens * rows);
-        for (t, x) in xs.chunks_exact(cols).enumerate() {
-            let alone = m.apply(x);
-            for (r, (a, b)) in all[t * rows..(t + 1) * rows].iter().zip(&alone).enumerate() {
-                assert!(
-                    (a - b).abs() < 1e-4 * (1.0 + b.abs()),
-                    "token {t} row {r}: {a} vs {b}"
-                );
+        // 300 rows (more than one widened block) of 64 4-bit values, and 1,100 rows (split
+        // over threads in chunks): two tokens (dot products in the blocks), four (rows
+        // widened once) and eleven (the tiled product).
+        for rows in [300, 1100] {
+            let cols = 64;
+            let data: Vec<u8> = (0..rows * 2)
+                .flat_map(|b| q4_1_block(&std::array::from_fn(|i| ((i * 5 + b * 3) % 16) as u8)))
+                .collect();
+            let m = Matrix::from_ggml(kind::Q4_1, &data, rows, cols).unwrap();
+            for tokens in [2, 4, 11] {
+                let xs: Vec<f32> = (0..tokens * cols)
+                    .map(|i| (i as f32 * 0.13).cos())
+                    .collect();
+                let all = m.apply(&xs);
+                assert_eq!(all.len(), tokens * rows);
+                for (t, x) in xs.chunks_exact(cols).enumerate() {
+                    let alone = m.apply(x);
+                    for (r, (a, b)) in all[t * rows..(t + 1) * rows].iter().zip(&alone).enumerate()
+                    {
+                        assert!(
+                            (a - b).abs() < 1e-4 * (1.0 + b.abs()),
+                            "{rows} rows, {tokens} tokens: token {t} row {r}: {a} vs {b}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -13,6 +13,7 @@
 
 use gpuchain_jobspec::Sampling;
 use gpuchain_kernels as kernels;
+use rayon::prelude::*;
 
 use super::generate::{pick_token, row_rng};
 use super::matrix::Matrix;
@@ -21,6 +22,13 @@ use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::init::SplitMix64;
 use crate::params::Params;
 use crate::Result;
+
+/// From this many tokens of one sequence in a pass (a prompt, a verifier's teacher-forced
+/// pass), their attention is split across the cores.
+const ATTEND_PARALLEL_TOKENS: usize = 4;
+
+/// From this many tokens in a pass, norms and SwiGLU are split across the cores too.
+const PARALLEL_TOKENS: usize = 16;
 
 struct Layer {
     attn_norm: Vec<f32>,
@@ -245,9 +253,16 @@ impl RowDecoder {
             self.embed.row_into(*t as usize, row);
         }
         let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
-            x.chunks_exact(h)
-                .flat_map(|row| rms_norm(row, w, c.eps))
-                .collect()
+            let mut out = vec![0.0f32; x.len()];
+            let row = |(o, r): (&mut [f32], &[f32])| o.copy_from_slice(&rms_norm(r, w, c.eps));
+            if total >= PARALLEL_TOKENS {
+                out.par_chunks_exact_mut(h)
+                    .zip(x.par_chunks_exact(h))
+                    .for_each(row);
+            } else {
+                out.chunks_exact_mut(h).zip(x.chunks_exact(h)).for_each(row);
+            }
+            out
         };
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
@@ -302,8 +317,20 @@ impl RowDecoder {
             let n = norm(&x, &w.mlp_norm);
             let mut gate = w.gate.apply(&n);
             let up = w.up.apply(&n);
-            for (g, u) in gate.iter_mut().zip(&up) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
+            let swiglu = |(g, u): (&mut [f32], &[f32])| {
+                for (g, u) in g.iter_mut().zip(u) {
+                    *g = *g / (1.0 + (-*g).exp()) * u;
+                }
+            };
+            let width = c.intermediate;
+            if total >= PARALLEL_TOKENS {
+                gate.par_chunks_mut(width)
+                    .zip(up.par_chunks(width))
+                    .for_each(swiglu);
+            } else {
+                gate.chunks_mut(width)
+                    .zip(up.chunks(width))
+                    .for_each(swiglu);
             }
             let proj = w.down.apply(&gate);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
@@ -324,35 +351,54 @@ impl RowDecoder {
     }
 
     /// Causal attention of one sequence's queries (`t × heads × head_dim`, at positions
-    /// `start..`) over its cached keys and values, into `out`.
+    /// `start..`) over its cached keys and values, into `out`. A prompt's tokens (or a
+    /// verifier's teacher-forced pass) are split across the cores; each token's sums are
+    /// the same whichever thread runs them.
     fn attend(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
+        let h = self.cfg.heads * self.cfg.head_dim();
+        let token = |(i, (qi, out)): (usize, (&[f32], &mut [f32]))| {
+            self.attend_token(qi, keys, values, start + i + 1, out);
+        };
+        let tokens = q.len() / h.max(1);
+        if tokens >= ATTEND_PARALLEL_TOKENS {
+            q.par_chunks_exact(h)
+                .zip(out.par_chunks_exact_mut(h))
+                .enumerate()
+                .for_each(token);
+        } else {
+            q.chunks_exact(h)
+                .zip(out.chunks_exact_mut(h))
+                .enumerate()
+                .for_each(token);
+        }
+    }
+
+    /// One token's attention (`heads × head_dim` queries) over the first `seen` cached
+    /// keys and values.
+    fn attend_token(&self, qi: &[f32], keys: &[f32], values: &[f32], seen: usize, out: &mut [f32]) {
         let c = &self.cfg;
         let d = c.head_dim();
-        let (h, kv) = (c.heads * d, c.kv_heads * d);
+        let kv = c.kv_heads * d;
         let group = c.heads / c.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
-        for (i, (qi, out)) in q.chunks_exact(h).zip(out.chunks_exact_mut(h)).enumerate() {
-            let seen = start + i + 1;
-            for head in 0..c.heads {
-                let kvh = head / group;
-                let qh = &qi[head * d..(head + 1) * d];
-                let mut scores: Vec<f32> = (0..seen)
-                    .map(|s| {
-                        let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                        kernels::dot_f32(qh, key) * scale
-                    })
-                    .collect();
-                let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let mut total = 0.0;
-                for s in &mut scores {
-                    *s = (*s - top).exp();
-                    total += *s;
-                }
-                let out = &mut out[head * d..(head + 1) * d];
-                for (s, weight) in scores.iter().enumerate() {
-                    let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                    kernels::add_scaled(out, weight / total, value);
-                }
+        let mut scores = vec![0.0f32; seen];
+        for head in 0..c.heads {
+            let kvh = head / group;
+            let qh = &qi[head * d..(head + 1) * d];
+            for (s, score) in scores.iter_mut().enumerate() {
+                let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
+                *score = kernels::dot_f32(qh, key) * scale;
+            }
+            let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut total = 0.0;
+            for s in &mut scores {
+                *s = (*s - top).exp();
+                total += *s;
+            }
+            let out = &mut out[head * d..(head + 1) * d];
+            for (s, weight) in scores.iter().enumerate() {
+                let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
+                kernels::add_scaled(out, weight / total, value);
             }
         }
     }
