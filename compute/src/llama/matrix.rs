@@ -165,6 +165,94 @@ impl Matrix {
         }
     }
 
+    /// The rows of `parts` one after another, as one matrix, where they have the same
+    /// columns and are stored alike (the same type, and for K-quants the same row size);
+    /// else `parts` back.
+    pub fn stack(parts: Vec<Matrix>) -> std::result::Result<Matrix, Vec<Matrix>> {
+        let Some(first) = parts.first() else {
+            return Err(parts);
+        };
+        let cols = first.cols;
+        let alike = parts.iter().all(|m| {
+            m.cols == cols
+                && match (&first.store, &m.store) {
+                    (Store::F32(_), Store::F32(_))
+                    | (Store::Q4 { .. }, Store::Q4 { .. })
+                    | (Store::Q8 { .. }, Store::Q8 { .. }) => true,
+                    (
+                        Store::KQuant {
+                            kind: a,
+                            row_bytes: ra,
+                            ..
+                        },
+                        Store::KQuant {
+                            kind: b,
+                            row_bytes: rb,
+                            ..
+                        },
+                    ) => a == b && ra == rb,
+                    _ => false,
+                }
+        });
+        if !alike {
+            return Err(parts);
+        }
+        // Every part is stored as the first is (checked above), so each one's data is taken.
+        fn join<T: Copy>(parts: &[Matrix], data: impl Fn(&Store) -> Option<&[T]>) -> Vec<T> {
+            parts
+                .iter()
+                .flat_map(|m| data(&m.store).unwrap_or_default())
+                .copied()
+                .collect()
+        }
+        let store = match &first.store {
+            Store::F32(_) => Store::F32(join(&parts, |s| match s {
+                Store::F32(v) => Some(v.as_slice()),
+                _ => None,
+            })),
+            Store::Q4 { .. } => {
+                fn q4(s: &Store) -> Option<(&[f32], &[f32], &[u8])> {
+                    match s {
+                        Store::Q4 { scales, mins, qs } => Some((scales, mins, qs)),
+                        _ => None,
+                    }
+                }
+                Store::Q4 {
+                    scales: join(&parts, |s| q4(s).map(|p| p.0)),
+                    mins: join(&parts, |s| q4(s).map(|p| p.1)),
+                    qs: join(&parts, |s| q4(s).map(|p| p.2)),
+                }
+            }
+            Store::Q8 { .. } => {
+                fn q8(s: &Store) -> Option<(&[f32], &[i8])> {
+                    match s {
+                        Store::Q8 { scales, qs } => Some((scales, qs)),
+                        _ => None,
+                    }
+                }
+                Store::Q8 {
+                    scales: join(&parts, |s| q8(s).map(|p| p.0)),
+                    qs: join(&parts, |s| q8(s).map(|p| p.1)),
+                }
+            }
+            Store::KQuant {
+                kind, row_bytes, ..
+            } => Store::KQuant {
+                kind: *kind,
+                row_bytes: *row_bytes,
+                data: join(&parts, |s| match s {
+                    Store::KQuant { data, .. } => Some(data.as_slice()),
+                    _ => None,
+                }),
+            },
+        };
+        Ok(Matrix {
+            rows: parts.iter().map(|m| m.rows).sum(),
+            cols,
+            store,
+        })
+    }
+
     /// Reorders the rows: row `i` becomes the old row `order[i]`.
     pub fn reorder_rows(&mut self, order: &[usize]) {
         fn gather<T: Copy>(v: &mut Vec<T>, order: &[usize], per_row: usize) {
@@ -374,6 +462,58 @@ impl Matrix {
     }
 }
 
+/// Projections of the same input (a layer's Q, K and V; its gate and up), multiplied as
+/// one matrix where their weights are stored alike: each weight row is still read once a
+/// pass, the tokens are packed once instead of once a projection, and a step runs one
+/// parallel section instead of three.
+pub(super) struct Stacked {
+    /// One matrix when stacked, else one a projection.
+    parts: Vec<Matrix>,
+    /// Rows of each projection.
+    widths: Vec<usize>,
+}
+
+impl Stacked {
+    /// `parts`, stacked where they can be.
+    pub(super) fn new(parts: Vec<Matrix>) -> Stacked {
+        let widths = parts.iter().map(Matrix::rows).collect();
+        let parts = match Matrix::stack(parts) {
+            Ok(m) => vec![m],
+            Err(parts) => parts,
+        };
+        Stacked { parts, widths }
+    }
+
+    /// Bytes the weights hold in memory.
+    pub(super) fn bytes(&self) -> usize {
+        self.parts.iter().map(Matrix::bytes).sum()
+    }
+
+    /// Each projection applied to the tokens in `xs`: one `t × rows` result a projection,
+    /// token-major, as [`Matrix::apply`] gives it.
+    pub(super) fn apply(&self, xs: &[f32]) -> Vec<Vec<f32>> {
+        let [stacked] = self.parts.as_slice() else {
+            return self.parts.iter().map(|m| m.apply(xs)).collect();
+        };
+        let all = stacked.apply(xs);
+        let total = stacked.rows.max(1);
+        let tokens = all.len() / total;
+        let mut out: Vec<Vec<f32>> = self
+            .widths
+            .iter()
+            .map(|w| Vec::with_capacity(w * tokens))
+            .collect();
+        for row in all.chunks_exact(total) {
+            let mut at = 0;
+            for (o, w) in out.iter_mut().zip(&self.widths) {
+                o.extend_from_slice(&row[at..at + w]);
+                at += w;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,6 +548,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn stacked_projections_give_what_each_gives_alone() {
+        let q4 = |rows: usize, seed: usize| {
+            let data: Vec<u8> = (0..rows * 2)
+                .flat_map(|b| {
+                    q4_1_block(&std::array::from_fn(|i| {
+                        ((i * 3 + b * 7 + seed) % 16) as u8
+                    }))
+                })
+                .collect();
+            Matrix::from_ggml(kind::Q4_1, &data, rows, 64).unwrap()
+        };
+        let f32s = |rows: usize| {
+            Matrix::f32(rows, 64, (0..rows * 64).map(|i| (i as f32).sin()).collect()).unwrap()
+        };
+        // Three 4-bit projections (one split across threads) stack into one matrix; a 4-bit
+        // and an f32 one stay apart.
+        let alike = || vec![q4(1100, 1), q4(40, 2), q4(40, 3)];
+        let mixed = || vec![q4(300, 4), f32s(20)];
+        for (parts, matrices) in [(alike(), 1), (mixed(), 2)] {
+            let rebuilt = if matrices == 1 { alike() } else { mixed() };
+            let stacked = Stacked::new(rebuilt);
+            assert_eq!(stacked.parts.len(), matrices);
+            let bytes: usize = parts.iter().map(Matrix::bytes).sum();
+            assert_eq!(stacked.bytes(), bytes);
+            for tokens in [1, 20] {
+                let xs: Vec<f32> = (0..tokens * 64).map(|i| (i as f32 * 0.07).cos()).collect();
+                let got = stacked.apply(&xs);
+                assert_eq!(got.len(), parts.len());
+                for (got, m) in got.iter().zip(&parts) {
+                    let want = m.apply(&xs);
+                    assert_eq!(got.len(), want.len());
+                    for (a, b) in got.iter().zip(&want) {
+                        assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+                    }
+                }
+            }
+        }
+        assert!(Matrix::stack(Vec::new()).is_err());
     }
 
     fn q4_1_block(nibbles: &[u8; 32]) -> Vec<u8> {

@@ -16,7 +16,7 @@ use gpuchain_kernels as kernels;
 use rayon::prelude::*;
 
 use super::generate::{pick_token, row_rng};
-use super::matrix::Matrix;
+use super::matrix::{Matrix, Stacked};
 use super::model::LlamaConfig;
 use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::init::SplitMix64;
@@ -32,9 +32,8 @@ const PARALLEL_TOKENS: usize = 16;
 
 struct Layer {
     attn_norm: Vec<f32>,
-    q: Matrix,
-    k: Matrix,
-    v: Matrix,
+    /// Q, K and V.
+    qkv: Stacked,
     /// Q, K and V biases (Qwen2), where the checkpoint has them.
     q_bias: Option<Vec<f32>>,
     k_bias: Option<Vec<f32>>,
@@ -44,8 +43,8 @@ struct Layer {
     k_norm: Option<Vec<f32>>,
     o: Matrix,
     mlp_norm: Vec<f32>,
-    gate: Matrix,
-    up: Matrix,
+    /// The gate and up projections.
+    gate_up: Stacked,
     down: Matrix,
 }
 
@@ -161,9 +160,11 @@ impl RowDecoder {
             let bias = |s: &str| optional(format!("model.layers.{l}.{s}.bias"), kv);
             layers.push(Layer {
                 attn_norm: w.vector(&name("input_layernorm"), h)?,
-                q: w.matrix(&name("self_attn.q_proj"), q, h)?,
-                k: w.matrix(&name("self_attn.k_proj"), kv, h)?,
-                v: w.matrix(&name("self_attn.v_proj"), kv, h)?,
+                qkv: Stacked::new(vec![
+                    w.matrix(&name("self_attn.q_proj"), q, h)?,
+                    w.matrix(&name("self_attn.k_proj"), kv, h)?,
+                    w.matrix(&name("self_attn.v_proj"), kv, h)?,
+                ]),
                 q_bias: optional(format!("model.layers.{l}.self_attn.q_proj.bias"), q)?,
                 k_bias: bias("self_attn.k_proj")?,
                 v_bias: bias("self_attn.v_proj")?,
@@ -171,8 +172,10 @@ impl RowDecoder {
                 k_norm: optional(name("self_attn.k_norm"), d)?,
                 o: w.matrix(&name("self_attn.o_proj"), h, q)?,
                 mlp_norm: w.vector(&name("post_attention_layernorm"), h)?,
-                gate: w.matrix(&name("mlp.gate_proj"), i, h)?,
-                up: w.matrix(&name("mlp.up_proj"), i, h)?,
+                gate_up: Stacked::new(vec![
+                    w.matrix(&name("mlp.gate_proj"), i, h)?,
+                    w.matrix(&name("mlp.up_proj"), i, h)?,
+                ]),
                 down: w.matrix(&name("mlp.down_proj"), h, i)?,
             });
         }
@@ -209,10 +212,10 @@ impl RowDecoder {
                 .map(|v| v.as_ref().map_or(0, Vec::len))
                 .sum::<usize>();
             (l.attn_norm.len() + l.mlp_norm.len() + optional) * 4
-                + [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]
-                    .iter()
-                    .map(|m| m.bytes())
-                    .sum::<usize>()
+                + l.qkv.bytes()
+                + l.gate_up.bytes()
+                + l.o.bytes()
+                + l.down.bytes()
         };
         self.embed.bytes()
             + self.norm.len() * 4
@@ -266,9 +269,11 @@ impl RowDecoder {
         };
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
-            let mut q = w.q.apply(&n);
-            let mut k = w.k.apply(&n);
-            let mut v = w.v.apply(&n);
+            let mut qkv = w.qkv.apply(&n).into_iter();
+            let (Some(mut q), Some(mut k), Some(mut v)) = (qkv.next(), qkv.next(), qkv.next())
+            else {
+                return Vec::new();
+            };
             for (m, bias) in [
                 (&mut q, &w.q_bias),
                 (&mut k, &w.k_bias),
@@ -315,8 +320,10 @@ impl RowDecoder {
             let proj = w.o.apply(&attn);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
             let n = norm(&x, &w.mlp_norm);
-            let mut gate = w.gate.apply(&n);
-            let up = w.up.apply(&n);
+            let mut gate_up = w.gate_up.apply(&n).into_iter();
+            let (Some(mut gate), Some(up)) = (gate_up.next(), gate_up.next()) else {
+                return Vec::new();
+            };
             let swiglu = |(g, u): (&mut [f32], &[f32])| {
                 for (g, u) in g.iter_mut().zip(u) {
                     *g = *g / (1.0 + (-*g).exp()) * u;
