@@ -199,11 +199,13 @@ impl Matrix {
         }
         // Every part is stored as the first is (checked above), so each one's data is taken.
         fn join<T: Copy>(parts: &[Matrix], data: impl Fn(&Store) -> Option<&[T]>) -> Vec<T> {
-            parts
-                .iter()
-                .flat_map(|m| data(&m.store).unwrap_or_default())
-                .copied()
-                .collect()
+            let len = parts.iter().map(|m| data(&m.store).map_or(0, <[T]>::len)).sum();
+            // Exactly as long as the parts: the weights stay resident for the model's life.
+            let mut out = Vec::with_capacity(len);
+            for m in parts {
+                out.extend_from_slice(data(&m.store).unwrap_or_default());
+            }
+            out
         }
         let store = match &first.store {
             Store::F32(_) => Store::F32(join(&parts, |s| match s {
