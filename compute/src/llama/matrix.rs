@@ -199,7 +199,10 @@ impl Matrix {
         }
         // Every part is stored as the first is (checked above), so each one's data is taken.
         fn join<T: Copy>(parts: &[Matrix], data: impl Fn(&Store) -> Option<&[T]>) -> Vec<T> {
-            let len = parts.iter().map(|m| data(&m.store).map_or(0, <[T]>::len)).sum();
+            let len = parts
+                .iter()
+                .map(|m| data(&m.store).map_or(0, <[T]>::len))
+                .sum();
             // Exactly as long as the parts: the weights stay resident for the model's life.
             let mut out = Vec::with_capacity(len);
             for m in parts {
