@@ -50,9 +50,10 @@ pub struct ChatTemplate {
     pub plain: Tokenizer,
 }
 
-/// A run of a rendered prompt.
+/// A run of a text split at control-token names.
 enum Fragment<'t> {
-    Control(u32),
+    /// The control token at this index of [`ChatTemplate::controls`].
+    Control(usize),
     Text(&'t str),
 }
 
@@ -133,7 +134,7 @@ impl ChatTemplate {
         let mut ids = Vec::new();
         for fragment in self.split(&rendered) {
             match fragment {
-                Fragment::Control(id) => ids.push(id),
+                Fragment::Control(i) => ids.push(self.controls[i].1),
                 Fragment::Text(text) => ids.extend(encode(&self.plain, &self.restore(text))?),
             }
         }
@@ -195,8 +196,9 @@ impl ChatTemplate {
             .map_err(bad)
     }
 
-    /// The control token whose name `text` starts with, and the name's length.
-    fn control_at(&self, text: &str) -> Option<(usize, u32, usize)> {
+    /// The control token whose name `text` starts with (its index in `controls`), and the
+    /// name's length.
+    fn control_at(&self, text: &str) -> Option<(usize, usize)> {
         let first = usize::from(*text.as_bytes().first()?);
         if !self.first_bytes[first] {
             return None;
@@ -205,33 +207,30 @@ impl ChatTemplate {
             .iter()
             .enumerate()
             .find(|(_, (name, _))| !name.is_empty() && text.starts_with(name.as_str()))
-            .map(|(i, (name, id))| (i, *id, name.len()))
+            .map(|(i, (name, _))| (i, name.len()))
     }
 
     /// `text` (a message's role or content) with each control-token name replaced by its
     /// stand-in. Refused when the text holds a stand-in character itself.
     fn stand_in(&self, text: &str) -> Result<String> {
         let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        while let Some(c) = text[at..].chars().next() {
-            if self.stood_in(c).is_some() {
-                return Err(Error::BadInput(format!(
-                    "a chat message holds U+{:X}, a private-use character the chat template \
-                     reserves",
-                    u32::from(c)
-                )));
-            }
-            match self.control_at(&text[at..]) {
-                Some((i, _, len)) => {
+        for fragment in self.split(text) {
+            match fragment {
+                Fragment::Text(t) => {
+                    if let Some(c) = t.chars().find(|c| self.stood_in(*c).is_some()) {
+                        return Err(Error::BadInput(format!(
+                            "a chat message holds U+{:X}, a private-use character the chat \
+                             template reserves",
+                            u32::from(c)
+                        )));
+                    }
+                    out.push_str(t);
+                }
+                Fragment::Control(i) => {
                     let code = u32::try_from(i).ok().and_then(|i| i.checked_add(STAND_IN));
                     out.push(code.and_then(char::from_u32).ok_or_else(|| {
                         Error::BadInput("the vocabulary has too many control tokens".into())
                     })?);
-                    at += len;
-                }
-                None => {
-                    out.push(c);
-                    at += c.len_utf8();
                 }
             }
         }
@@ -258,17 +257,18 @@ impl ChatTemplate {
             })
     }
 
-    /// A rendered prompt split at the control tokens the template wrote.
+    /// `text` split at control-token names (in a rendered prompt: the control tokens the
+    /// template wrote).
     fn split<'t>(&self, text: &'t str) -> Vec<Fragment<'t>> {
         let mut out = Vec::new();
         let (mut start, mut at) = (0, 0);
         while let Some(c) = text[at..].chars().next() {
             match self.control_at(&text[at..]) {
-                Some((_, id, len)) => {
+                Some((i, len)) => {
                     if start < at {
                         out.push(Fragment::Text(&text[start..at]));
                     }
-                    out.push(Fragment::Control(id));
+                    out.push(Fragment::Control(i));
                     at += len;
                     start = at;
                 }

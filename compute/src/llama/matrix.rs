@@ -173,26 +173,16 @@ impl Matrix {
             return Err(parts);
         };
         let cols = first.cols;
+        let k_layout = |m: &Matrix| match &m.store {
+            Store::KQuant {
+                kind, row_bytes, ..
+            } => Some((*kind, *row_bytes)),
+            _ => None,
+        };
         let alike = parts.iter().all(|m| {
             m.cols == cols
-                && match (&first.store, &m.store) {
-                    (Store::F32(_), Store::F32(_))
-                    | (Store::Q4 { .. }, Store::Q4 { .. })
-                    | (Store::Q8 { .. }, Store::Q8 { .. }) => true,
-                    (
-                        Store::KQuant {
-                            kind: a,
-                            row_bytes: ra,
-                            ..
-                        },
-                        Store::KQuant {
-                            kind: b,
-                            row_bytes: rb,
-                            ..
-                        },
-                    ) => a == b && ra == rb,
-                    _ => false,
-                }
+                && std::mem::discriminant(&m.store) == std::mem::discriminant(&first.store)
+                && k_layout(m) == k_layout(first)
         });
         if !alike {
             return Err(parts);
@@ -344,8 +334,11 @@ impl Matrix {
     pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
-        // Per-block sums of the tokens, for the few-token dot products of 4-bit rows.
-        let sums: Vec<Vec<f32>> = if tokens < 3 {
+        // With several tokens a quantised row is widened once for all of them, not dotted in
+        // its blocks once a token.
+        let widen = tokens >= 3 || !self.dots_in_place();
+        // Per-block sums of the tokens, for the dot products of 4-bit rows in their blocks.
+        let sums: Vec<Vec<f32>> = if !widen {
             xs.chunks_exact(cols)
                 .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
                 .collect()
@@ -409,8 +402,6 @@ impl Matrix {
                 return product(first, part);
             }
             let n_part = part.len() / tokens;
-            // With several tokens a quantised row is widened once, not once a token.
-            let widen = tokens >= 3 || !self.dots_in_place();
             let mut row = vec![0.0f32; if widen { cols } else { 0 }];
             for i in 0..n_part {
                 let values = xs.chunks_exact(cols).enumerate();
@@ -471,18 +462,18 @@ impl Matrix {
 /// one matrix where their weights are stored alike: each weight row is still read once a
 /// pass, the tokens are packed once instead of once a projection, and a step runs one
 /// parallel section instead of three.
-pub(super) struct Stacked {
+pub(super) struct Stacked<const N: usize> {
     /// One matrix when stacked, else one a projection.
     parts: Vec<Matrix>,
     /// Rows of each projection.
-    widths: Vec<usize>,
+    widths: [usize; N],
 }
 
-impl Stacked {
+impl<const N: usize> Stacked<N> {
     /// `parts`, stacked where they can be.
-    pub(super) fn new(parts: Vec<Matrix>) -> Stacked {
-        let widths = parts.iter().map(Matrix::rows).collect();
-        let parts = match Matrix::stack(parts) {
+    pub(super) fn new(parts: [Matrix; N]) -> Stacked<N> {
+        let widths = parts.each_ref().map(Matrix::rows);
+        let parts = match Matrix::stack(parts.into()) {
             Ok(m) => vec![m],
             Err(parts) => parts,
         };
@@ -496,18 +487,14 @@ impl Stacked {
 
     /// Each projection applied to the tokens in `xs`: one `t × rows` result a projection,
     /// token-major, as [`Matrix::apply`] gives it.
-    pub(super) fn apply(&self, xs: &[f32]) -> Vec<Vec<f32>> {
+    pub(super) fn apply(&self, xs: &[f32]) -> [Vec<f32>; N] {
         let [stacked] = self.parts.as_slice() else {
-            return self.parts.iter().map(|m| m.apply(xs)).collect();
+            return std::array::from_fn(|i| self.parts[i].apply(xs));
         };
         let all = stacked.apply(xs);
         let total = stacked.rows.max(1);
         let tokens = all.len() / total;
-        let mut out: Vec<Vec<f32>> = self
-            .widths
-            .iter()
-            .map(|w| Vec::with_capacity(w * tokens))
-            .collect();
+        let mut out: [Vec<f32>; N] = self.widths.map(|w| Vec::with_capacity(w * tokens));
         for row in all.chunks_exact(total) {
             let mut at = 0;
             for (o, w) in out.iter_mut().zip(&self.widths) {
@@ -572,10 +559,9 @@ mod tests {
         };
         // Three 4-bit projections (one split across threads) stack into one matrix; a 4-bit
         // and an f32 one stay apart.
-        let alike = || vec![q4(1100, 1), q4(40, 2), q4(40, 3)];
-        let mixed = || vec![q4(300, 4), f32s(20)];
-        for (parts, matrices) in [(alike(), 1), (mixed(), 2)] {
-            let rebuilt = if matrices == 1 { alike() } else { mixed() };
+        let alike = || [q4(1100, 1), q4(40, 2), q4(40, 3)];
+        let mixed = || [q4(300, 4), f32s(20)];
+        fn check<const N: usize>(parts: [Matrix; N], rebuilt: [Matrix; N], matrices: usize) {
             let stacked = Stacked::new(rebuilt);
             assert_eq!(stacked.parts.len(), matrices);
             let bytes: usize = parts.iter().map(Matrix::bytes).sum();
@@ -583,7 +569,6 @@ mod tests {
             for tokens in [1, 20] {
                 let xs: Vec<f32> = (0..tokens * 64).map(|i| (i as f32 * 0.07).cos()).collect();
                 let got = stacked.apply(&xs);
-                assert_eq!(got.len(), parts.len());
                 for (got, m) in got.iter().zip(&parts) {
                     let want = m.apply(&xs);
                     assert_eq!(got.len(), want.len());
@@ -593,6 +578,8 @@ mod tests {
                 }
             }
         }
+        check(alike(), alike(), 1);
+        check(mixed(), mixed(), 2);
         assert!(Matrix::stack(Vec::new()).is_err());
     }
 

@@ -33,7 +33,7 @@ const PARALLEL_TOKENS: usize = 16;
 struct Layer {
     attn_norm: Vec<f32>,
     /// Q, K and V.
-    qkv: Stacked,
+    qkv: Stacked<3>,
     /// Q, K and V biases (Qwen2), where the checkpoint has them.
     q_bias: Option<Vec<f32>>,
     k_bias: Option<Vec<f32>>,
@@ -44,7 +44,7 @@ struct Layer {
     o: Matrix,
     mlp_norm: Vec<f32>,
     /// The gate and up projections.
-    gate_up: Stacked,
+    gate_up: Stacked<2>,
     down: Matrix,
 }
 
@@ -127,6 +127,29 @@ impl Cache {
     }
 }
 
+/// `f(i, out_row, in_row)` for each `width`-wide row `i` of `out` and of `input`, split
+/// across the cores when `parallel` (each row whole on one thread either way).
+fn each_row(
+    out: &mut [f32],
+    input: &[f32],
+    width: usize,
+    parallel: bool,
+    f: impl Fn(usize, &mut [f32], &[f32]) + Sync + Send,
+) {
+    let width = width.max(1);
+    if parallel {
+        out.par_chunks_exact_mut(width)
+            .zip(input.par_chunks_exact(width))
+            .enumerate()
+            .for_each(|(i, (o, x))| f(i, o, x));
+    } else {
+        out.chunks_exact_mut(width)
+            .zip(input.chunks_exact(width))
+            .enumerate()
+            .for_each(|(i, (o, x))| f(i, o, x));
+    }
+}
+
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
     let mean = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
     let scale = 1.0 / (mean + eps).sqrt();
@@ -160,7 +183,7 @@ impl RowDecoder {
             let bias = |s: &str| optional(format!("model.layers.{l}.{s}.bias"), kv);
             layers.push(Layer {
                 attn_norm: w.vector(&name("input_layernorm"), h)?,
-                qkv: Stacked::new(vec![
+                qkv: Stacked::new([
                     w.matrix(&name("self_attn.q_proj"), q, h)?,
                     w.matrix(&name("self_attn.k_proj"), kv, h)?,
                     w.matrix(&name("self_attn.v_proj"), kv, h)?,
@@ -172,7 +195,7 @@ impl RowDecoder {
                 k_norm: optional(name("self_attn.k_norm"), d)?,
                 o: w.matrix(&name("self_attn.o_proj"), h, q)?,
                 mlp_norm: w.vector(&name("post_attention_layernorm"), h)?,
-                gate_up: Stacked::new(vec![
+                gate_up: Stacked::new([
                     w.matrix(&name("mlp.gate_proj"), i, h)?,
                     w.matrix(&name("mlp.up_proj"), i, h)?,
                 ]),
@@ -257,23 +280,14 @@ impl RowDecoder {
         }
         let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
             let mut out = vec![0.0f32; x.len()];
-            let row = |(o, r): (&mut [f32], &[f32])| o.copy_from_slice(&rms_norm(r, w, c.eps));
-            if total >= PARALLEL_TOKENS {
-                out.par_chunks_exact_mut(h)
-                    .zip(x.par_chunks_exact(h))
-                    .for_each(row);
-            } else {
-                out.chunks_exact_mut(h).zip(x.chunks_exact(h)).for_each(row);
-            }
+            each_row(&mut out, x, h, total >= PARALLEL_TOKENS, |_, o, r| {
+                o.copy_from_slice(&rms_norm(r, w, c.eps));
+            });
             out
         };
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
-            let mut qkv = w.qkv.apply(&n).into_iter();
-            let (Some(mut q), Some(mut k), Some(mut v)) = (qkv.next(), qkv.next(), qkv.next())
-            else {
-                return Vec::new();
-            };
+            let [mut q, mut k, mut v] = w.qkv.apply(&n);
             for (m, bias) in [
                 (&mut q, &w.q_bias),
                 (&mut k, &w.k_bias),
@@ -320,25 +334,18 @@ impl RowDecoder {
             let proj = w.o.apply(&attn);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
             let n = norm(&x, &w.mlp_norm);
-            let mut gate_up = w.gate_up.apply(&n).into_iter();
-            let (Some(mut gate), Some(up)) = (gate_up.next(), gate_up.next()) else {
-                return Vec::new();
-            };
-            let swiglu = |(g, u): (&mut [f32], &[f32])| {
-                for (g, u) in g.iter_mut().zip(u) {
-                    *g = *g / (1.0 + (-*g).exp()) * u;
-                }
-            };
-            let width = c.intermediate;
-            if total >= PARALLEL_TOKENS {
-                gate.par_chunks_mut(width)
-                    .zip(up.par_chunks(width))
-                    .for_each(swiglu);
-            } else {
-                gate.chunks_mut(width)
-                    .zip(up.chunks(width))
-                    .for_each(swiglu);
-            }
+            let [mut gate, up] = w.gate_up.apply(&n);
+            each_row(
+                &mut gate,
+                &up,
+                c.intermediate,
+                total >= PARALLEL_TOKENS,
+                |_, g, u| {
+                    for (g, u) in g.iter_mut().zip(u) {
+                        *g = *g / (1.0 + (-*g).exp()) * u;
+                    }
+                },
+            );
             let proj = w.down.apply(&gate);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
@@ -363,21 +370,10 @@ impl RowDecoder {
     /// the same whichever thread runs them.
     fn attend(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
         let h = self.cfg.heads * self.cfg.head_dim();
-        let token = |(i, (qi, out)): (usize, (&[f32], &mut [f32]))| {
-            self.attend_token(qi, keys, values, start + i + 1, out);
-        };
         let tokens = q.len() / h.max(1);
-        if tokens >= ATTEND_PARALLEL_TOKENS {
-            q.par_chunks_exact(h)
-                .zip(out.par_chunks_exact_mut(h))
-                .enumerate()
-                .for_each(token);
-        } else {
-            q.chunks_exact(h)
-                .zip(out.chunks_exact_mut(h))
-                .enumerate()
-                .for_each(token);
-        }
+        each_row(out, q, h, tokens >= ATTEND_PARALLEL_TOKENS, |i, out, qi| {
+            self.attend_token(qi, keys, values, start + i + 1, out);
+        });
     }
 
     /// One token's attention (`heads × head_dim` queries) over the first `seen` cached
