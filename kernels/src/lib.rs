@@ -158,9 +158,44 @@ mod avx2 {
         super::add_scaled_body::<true>(out, w, x)
     }
 
+    /// [`super::widen_q4_body`] in explicit vector instructions, with the same unfused
+    /// `q × scale + min` (so both builds widen to the same bits): written as plain Rust, the
+    /// compiler vectorised it across blocks, gathering one byte from each of eight blocks per
+    /// instruction, and widening took a tenth of a prefill.
     #[target_feature(enable = "avx2,fma")]
+    #[allow(unsafe_code)]
     pub(super) fn widen_q4(scales: &[f32], mins: &[f32], qs: &[u8], out: &mut [f32]) {
-        super::widen_q4_body(scales, mins, qs, out)
+        use std::arch::x86_64::{
+            __m128i, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_mul_ps,
+            _mm256_set1_ps, _mm256_storeu_ps, _mm_and_si128, _mm_loadu_si128, _mm_set1_epi8,
+            _mm_srli_epi16, _mm_srli_si128,
+        };
+        let low = _mm_set1_epi8(15);
+        for (((d, m), q), o) in scales
+            .iter()
+            .zip(mins)
+            .zip(qs.chunks_exact(16))
+            .zip(out.chunks_exact_mut(super::BLOCK))
+        {
+            // SAFETY: `q` is 16 bytes (`chunks_exact(16)`), which an unaligned load reads.
+            let q = unsafe { _mm_loadu_si128(q.as_ptr().cast::<__m128i>()) };
+            let (d, m) = (_mm256_set1_ps(*d), _mm256_set1_ps(*m));
+            // Values 0..16 are the low nibbles, 16..32 the high ones.
+            let halves = [
+                _mm_and_si128(q, low),
+                _mm_and_si128(_mm_srli_epi16(q, 4), low),
+            ];
+            for (half, bytes) in halves.into_iter().enumerate() {
+                for (eighth, bytes) in [bytes, _mm_srli_si128(bytes, 8)].into_iter().enumerate() {
+                    let v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+                    let v = _mm256_add_ps(_mm256_mul_ps(v, d), m);
+                    let at = &mut o[half * 16 + eighth * 8..][..8];
+                    // SAFETY: `at` is 8 values (`o` is 32, `chunks_exact(BLOCK)`), which an
+                    // unaligned store writes.
+                    unsafe { _mm256_storeu_ps(at.as_mut_ptr(), v) };
+                }
+            }
+        }
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -298,6 +333,18 @@ mod tests {
             q4_body::<false>(&scales, &mins, &qs, &x, &sums),
             want
         ));
+
+        // Both builds widen to the same bits, over many blocks.
+        let (many_scales, many_mins) = (xs(40), xs(43)[3..].to_vec());
+        let many: Vec<u8> = (0..40 * 16).map(|i| (i * 73 % 256) as u8).collect();
+        let (mut wide, mut plain) = (vec![0.0; 40 * BLOCK], vec![0.0; 40 * BLOCK]);
+        widen_q4(&many_scales, &many_mins, &many, &mut wide);
+        widen_q4_body(&many_scales, &many_mins, &many, &mut plain);
+        assert_eq!(wide, plain);
+        assert_eq!(
+            wide[17 * BLOCK + 20],
+            f32::from(many[17 * 16 + 4] >> 4) * many_scales[17] + many_mins[17]
+        );
 
         let q8: Vec<i8> = (0..64).map(|i| (i as i8).wrapping_mul(7)).collect();
         let want: f32 = (0..64)
