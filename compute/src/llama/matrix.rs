@@ -337,11 +337,11 @@ impl Matrix {
     pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
-        // Below a product's tokens, 4- and 8-bit rows are dotted in their blocks; K-quant rows
-        // are widened once for all the tokens.
-        let widen = !self.dots_in_place();
+        // Below a product's tokens, f32, 4- and 8-bit rows are dotted with each token in place
+        // (quantised ones in their blocks); K-quant rows are widened once for all the tokens.
+        let dotted = tokens < PRODUCT_MIN_TOKENS && self.dots_in_place();
         // Per-block sums of the tokens, for the dot products of 4-bit rows in their blocks.
-        let sums: Vec<Vec<f32>> = if !widen {
+        let sums: Vec<Vec<f32>> = if dotted {
             xs.chunks_exact(cols)
                 .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
                 .collect()
@@ -405,24 +405,18 @@ impl Matrix {
                 return product(first, part);
             }
             let n_part = part.len() / tokens;
-            let mut row = vec![0.0f32; if widen { cols } else { 0 }];
+            let mut row = vec![0.0f32; if dotted { 0 } else { cols }];
             for i in 0..n_part {
                 let values = xs.chunks_exact(cols).enumerate();
-                if row.is_empty() {
+                if dotted {
                     for ((t, x), s) in values.zip(&sums) {
                         part[t * n_part + i] = self.dot_row(first + i, x, s);
                     }
                     continue;
                 }
-                let row: &[f32] = match &self.store {
-                    Store::F32(v) => &v[(first + i) * cols..(first + i + 1) * cols],
-                    _ => {
-                        self.row_into(first + i, &mut row);
-                        &row
-                    }
-                };
+                self.row_into(first + i, &mut row);
                 for (t, x) in values {
-                    part[t * n_part + i] = kernels::dot_f32(row, x);
+                    part[t * n_part + i] = kernels::dot_f32(&row, x);
                 }
             }
         };
