@@ -9,9 +9,11 @@
 //! binary runs everywhere and uses what the machine offers. Results of the two builds differ
 //! in f32 rounding only (fused multiply-adds, the same order of sums).
 
+mod dots;
 mod elementwise;
 mod matmul;
 
+pub use dots::{dot_q4_tokens, dot_q8_tokens};
 pub use elementwise::{gelu, layer_norm, softmax};
 pub use matmul::{matmul, Mat, MatMut};
 
@@ -202,16 +204,6 @@ mod avx2 {
     pub(super) fn widen_q8(scales: &[f32], qs: &[i8], out: &mut [f32]) {
         super::widen_q8_body(scales, qs, out)
     }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn q4(scales: &[f32], mins: &[f32], qs: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-        super::q4_body::<true>(scales, mins, qs, x, sums)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn q8(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
-        super::q8_body::<true>(scales, qs, x)
-    }
 }
 
 /// `a · b` over the shorter of the two.
@@ -265,25 +257,17 @@ pub fn widen_q8(scales: &[f32], qs: &[i8], out: &mut [f32]) {
 /// high nibble, as ggml stores Q4_0 and Q4_1) times `x`, where `sums[b]` is the sum of
 /// block `b` of `x`. Blocks past the shortest input are left out.
 pub fn dot_q4(scales: &[f32], mins: &[f32], qs: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if wide() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        #[allow(unsafe_code)]
-        return unsafe { avx2::q4(scales, mins, qs, x, sums) };
-    }
-    q4_body::<false>(scales, mins, qs, x, sums)
+    let mut out = [0.0];
+    dot_q4_tokens(scales, mins, qs, &[x], &[sums], &mut out);
+    out[0]
 }
 
 /// `Σ_b scales[b] · Σ_j q[b, j] · x[32b + j]`: a row of signed 8-bit blocks (32 bytes a
 /// block, ggml's Q8_0) times `x`. Blocks past the shortest input are left out.
 pub fn dot_q8(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if wide() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        #[allow(unsafe_code)]
-        return unsafe { avx2::q8(scales, qs, x) };
-    }
-    q8_body::<false>(scales, qs, x)
+    let mut out = [0.0];
+    dot_q8_tokens(scales, qs, &[x], &mut out);
+    out[0]
 }
 
 #[cfg(test)]

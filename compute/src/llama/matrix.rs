@@ -20,13 +20,19 @@ use crate::{Error, Result};
 const PARALLEL_MIN: usize = 1 << 16;
 
 /// From this many tokens on (a prompt's prefill, a verifier's teacher-forced pass, a
-/// decoding batch of 6 or more), rows are widened to f32 a block at a time and multiplied
-/// with all the tokens as one matrix product: the tiled product keeps values in registers
-/// that the row-by-row dot products load again for every token. Below it each row is dotted
-/// with each token in its blocks: measured on 2 cores, one thread, decoding 3 sequences
-/// that way runs at 57 tokens/s against 45 with each row widened once for the tokens, and 7
-/// sequences as a product at 74 against 58 dotted.
+/// decoding batch of 6 or more), f32 and K-quant rows are multiplied with all the tokens as
+/// one matrix product (K-quant rows widened to f32 a block of rows at a time): the tiled
+/// product keeps values in registers that row-by-row dot products load again for every
+/// token. Measured on 2 cores, one thread, 7 sequences decode at 74 tokens/s as a product
+/// against 58 with each row widened once and dotted with each token.
 const PRODUCT_MIN_TOKENS: usize = 6;
+
+/// Up to this many tokens, 4- and 8-bit rows are dotted with the tokens in their blocks,
+/// each block unpacked once for up to four tokens; from one more, they are widened and
+/// multiplied as a product too. Measured on 2 cores, 2 threads (decoding tokens/s across the
+/// sequences, dotted against product): 6 sequences 180 against 139, 8 sequences 193–200
+/// against 131–173, 12 sequences about equal (189–197), 24 sequences 195 against 239.
+const BLOCK_DOTS_MAX_TOKENS: usize = 11;
 
 /// Rows widened at once for a product: a block of widened weights stays in the L2 cache.
 const PRODUCT_ROWS: usize = 256;
@@ -307,27 +313,35 @@ impl Matrix {
         !matches!(self.store, Store::KQuant { .. })
     }
 
-    /// Row `r` · `x`; `sums` holds the sum of each 32-value block of `x` (4-bit rows use it
-    /// for their minimums).
-    fn dot_row(&self, r: usize, x: &[f32], sums: &[f32]) -> f32 {
+    /// Row `r` · each token of `xs` into `out` (one value a token); `sums[t]` holds the sum
+    /// of each 32-value block of `xs[t]` (4-bit rows use it for their minimums). A quantised
+    /// row's blocks are unpacked once for all the tokens.
+    fn dot_row(&self, r: usize, xs: &[&[f32]], sums: &[&[f32]], out: &mut [f32]) {
         let cols = self.cols;
         let blocks = r * cols / BLOCK..(r + 1) * cols / BLOCK;
         match &self.store {
-            Store::F32(v) => kernels::dot_f32(&v[r * cols..(r + 1) * cols], x),
-            Store::Q4 { scales, mins, qs } => kernels::dot_q4(
+            Store::F32(v) => {
+                for (o, x) in out.iter_mut().zip(xs) {
+                    *o = kernels::dot_f32(&v[r * cols..(r + 1) * cols], x);
+                }
+            }
+            Store::Q4 { scales, mins, qs } => kernels::dot_q4_tokens(
                 &scales[blocks.clone()],
                 &mins[blocks],
                 &qs[r * cols / 2..(r + 1) * cols / 2],
-                x,
+                xs,
                 sums,
+                out,
             ),
             Store::Q8 { scales, qs } => {
-                kernels::dot_q8(&scales[blocks], &qs[r * cols..(r + 1) * cols], x)
+                kernels::dot_q8_tokens(&scales[blocks], &qs[r * cols..(r + 1) * cols], xs, out)
             }
             Store::KQuant { .. } => {
                 let mut row = vec![0.0f32; cols];
                 self.row_into(r, &mut row);
-                kernels::dot_f32(&row, x)
+                for (o, x) in out.iter_mut().zip(xs) {
+                    *o = kernels::dot_f32(&row, x);
+                }
             }
         }
     }
@@ -337,9 +351,14 @@ impl Matrix {
     pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
-        // Below a product's tokens, f32, 4- and 8-bit rows are dotted with each token in place
+        // Below a product's tokens, f32, 4- and 8-bit rows are dotted with the tokens in place
         // (quantised ones in their blocks); K-quant rows are widened once for all the tokens.
-        let dotted = tokens < PRODUCT_MIN_TOKENS && self.dots_in_place();
+        let product = if matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. }) {
+            tokens > BLOCK_DOTS_MAX_TOKENS
+        } else {
+            tokens >= PRODUCT_MIN_TOKENS
+        };
+        let dotted = !product && self.dots_in_place();
         // Per-block sums of the tokens, for the dot products of 4-bit rows in their blocks.
         let sums: Vec<Vec<f32>> = if dotted {
             xs.chunks_exact(cols)
@@ -351,7 +370,7 @@ impl Matrix {
         // Each thread writes one contiguous chunk: the results of its rows for all the
         // tokens, token-major within the chunk (`t × n`), gathered into `t × rows` after.
         let mut chunked = vec![0.0f32; rows * tokens];
-        let product = |first: usize, part: &mut [f32]| {
+        let multiply = |first: usize, part: &mut [f32]| {
             let n_part = part.len() / tokens;
             let xs = Mat::new(&xs[..tokens * cols], tokens, cols);
             // f32 rows are read in place; quantised ones are widened into this block.
@@ -401,22 +420,25 @@ impl Matrix {
             }
         };
         let fill = |first: usize, part: &mut [f32]| {
-            if tokens >= PRODUCT_MIN_TOKENS {
-                return product(first, part);
+            if product {
+                return multiply(first, part);
             }
             let n_part = part.len() / tokens;
+            let token_xs: Vec<&[f32]> = xs.chunks_exact(cols).collect();
+            let token_sums: Vec<&[f32]> = sums.iter().map(Vec::as_slice).collect();
             let mut row = vec![0.0f32; if dotted { 0 } else { cols }];
+            let mut values = vec![0.0f32; tokens];
             for i in 0..n_part {
-                let values = xs.chunks_exact(cols).enumerate();
                 if dotted {
-                    for ((t, x), s) in values.zip(&sums) {
-                        part[t * n_part + i] = self.dot_row(first + i, x, s);
+                    self.dot_row(first + i, &token_xs, &token_sums, &mut values);
+                } else {
+                    self.row_into(first + i, &mut row);
+                    for (v, x) in values.iter_mut().zip(&token_xs) {
+                        *v = kernels::dot_f32(&row, x);
                     }
-                    continue;
                 }
-                self.row_into(first + i, &mut row);
-                for (t, x) in values {
-                    part[t * n_part + i] = kernels::dot_f32(&row, x);
+                for (t, v) in values.iter().enumerate() {
+                    part[t * n_part + i] = *v;
                 }
             }
         };
@@ -428,7 +450,7 @@ impl Matrix {
             // A product repacks the tokens for each chunk, so it takes fewer, larger ones;
             // dot products take several chunks a thread, so that a core slowed by other work
             // does not hold up the rest.
-            let chunks = if tokens >= PRODUCT_MIN_TOKENS { 2 } else { 4 };
+            let chunks = if product { 2 } else { 4 };
             let per = rows.div_ceil(rayon::current_num_threads() * chunks).max(1);
             chunked
                 .par_chunks_mut(per * tokens)
