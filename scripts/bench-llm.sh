@@ -51,15 +51,19 @@ for side in ("llama.cpp", "gpuchain", "pytorch"):
         continue
     b = rs[0]["batch"]
     pre = [b * r["prefill_tokens"] / r["prefill_s"] for r in rs]
-    dec = [b * r["decode_tokens"] / r["decode_s"] for r in rs]
+    # A run of one or two new tokens may time no decoding step at all.
+    dec = [b * r["decode_tokens"] / r["decode_s"] for r in rs if r["decode_s"] > 0]
+    decode = f"{statistics.median(dec):6.1f} tokens/s ({min(dec):.1f}–{max(dec):.1f})" if dec else "not timed"
     extra = f', weights {rs[0]["weight_bytes"] / 1e6:.0f} MB, resident {rs[0]["resident_bytes"] / 1e6:.0f} MB of a {rs[0]["file_bytes"] / 1e6:.0f} MB file' if "weight_bytes" in rs[0] else ""
     if "verify_s" in rs[0]:
-        ratio = [r["verify_s"] / (r["prefill_s"] + r["decode_s"]) for r in rs]
+        ratio = [r["verify_s"] / (r["prefill_s"] + r["decode_s"]) for r in rs if r["prefill_s"] + r["decode_s"] > 0]
         extra += f"; verifying an answer costs {100 * statistics.median(ratio):.0f}% ({100 * min(ratio):.0f}–{100 * max(ratio):.0f}%) of generating it"
-    prefill[side] = statistics.median(pre)
+    prefill[side] = pre
     print(f"{side:9} batch {b}: prefill {statistics.median(pre):6.1f} tokens/s ({min(pre):.1f}–{max(pre):.1f}), "
-          f"decode {statistics.median(dec):6.1f} tokens/s ({min(dec):.1f}–{max(dec):.1f}), {len(rs)} runs{extra}")
+          f"decode {decode}, {len(rs)} runs{extra}")
 for anchor in ("llama.cpp", "pytorch"):
     if anchor in prefill:
-        print(f"prefill, gpuchain / {anchor}: {prefill['gpuchain'] / prefill[anchor]:.2f} on the medians")
+        pairs = [ours / theirs for ours, theirs in zip(prefill["gpuchain"], prefill[anchor])]
+        print(f"prefill, gpuchain / {anchor}: {statistics.median(prefill['gpuchain']) / statistics.median(prefill[anchor]):.2f} on the medians, "
+              f"{min(pairs):.2f}–{max(pairs):.2f} run by run")
 PY

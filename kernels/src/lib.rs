@@ -7,7 +7,11 @@
 //! for the baseline x86-64 (SSE2) that the workspace targets, and inside functions that
 //! enable AVX2 and FMA. The wider build is picked at run time when the CPU has both, so one
 //! binary runs everywhere and uses what the machine offers. Results of the two builds differ
-//! in f32 rounding only (fused multiply-adds, the same order of sums).
+//! in f32 rounding only (fused multiply-adds, the same order of sums). Two loops the compiler
+//! vectorised badly have their AVX2 build written in vector instructions: widening 4-bit
+//! blocks (to the same bits as the plain loop) and the dot products of 4- and 8-bit rows
+//! (`dots.rs`: a row with up to four tokens at once, its sums in another order than the
+//! plain loop's, so results differ in f32 rounding).
 
 mod dots;
 mod elementwise;
