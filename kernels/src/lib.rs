@@ -10,7 +10,7 @@
 //! in f32 rounding only (fused multiply-adds, the same order of sums). Two loops the compiler
 //! vectorised badly have their AVX2 build written in vector instructions: widening 4-bit
 //! blocks (to the same bits as the plain loop) and the dot products of 4- and 8-bit rows
-//! (`dots.rs`: a row with up to four tokens at once, its sums in another order than the
+//! (`dots.rs`: a row with up to six tokens at once, its sums in another order than the
 //! plain loop's, so results differ in f32 rounding).
 
 mod dots;
