@@ -22,8 +22,15 @@ fn passes(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     (0..count).map(move |p| p * n / count..(p + 1) * n / count)
 }
 
+/// The blocks every one of `xs` holds whole, at most `blocks`.
+fn common_blocks(blocks: usize, xs: &[&[f32]]) -> usize {
+    xs.iter().fold(blocks, |b, x| b.min(x.len() / BLOCK))
+}
+
 /// `out[t] = dot_q4(scales, mins, qs, xs[t], sums[t])` for every token `t` (see
-/// [`super::dot_q4`]; `out.len()` tokens, at most as many as `xs` and `sums` hold).
+/// [`super::dot_q4`]; `out.len()` tokens, at most as many as `xs` and `sums` hold), over the
+/// blocks that every input holds: blocks past the shortest token are left out for all of
+/// them, in both builds.
 pub fn dot_q4_tokens(
     scales: &[f32],
     mins: &[f32],
@@ -33,6 +40,12 @@ pub fn dot_q4_tokens(
     out: &mut [f32],
 ) {
     let n = out.len().min(xs.len()).min(sums.len());
+    let (xs, sums) = (&xs[..n], &sums[..n]);
+    let blocks = sums.iter().fold(
+        common_blocks(scales.len().min(mins.len()).min(qs.len() / 16), xs),
+        |b, s| b.min(s.len()),
+    );
+    let (scales, mins, qs) = (&scales[..blocks], &mins[..blocks], &qs[..blocks * 16]);
     #[cfg(target_arch = "x86_64")]
     if super::wide() {
         for p in passes(n) {
@@ -53,14 +66,18 @@ pub fn dot_q4_tokens(
         return;
     }
     for t in 0..n {
-        out[t] = super::q4_body::<false>(scales, mins, qs, xs[t], sums[t]);
+        out[t] = super::q4_body(scales, mins, qs, xs[t], sums[t]);
     }
 }
 
 /// `out[t] = dot_q8(scales, qs, xs[t])` for every token `t` (see [`super::dot_q8`];
-/// `out.len()` tokens, at most as many as `xs` holds).
+/// `out.len()` tokens, at most as many as `xs` holds), over the blocks that every input
+/// holds.
 pub fn dot_q8_tokens(scales: &[f32], qs: &[i8], xs: &[&[f32]], out: &mut [f32]) {
     let n = out.len().min(xs.len());
+    let xs = &xs[..n];
+    let blocks = common_blocks(scales.len().min(qs.len() / BLOCK), xs);
+    let (scales, qs) = (&scales[..blocks], &qs[..blocks * BLOCK]);
     #[cfg(target_arch = "x86_64")]
     if super::wide() {
         for p in passes(n) {
@@ -79,7 +96,7 @@ pub fn dot_q8_tokens(scales: &[f32], qs: &[i8], xs: &[&[f32]], out: &mut [f32]) 
         return;
     }
     for t in 0..n {
-        out[t] = super::q8_body::<false>(scales, qs, xs[t]);
+        out[t] = super::q8_body(scales, qs, xs[t]);
     }
 }
 
@@ -121,11 +138,6 @@ mod avx2 {
         }
     }
 
-    /// Blocks a pass covers: those every input holds whole.
-    fn blocks_in(blocks: usize, xs: &[&[f32]]) -> usize {
-        xs.iter().fold(blocks, |b, x| b.min(x.len() / BLOCK))
-    }
-
     /// A row of 4-bit blocks times `T` tokens (`xs`, `sums` and `out` at least `T` long).
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn q4<const T: usize>(
@@ -138,7 +150,7 @@ mod avx2 {
     ) {
         let (xs, sums, out) = (&xs[..T], &sums[..T], &mut out[..T]);
         let blocks = sums.iter().fold(
-            blocks_in(scales.len().min(mins.len()).min(qs.len() / 16), xs),
+            super::common_blocks(scales.len().min(mins.len()).min(qs.len() / 16), xs),
             |b, s| b.min(s.len()),
         );
         let x: [*const f32; T] = std::array::from_fn(|t| xs[t].as_ptr());
@@ -185,7 +197,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn q8<const T: usize>(scales: &[f32], qs: &[i8], xs: &[&[f32]], out: &mut [f32]) {
         let (xs, out) = (&xs[..T], &mut out[..T]);
-        let blocks = blocks_in(scales.len().min(qs.len() / BLOCK), xs);
+        let blocks = super::common_blocks(scales.len().min(qs.len() / BLOCK), xs);
         let x: [*const f32; T] = std::array::from_fn(|t| xs[t].as_ptr());
         let mut acc = [_mm256_setzero_ps(); T];
         for (b, (d, q)) in scales[..blocks]
@@ -263,8 +275,7 @@ mod tests {
                         close(out[t], want),
                         "q4 {blocks} blocks, token {t} of {tokens}"
                     );
-                    let plain =
-                        super::super::q4_body::<false>(&scales, &mins, &q4, &xs[t], &sums[t]);
+                    let plain = super::super::q4_body(&scales, &mins, &q4, &xs[t], &sums[t]);
                     assert!(close(out[t], plain));
                 }
                 let mut out = vec![f32::NAN; tokens];

@@ -107,13 +107,7 @@ fn widen_q8_body(scales: &[f32], qs: &[i8], out: &mut [f32]) {
 }
 
 #[inline(always)]
-fn q4_body<const FMA: bool>(
-    scales: &[f32],
-    mins: &[f32],
-    qs: &[u8],
-    x: &[f32],
-    sums: &[f32],
-) -> f32 {
+fn q4_body(scales: &[f32], mins: &[f32], qs: &[u8], x: &[f32], sums: &[f32]) -> f32 {
     let mut acc = [0.0f32; 16];
     let mut offset = 0.0f32;
     for ((((d, m), q), xb), s) in scales
@@ -123,21 +117,21 @@ fn q4_body<const FMA: bool>(
         .zip(x.chunks_exact(BLOCK))
         .zip(sums)
     {
-        offset = madd::<FMA>(*m, *s, offset);
+        offset = madd::<false>(*m, *s, offset);
         for j in 0..16 {
-            let p = madd::<FMA>(
+            let p = madd::<false>(
                 f32::from(q[j] >> 4),
                 xb[j + 16],
                 f32::from(q[j] & 15) * xb[j],
             );
-            acc[j] = madd::<FMA>(*d, p, acc[j]);
+            acc[j] = madd::<false>(*d, p, acc[j]);
         }
     }
     acc.iter().sum::<f32>() + offset
 }
 
 #[inline(always)]
-fn q8_body<const FMA: bool>(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
+fn q8_body(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
     let mut acc = [0.0f32; 16];
     for ((d, q), xb) in scales
         .iter()
@@ -145,8 +139,8 @@ fn q8_body<const FMA: bool>(scales: &[f32], qs: &[i8], x: &[f32]) -> f32 {
         .zip(x.chunks_exact(BLOCK))
     {
         for j in 0..16 {
-            let p = madd::<FMA>(f32::from(q[j + 16]), xb[j + 16], f32::from(q[j]) * xb[j]);
-            acc[j] = madd::<FMA>(*d, p, acc[j]);
+            let p = madd::<false>(f32::from(q[j + 16]), xb[j + 16], f32::from(q[j]) * xb[j]);
+            acc[j] = madd::<false>(*d, p, acc[j]);
         }
     }
     acc.iter().sum()
@@ -317,10 +311,7 @@ mod tests {
         let mut wide4 = vec![0.0; 64];
         widen_q4(&scales, &mins, &qs, &mut wide4);
         assert_eq!(wide4[33], f32::from(nibble(1, 1)) * -0.25 + 2.0);
-        assert!(close(
-            q4_body::<false>(&scales, &mins, &qs, &x, &sums),
-            want
-        ));
+        assert!(close(q4_body(&scales, &mins, &qs, &x, &sums), want));
 
         // Both builds widen to the same bits, over many blocks.
         let (many_scales, many_mins) = (xs(40), xs(43)[3..].to_vec());
@@ -342,6 +333,6 @@ mod tests {
         let mut wide8 = vec![0.0; 64];
         widen_q8(&scales, &q8, &mut wide8);
         assert_eq!(wide8[40], f32::from(q8[40]) * -0.25);
-        assert!(close(q8_body::<false>(&scales, &q8, &x), want));
+        assert!(close(q8_body(&scales, &q8, &x), want));
     }
 }

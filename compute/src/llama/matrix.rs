@@ -314,15 +314,17 @@ impl Matrix {
     }
 
     /// Row `r` · each token of `xs` into `out` (one value a token); `sums[t]` holds the sum
-    /// of each 32-value block of `xs[t]` (4-bit rows use it for their minimums). A quantised
-    /// row's blocks are unpacked once for all the tokens.
-    fn dot_row(&self, r: usize, xs: &[&[f32]], sums: &[&[f32]], out: &mut [f32]) {
+    /// of each 32-value block of `xs[t]` (only 4-bit rows use it, for their minimums). A
+    /// 4- or 8-bit row's blocks are unpacked once for all the tokens; a K-quant row is
+    /// widened once into `row` (`cols` long; other rows leave it alone).
+    fn dot_row(&self, r: usize, xs: &[&[f32]], sums: &[&[f32]], row: &mut [f32], out: &mut [f32]) {
         let cols = self.cols;
         let blocks = r * cols / BLOCK..(r + 1) * cols / BLOCK;
         match &self.store {
             Store::F32(v) => {
+                let row = &v[r * cols..(r + 1) * cols];
                 for (o, x) in out.iter_mut().zip(xs) {
-                    *o = kernels::dot_f32(&v[r * cols..(r + 1) * cols], x);
+                    *o = kernels::dot_f32(row, x);
                 }
             }
             Store::Q4 { scales, mins, qs } => kernels::dot_q4_tokens(
@@ -337,10 +339,9 @@ impl Matrix {
                 kernels::dot_q8_tokens(&scales[blocks], &qs[r * cols..(r + 1) * cols], xs, out)
             }
             Store::KQuant { .. } => {
-                let mut row = vec![0.0f32; cols];
-                self.row_into(r, &mut row);
+                self.row_into(r, row);
                 for (o, x) in out.iter_mut().zip(xs) {
-                    *o = kernels::dot_f32(&row, x);
+                    *o = kernels::dot_f32(row, x);
                 }
             }
         }
@@ -358,9 +359,8 @@ impl Matrix {
         } else {
             tokens >= PRODUCT_MIN_TOKENS
         };
-        let dotted = !product && self.dots_in_place();
         // Per-block sums of the tokens, for the dot products of 4-bit rows in their blocks.
-        let sums: Vec<Vec<f32>> = if dotted {
+        let sums: Vec<Vec<f32>> = if !product && matches!(self.store, Store::Q4 { .. }) {
             xs.chunks_exact(cols)
                 .map(|x| x.chunks(BLOCK).map(|b| b.iter().sum()).collect())
                 .collect()
@@ -426,17 +426,10 @@ impl Matrix {
             let n_part = part.len() / tokens;
             let token_xs: Vec<&[f32]> = xs.chunks_exact(cols).collect();
             let token_sums: Vec<&[f32]> = sums.iter().map(Vec::as_slice).collect();
-            let mut row = vec![0.0f32; if dotted { 0 } else { cols }];
+            let mut row = vec![0.0f32; if self.dots_in_place() { 0 } else { cols }];
             let mut values = vec![0.0f32; tokens];
             for i in 0..n_part {
-                if dotted {
-                    self.dot_row(first + i, &token_xs, &token_sums, &mut values);
-                } else {
-                    self.row_into(first + i, &mut row);
-                    for (v, x) in values.iter_mut().zip(&token_xs) {
-                        *v = kernels::dot_f32(&row, x);
-                    }
-                }
+                self.dot_row(first + i, &token_xs, &token_sums, &mut row, &mut values);
                 for (t, v) in values.iter().enumerate() {
                     part[t * n_part + i] = *v;
                 }
