@@ -91,7 +91,6 @@ fn main() -> anyhow::Result<()> {
     // flushes the genesis and is slow once in a chain's life.
     const QUIET: u64 = 3;
     let mut quiet_round = QUIET;
-    let mut writing_round = 0;
     let mut first_block_ms = 0.0;
     let (mut quiet, mut writing) = (Vec::new(), Vec::new());
     let (mut write_secs, mut replay_secs, mut timed) = (Vec::new(), 0.0, 0u64);
@@ -131,13 +130,12 @@ fn main() -> anyhow::Result<()> {
         match pending {
             Some((at, started)) => {
                 writing.push(elapsed);
-                writing_round += 1;
                 if snapshots.join(at.to_string()).exists() {
                     write_secs.push(started.elapsed().as_secs_f64());
                     pending = None;
                     since_quiet = 0;
-                    quiet_round = writing_round.max(QUIET);
-                    writing_round = 0;
+                    // The snapshot overlapped every block since the one it was taken at.
+                    quiet_round = (height - at).max(QUIET);
                 }
             }
             None => {
