@@ -10,8 +10,11 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::RowDecoder;
+use std::sync::Mutex;
+
+use gpuchain_compute::gguf;
+use gpuchain_compute::llama::{PrefixCache, RowDecoder};
+use gpuchain_compute::serving::{ChatModel, DEFAULT_PREFIX_CACHE_BYTES};
 use gpuchain_jobspec::Sampling;
 
 /// Resident memory of this process in bytes (Linux `VmRSS`).
@@ -63,26 +66,40 @@ fn main() -> anyhow::Result<()> {
         .num_threads(threads)
         .build_global()?;
 
+    // The model as serving holds it (decoder, tokenizers, template), loaded as serving
+    // loads it: what a provider's endpoint keeps resident.
     let before = resident_bytes();
-    let bytes = std::fs::read(&file)?;
-    let file_bytes = bytes.len();
-    let g = Gguf::parse(&bytes)?;
-    let shape = gguf::llama::shape(&g)?;
-    let cfg = gguf::llama::config(&g)?;
-    let decoder = match opts["weights"].as_str() {
-        "quantised" => RowDecoder::new(cfg, &gguf::llama::GgufWeights::new(&g, &shape)?)?,
-        "f32" => RowDecoder::new(cfg, &gguf::llama::params(&g, &shape)?)?,
+    let path = std::path::Path::new(&file);
+    let file_bytes = gguf::file::model_size(path)?;
+    let model = match opts["weights"].as_str() {
+        "quantised" => ChatModel::load(path, "bench".into())?,
+        "f32" => {
+            let mapped = gguf::GgufFile::open(path)?;
+            let g = mapped.parse()?;
+            let shape = gguf::llama::shape(&g)?;
+            ChatModel {
+                name: "bench".into(),
+                decoder: RowDecoder::new(
+                    gguf::llama::config(&g)?,
+                    &gguf::llama::params(&g, &shape)?,
+                )?,
+                chat: gguf::ChatTemplate::of(&g)?,
+                eos: gguf::eos_token(&g),
+                context: shape.max_seq_len as usize,
+                prefixes: Mutex::new(PrefixCache::new(DEFAULT_PREFIX_CACHE_BYTES)),
+            }
+        }
         other => anyhow::bail!("--weights {other}: quantised or f32"),
     };
-    let tok = gguf::tokenizer::tokenizer(&g)?;
+    let resident = resident_bytes().saturating_sub(before);
+    let decoder = &model.decoder;
     let text = "The quick brown fox jumps over the lazy dog. ".repeat(plen);
-    let ids = tok
+    let ids = model
+        .chat
+        .plain
         .encode(text.as_str(), false)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let prompt: Vec<u32> = ids.get_ids()[..plen].to_vec();
-    drop(g);
-    drop(bytes);
-    let resident = resident_bytes().saturating_sub(before);
     let prompts = prompt.repeat(batch);
     for run in 0..runs {
         // As the anchor counts: the prefill reads the prompt and picks one token; the decode

@@ -21,6 +21,7 @@ pub mod embed;
 mod error;
 pub mod gguf;
 pub mod hardware;
+pub mod heap;
 pub mod job;
 pub mod llama;
 pub mod models;

@@ -48,14 +48,18 @@ impl ChatModel {
         let g = mapped.parse()?;
         let shape = gguf::llama::shape(&g)?;
         let decoder = gguf::llama::row_decoder(&g)?;
-        Ok(ChatModel {
+        let model = ChatModel {
             name,
             decoder,
             chat: gguf::ChatTemplate::of(&g)?,
             eos: gguf::eos_token(&g),
             context: shape.max_seq_len as usize,
             prefixes: Mutex::new(PrefixCache::new(DEFAULT_PREFIX_CACHE_BYTES)),
-        })
+        };
+        drop(g);
+        drop(mapped);
+        crate::heap::release_freed();
+        Ok(model)
     }
 
     /// The prompt prefix cache, locked.
