@@ -5,7 +5,8 @@
 # of prefill and decode tokens/s per side, and the load average before and after.
 #
 #   scripts/bench-llm.sh [RUNS] [BATCH] [NEW_TOKENS] [pytorch]
-#       (defaults 7, 1, 16; 2 threads, 37-token prompt). With `pytorch`, PyTorch (transformers'
+#       (defaults 7, 1, 16; 2 threads, 37-token prompt, or PROMPT_TOKENS from the
+#       environment). With `pytorch`, PyTorch (transformers'
 #       Llama over the same file's weights dequantised to f32, scripts/bench-llm-torch.py)
 #       runs as a third side in the same alternation; its virtual environment comes from PyPI
 #       (scripts/torch-requirements.txt, about 6 GB once).
@@ -27,7 +28,7 @@ MODEL="$MODEL_DIR/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 bash scripts/llama-cpp-env.sh >/dev/null
 cargo build --workspace --all-targets --locked --quiet --examples >&2
 OURS="$CARGO_TARGET_DIR/debug/examples/llm_bench"
-ARGS=(--threads 2 --prompt-tokens 37 --new-tokens "$NEW" --runs 1 --batch "$BATCH")
+ARGS=(--threads 2 --prompt-tokens "${PROMPT_TOKENS:-37}" --new-tokens "$NEW" --runs 1 --batch "$BATCH")
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"

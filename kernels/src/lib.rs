@@ -1,22 +1,27 @@
 //! The CPU inner loops: the row decoder's dot products of f32 activations with f32 weights
 //! and with ggml's 32-value blocks (4-bit with a scale and a minimum, 8-bit with a scale),
-//! element-wise GELU, layer norm and softmax ([`gelu`], [`layer_norm`], [`softmax`]), and
-//! f32 matrix products for batched work ([`matmul`], on the `gemm` crate's kernels).
+//! element-wise GELU, layer norm and softmax ([`gelu`], [`layer_norm`], [`softmax`]), a
+//! decoder's attention over its cached keys and values ([`scaled_dots`],
+//! [`add_weighted_rows`]), and f32 matrix products for batched work ([`matmul`], on the
+//! `gemm` crate's kernels).
 //!
 //! Each loop is written once, as plain Rust the compiler vectorises, and compiled twice:
 //! for the baseline x86-64 (SSE2) that the workspace targets, and inside functions that
 //! enable AVX2 and FMA. The wider build is picked at run time when the CPU has both, so one
 //! binary runs everywhere and uses what the machine offers. Results of the two builds differ
-//! in f32 rounding only (fused multiply-adds, the same order of sums). Two loops the compiler
-//! vectorised badly have their AVX2 build written in vector instructions: widening 4-bit
-//! blocks (to the same bits as the plain loop) and the dot products of 4- and 8-bit rows
-//! (`dots.rs`: a row with up to six tokens at once, its sums in another order than the
-//! plain loop's, so results differ in f32 rounding).
+//! in f32 rounding only (fused multiply-adds, the same order of sums). Three loops the
+//! compiler vectorised badly have their AVX2 build written in vector instructions: widening
+//! 4-bit blocks (to the same bits as the plain loop), the dot products of 4- and 8-bit rows
+//! (`dots.rs`: a row with up to six tokens at once) and a query's scores against cached keys
+//! (`attention.rs`: eight keys at once); the last two add their sums in another order than
+//! the plain loops, so results differ in f32 rounding.
 
+mod attention;
 mod dots;
 mod elementwise;
 mod matmul;
 
+pub use attention::{add_weighted_rows, scaled_dots};
 pub use dots::{dot_q4_tokens, dot_q8_tokens};
 pub use elementwise::{gelu, layer_norm, softmax};
 pub use matmul::{matmul, Mat, MatMut};

@@ -388,21 +388,10 @@ impl RowDecoder {
         for head in 0..c.heads {
             let kvh = head / group;
             let qh = &qi[head * d..(head + 1) * d];
-            for (s, score) in scores.iter_mut().enumerate() {
-                let key = &keys[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                *score = kernels::dot_f32(qh, key) * scale;
-            }
-            let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0.0;
-            for s in &mut scores {
-                *s = (*s - top).exp();
-                total += *s;
-            }
+            kernels::scaled_dots(qh, &keys[kvh * d..], kv, scale, &mut scores);
+            kernels::softmax(&mut scores);
             let out = &mut out[head * d..(head + 1) * d];
-            for (s, weight) in scores.iter().enumerate() {
-                let value = &values[s * kv + kvh * d..s * kv + (kvh + 1) * d];
-                kernels::add_scaled(out, weight / total, value);
-            }
+            kernels::add_weighted_rows(out, &scores, &values[kvh * d..], kv);
         }
     }
 
