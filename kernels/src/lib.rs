@@ -21,7 +21,7 @@ mod dots;
 mod elementwise;
 mod matmul;
 
-pub use attention::{add_weighted_rows, scaled_dots};
+pub use attention::{add_weighted_rows, scaled_dots, StridedRows};
 pub use dots::{dot_q4_tokens, dot_q8_tokens};
 pub use elementwise::{gelu, layer_norm, softmax};
 pub use matmul::{matmul, Mat, MatMut};

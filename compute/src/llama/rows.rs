@@ -27,6 +27,10 @@ use crate::Result;
 /// pass), their attention is split across the cores.
 const ATTEND_PARALLEL_TOKENS: usize = 4;
 
+/// Tokens of a sequence whose attention goes through the cached keys and values together
+/// (each run of keys read once for all of them).
+const ATTEND_BLOCK: usize = 8;
+
 /// From this many tokens in a pass, norms and SwiGLU are split across the cores too.
 const PARALLEL_TOKENS: usize = 16;
 
@@ -365,33 +369,55 @@ impl RowDecoder {
     }
 
     /// Causal attention of one sequence's queries (`t × heads × head_dim`, at positions
-    /// `start..`) over its cached keys and values, into `out`. A prompt's tokens (or a
-    /// verifier's teacher-forced pass) are split across the cores; each token's sums are
-    /// the same whichever thread runs them.
+    /// `start..`) over its cached keys and values, into `out`, in blocks of
+    /// [`ATTEND_BLOCK`] tokens that share each read of the keys and values. A prompt's
+    /// blocks (or a verifier's teacher-forced pass) are split across the cores; a token's
+    /// sums are the same whichever block or thread runs them.
     fn attend(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
         let h = self.cfg.heads * self.cfg.head_dim();
         let tokens = q.len() / h.max(1);
-        each_row(out, q, h, tokens >= ATTEND_PARALLEL_TOKENS, |i, out, qi| {
-            self.attend_token(qi, keys, values, start + i + 1, out);
-        });
+        let block = |(b, out): (usize, &mut [f32])| {
+            let first = b * ATTEND_BLOCK;
+            let q = &q[first * h..first * h + out.len()];
+            self.attend_block(q, keys, values, start + first, out);
+        };
+        if tokens >= ATTEND_PARALLEL_TOKENS {
+            out.par_chunks_mut(ATTEND_BLOCK * h.max(1))
+                .enumerate()
+                .for_each(block);
+        } else {
+            out.chunks_mut(ATTEND_BLOCK * h.max(1))
+                .enumerate()
+                .for_each(block);
+        }
     }
 
-    /// One token's attention (`heads × head_dim` queries) over the first `seen` cached
-    /// keys and values.
-    fn attend_token(&self, qi: &[f32], keys: &[f32], values: &[f32], seen: usize, out: &mut [f32]) {
+    /// Attention of consecutive tokens (`heads × head_dim` queries each, the first at
+    /// position `at`) over the cached keys and values each sees.
+    fn attend_block(&self, q: &[f32], keys: &[f32], values: &[f32], at: usize, out: &mut [f32]) {
         let c = &self.cfg;
         let d = c.head_dim();
-        let kv = c.kv_heads * d;
+        let (qw, kv) = (c.heads * d, c.kv_heads * d);
         let group = c.heads / c.kv_heads;
         let scale = 1.0 / (d as f32).sqrt();
-        let mut scores = vec![0.0f32; seen];
+        let seen: Vec<usize> = (1..=q.len() / qw.max(1)).map(|i| at + i).collect();
+        let longest = seen.last().copied().unwrap_or(0);
+        let mut scores = vec![0.0f32; seen.len() * longest];
+        let mut sums = vec![0.0f32; seen.len() * d];
         for head in 0..c.heads {
             let kvh = head / group;
-            let qh = &qi[head * d..(head + 1) * d];
-            kernels::scaled_dots(qh, &keys[kvh * d..], kv, scale, &mut scores);
-            kernels::softmax(&mut scores);
-            let out = &mut out[head * d..(head + 1) * d];
-            kernels::add_weighted_rows(out, &scores, &values[kvh * d..], kv);
+            let queries = kernels::StridedRows::new(&q[head * d..], qw, d);
+            let head_keys = kernels::StridedRows::new(&keys[kvh * d..], kv, d);
+            kernels::scaled_dots(queries, head_keys, scale, &seen, &mut scores);
+            for (row, &n) in scores.chunks_exact_mut(longest.max(1)).zip(&seen) {
+                kernels::softmax(&mut row[..n]);
+            }
+            sums.fill(0.0);
+            let head_values = kernels::StridedRows::new(&values[kvh * d..], kv, d);
+            kernels::add_weighted_rows(&mut sums, &scores, &seen, head_values);
+            for (o, s) in out.chunks_exact_mut(qw).zip(sums.chunks_exact(d)) {
+                o[head * d..(head + 1) * d].copy_from_slice(s);
+            }
         }
     }
 
