@@ -195,13 +195,17 @@ mod avx2 {
                     // The caller checked that `keys` holds every key a query sees.
                     let block = &keys.data[s * keys.stride..(s + KEYS - 1) * keys.stride + d];
                     let mut acc: [__m256; KEYS] = [_mm256_setzero_ps(); KEYS];
+                    // Loads through pointers, bounded by the two slices' lengths above: with
+                    // a checked slice a load, the index arithmetic and checks outnumbered the
+                    // multiply-adds.
+                    let (xs, base) = (x.as_ptr(), block.as_ptr());
                     for c in (0..d).step_by(8) {
-                        // SAFETY: `c + 8 <= d = x.len()`.
-                        let xv = unsafe { _mm256_loadu_ps(x[c..c + 8].as_ptr()) };
+                        // SAFETY: `c + 8 <= d = x.len()` (`d` is a multiple of 8 here).
+                        let xv = unsafe { _mm256_loadu_ps(xs.add(c)) };
                         for (k, a) in acc.iter_mut().enumerate() {
-                            let at = k * keys.stride + c;
-                            // SAFETY: `at + 8 <= (KEYS - 1) × stride + d = block.len()`.
-                            let r = unsafe { _mm256_loadu_ps(block[at..at + 8].as_ptr()) };
+                            // SAFETY: `k × stride + c + 8 <= (KEYS - 1) × stride + d`,
+                            // which is `block.len()`.
+                            let r = unsafe { _mm256_loadu_ps(base.add(k * keys.stride + c)) };
                             *a = _mm256_fmadd_ps(xv, r, *a);
                         }
                     }
