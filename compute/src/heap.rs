@@ -1,4 +1,5 @@
-//! Handing freed heap memory back to the operating system after a model is loaded.
+//! How the process's heap treats freed memory: handed back to the operating system once a
+//! model is loaded, kept for reuse while it runs.
 //!
 //! Loading a model allocates and frees far more than it keeps: tensors are copied out of the
 //! file and then stacked or reordered into the matrices the decoder keeps, and the GGUF
@@ -23,5 +24,35 @@ pub fn release_freed() {
         unsafe {
             malloc_trim(0);
         }
+    }
+}
+
+/// Makes glibc keep freed heap memory for the next allocation instead of returning it to the
+/// operating system at once (once a process; a no-op elsewhere): blocks up to 32 MiB come
+/// from the heap, and up to 256 MiB of free memory at its top stays mapped. A decoder pass
+/// allocates its per-layer buffers again for every layer (12 MB each at a 1,000-token
+/// prompt); with glibc's own thresholds, which move with what was freed last, most of them
+/// were fresh mappings whose pages the kernel zeroed on first touch: 632,000 page faults in
+/// two 1,000-token passes, against 70,000 so, and the prefill about a tenth faster. The price
+/// is that a process keeps the memory of its largest pass until [`release_freed`] or its end.
+pub fn keep_freed_for_reuse() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            extern "C" {
+                fn mallopt(param: i32, value: i32) -> i32;
+            }
+            // glibc's `malloc.h`.
+            const M_TRIM_THRESHOLD: i32 = -1;
+            const M_MMAP_THRESHOLD: i32 = -3;
+            // SAFETY: `mallopt` takes two integers and sets the allocator's thresholds under
+            // its arena lock; 32 MiB is glibc's largest accepted mmap threshold on 64-bit.
+            unsafe {
+                mallopt(M_MMAP_THRESHOLD, 32 << 20);
+                mallopt(M_TRIM_THRESHOLD, 256 << 20);
+            }
+        });
     }
 }

@@ -177,6 +177,7 @@ fn rope(x: &mut [f32], d: usize, pos: usize, freqs: &[f32]) {
 impl RowDecoder {
     /// The decoder of `cfg` from HuggingFace-named weights.
     pub fn new(cfg: LlamaConfig, w: &impl DecoderWeights) -> Result<RowDecoder> {
+        crate::heap::keep_freed_for_reuse();
         let (h, i, d) = (cfg.hidden, cfg.intermediate, cfg.head_dim());
         let (q, kv) = (cfg.heads * d, cfg.kv_heads * d);
         let mut layers = Vec::with_capacity(cfg.layers);
