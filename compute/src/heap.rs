@@ -33,7 +33,7 @@ pub fn release_freed() {
 /// allocates its per-layer buffers again for every layer (12 MB each at a 1,000-token
 /// prompt); with glibc's own thresholds, which move with what was freed last, most of them
 /// were fresh mappings whose pages the kernel zeroed on first touch: 632,000 page faults in
-/// two 1,000-token passes, against 70,000 so, and the prefill about a tenth faster. The price
+/// two 1,000-token passes, against 70,000 so, and the prefill about 7% faster. The price
 /// is that a process keeps the memory of its largest pass until [`release_freed`] or its end.
 pub fn keep_freed_for_reuse() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
