@@ -17,6 +17,8 @@
 //! one), a prompt read in chunks and a verifier's single pass therefore give a token the same
 //! attention, to the bit.
 
+use std::ops::Range;
+
 use crate::{f32_body, madd};
 
 /// Keys a block's queries go through together.
@@ -91,6 +93,20 @@ fn check(queries: usize, keys: StridedRows<'_>, seen: &[usize], out: usize, per_
     );
 }
 
+/// For each run of [`KEY_RUN`] keys in turn, each query `j` of the block with the keys of
+/// the run it sees: `(j, keys it sees in all, those of the run)`. Going through the runs in
+/// the outer loop is what lets a run serve every query from the L1 cache.
+#[inline(always)]
+fn query_runs(seen: &[usize]) -> impl Iterator<Item = (usize, usize, Range<usize>)> + '_ {
+    let longest = seen.iter().copied().max().unwrap_or(0);
+    (0..longest).step_by(KEY_RUN).flat_map(move |first| {
+        let end = (first + KEY_RUN).min(longest);
+        seen.iter()
+            .enumerate()
+            .map(move |(j, &n)| (j, n, first.min(n)..end.min(n)))
+    })
+}
+
 #[inline(always)]
 fn scaled_dots_body<const FMA: bool>(
     queries: StridedRows<'_>,
@@ -100,15 +116,10 @@ fn scaled_dots_body<const FMA: bool>(
     out: &mut [f32],
     per_query: usize,
 ) {
-    let longest = seen.iter().copied().max().unwrap_or(0);
-    for first in (0..longest).step_by(KEY_RUN) {
-        let end = (first + KEY_RUN).min(longest);
-        for (j, &n) in seen.iter().enumerate() {
-            let x = queries.row(j);
-            let o = &mut out[j * per_query..j * per_query + n];
-            for (s, o) in o.iter_mut().enumerate().take(end).skip(first) {
-                *o = f32_body::<FMA>(x, keys.row(s)) * scale;
-            }
+    for (j, _, run) in query_runs(seen) {
+        let x = queries.row(j);
+        for s in run {
+            out[j * per_query + s] = f32_body::<FMA>(x, keys.row(s)) * scale;
         }
     }
 }
@@ -121,44 +132,40 @@ fn add_weighted_rows_body<const FMA: bool>(
     seen: &[usize],
     values: StridedRows<'_>,
 ) {
-    let (d, longest) = (values.width, seen.iter().copied().max().unwrap_or(0));
-    for first in (0..longest).step_by(KEY_RUN) {
-        let end = (first + KEY_RUN).min(longest);
-        for (j, &n) in seen.iter().enumerate() {
-            let w = &weights[j * per_query..j * per_query + n];
-            let o = &mut out[j * d..(j + 1) * d];
-            let keys = first.min(n)..end.min(n);
-            let mut col = 0;
-            for group in o.chunks_mut(GROUP) {
-                let width = group.len();
-                if width == GROUP {
-                    // Held in registers over the run of keys.
-                    let mut acc = [0.0f32; GROUP];
-                    acc.copy_from_slice(group);
-                    for s in keys.clone() {
-                        let row = &values.row(s)[col..col + GROUP];
-                        for c in 0..GROUP {
-                            acc[c] = madd::<FMA>(w[s], row[c], acc[c]);
-                        }
-                    }
-                    group.copy_from_slice(&acc);
-                } else {
-                    for s in keys.clone() {
-                        let row = &values.row(s)[col..col + width];
-                        for (a, v) in group.iter_mut().zip(row) {
-                            *a = madd::<FMA>(w[s], *v, *a);
-                        }
+    let d = values.width;
+    for (j, n, keys) in query_runs(seen) {
+        let w = &weights[j * per_query..j * per_query + n];
+        let o = &mut out[j * d..(j + 1) * d];
+        let mut col = 0;
+        for group in o.chunks_mut(GROUP) {
+            let width = group.len();
+            if width == GROUP {
+                // Held in registers over the run of keys.
+                let mut acc = [0.0f32; GROUP];
+                acc.copy_from_slice(group);
+                for s in keys.clone() {
+                    let row = &values.row(s)[col..col + GROUP];
+                    for c in 0..GROUP {
+                        acc[c] = madd::<FMA>(w[s], row[c], acc[c]);
                     }
                 }
-                col += width;
+                group.copy_from_slice(&acc);
+            } else {
+                for s in keys.clone() {
+                    let row = &values.row(s)[col..col + width];
+                    for (a, v) in group.iter_mut().zip(row) {
+                        *a = madd::<FMA>(w[s], *v, *a);
+                    }
+                }
             }
+            col += width;
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{StridedRows, KEY_RUN};
+    use super::StridedRows;
     use std::arch::x86_64::{
         __m256, _mm256_add_ps, _mm256_fmadd_ps, _mm256_hadd_ps, _mm256_loadu_ps, _mm256_mul_ps,
         _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
@@ -181,57 +188,53 @@ mod avx2 {
         per_query: usize,
     ) {
         let d = keys.width;
-        let longest = seen.iter().copied().max().unwrap_or(0);
         let scale_v = _mm256_set1_ps(scale);
-        for first in (0..longest).step_by(KEY_RUN) {
-            let end = (first + KEY_RUN).min(longest);
-            for (j, &n) in seen.iter().enumerate() {
-                let x = queries.row(j);
-                let o = &mut out[j * per_query..j * per_query + n];
-                // Whole groups of eight from key 0: `first` is a multiple of eight.
-                let whole = if d % 8 == 0 { n / KEYS * KEYS } else { 0 };
-                let mut s = first;
-                while s + KEYS <= end.min(whole) {
-                    // The caller checked that `keys` holds every key a query sees.
-                    let block = &keys.data[s * keys.stride..(s + KEYS - 1) * keys.stride + d];
-                    let mut acc: [__m256; KEYS] = [_mm256_setzero_ps(); KEYS];
-                    // Loads through pointers, bounded by the two slices' lengths above: with
-                    // a checked slice a load, the index arithmetic and checks outnumbered the
-                    // multiply-adds.
-                    let (xs, base) = (x.as_ptr(), block.as_ptr());
-                    for c in (0..d).step_by(8) {
-                        // SAFETY: `c + 8 <= d = x.len()` (`d` is a multiple of 8 here).
-                        let xv = unsafe { _mm256_loadu_ps(xs.add(c)) };
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            // SAFETY: `k × stride + c + 8 <= (KEYS - 1) × stride + d`,
-                            // which is `block.len()`.
-                            let r = unsafe { _mm256_loadu_ps(base.add(k * keys.stride + c)) };
-                            *a = _mm256_fmadd_ps(xv, r, *a);
-                        }
+        for (j, n, run) in super::query_runs(seen) {
+            let x = queries.row(j);
+            let o = &mut out[j * per_query..j * per_query + n];
+            // Whole groups of eight from key 0: a run starts at a multiple of eight.
+            let whole = if d % 8 == 0 { n / KEYS * KEYS } else { 0 };
+            let mut s = run.start;
+            while s + KEYS <= run.end.min(whole) {
+                // The caller checked that `keys` holds every key a query sees.
+                let block = &keys.data[s * keys.stride..(s + KEYS - 1) * keys.stride + d];
+                let mut acc: [__m256; KEYS] = [_mm256_setzero_ps(); KEYS];
+                // Loads through pointers, bounded by the two slices' lengths above: with
+                // a checked slice a load, the index arithmetic and checks outnumbered the
+                // multiply-adds.
+                let (xs, base) = (x.as_ptr(), block.as_ptr());
+                for c in (0..d).step_by(8) {
+                    // SAFETY: `c + 8 <= d = x.len()` (`d` is a multiple of 8 here).
+                    let xv = unsafe { _mm256_loadu_ps(xs.add(c)) };
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        // SAFETY: `k × stride + c + 8 <= (KEYS - 1) × stride + d`,
+                        // which is `block.len()`.
+                        let r = unsafe { _mm256_loadu_ps(base.add(k * keys.stride + c)) };
+                        *a = _mm256_fmadd_ps(xv, r, *a);
                     }
-                    // Per 128-bit half, `pairs[i]` holds partial sums of keys 2i and 2i + 1,
-                    // `quads` of keys 0..4 and 4..8; the halves' sums added give the eight.
-                    let pairs = [
-                        _mm256_hadd_ps(acc[0], acc[1]),
-                        _mm256_hadd_ps(acc[2], acc[3]),
-                        _mm256_hadd_ps(acc[4], acc[5]),
-                        _mm256_hadd_ps(acc[6], acc[7]),
-                    ];
-                    let quads = [
-                        _mm256_hadd_ps(pairs[0], pairs[1]),
-                        _mm256_hadd_ps(pairs[2], pairs[3]),
-                    ];
-                    let low = _mm256_permute2f128_ps::<0x20>(quads[0], quads[1]);
-                    let high = _mm256_permute2f128_ps::<0x31>(quads[0], quads[1]);
-                    let sums = _mm256_mul_ps(_mm256_add_ps(low, high), scale_v);
-                    let to = &mut o[s..s + KEYS];
-                    // SAFETY: `to` is 8 values.
-                    unsafe { _mm256_storeu_ps(to.as_mut_ptr(), sums) };
-                    s += KEYS;
                 }
-                for (s, o) in o.iter_mut().enumerate().take(end).skip(s) {
-                    *o = super::f32_body::<true>(x, keys.row(s)) * scale;
-                }
+                // Per 128-bit half, `pairs[i]` holds partial sums of keys 2i and 2i + 1,
+                // `quads` of keys 0..4 and 4..8; the halves' sums added give the eight.
+                let pairs = [
+                    _mm256_hadd_ps(acc[0], acc[1]),
+                    _mm256_hadd_ps(acc[2], acc[3]),
+                    _mm256_hadd_ps(acc[4], acc[5]),
+                    _mm256_hadd_ps(acc[6], acc[7]),
+                ];
+                let quads = [
+                    _mm256_hadd_ps(pairs[0], pairs[1]),
+                    _mm256_hadd_ps(pairs[2], pairs[3]),
+                ];
+                let low = _mm256_permute2f128_ps::<0x20>(quads[0], quads[1]);
+                let high = _mm256_permute2f128_ps::<0x31>(quads[0], quads[1]);
+                let sums = _mm256_mul_ps(_mm256_add_ps(low, high), scale_v);
+                let to = &mut o[s..s + KEYS];
+                // SAFETY: `to` is 8 values.
+                unsafe { _mm256_storeu_ps(to.as_mut_ptr(), sums) };
+                s += KEYS;
+            }
+            for (s, o) in o.iter_mut().enumerate().take(run.end).skip(s) {
+                *o = super::f32_body::<true>(x, keys.row(s)) * scale;
             }
         }
     }
