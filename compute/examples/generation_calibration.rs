@@ -2,9 +2,12 @@
 //! two builds of the row decoder's loops (AVX2+FMA and the baseline x86-64 build, which round
 //! differently) and from burn's decoder, each checked by the verifier's default path (the
 //! row decoder with the widest build the CPU runs), for greedy and seeded sampling. Prints
-//! the count of honest generations faulted (must be 0) and, for greedy answers, the largest
-//! gap between a claimed token's logit and the top logit, as a share of the margin the check
-//! allows. Thread counts cannot change results: each dot product runs on one thread.
+//! the count of honest generations faulted (must be 0), how many of them the check's fast
+//! pass alone (8-bit activations where the CPU has integer dot products) would have faulted
+//! before its pass in f32 cleared them, and, for greedy answers, the largest gap between a
+//! claimed token's logit and the top logit in each pass, as a share of the margin the check
+//! allows. Thread counts cannot change results: each product's value for a token is summed
+//! in one order on one thread.
 //!
 //! `generation_calibration FILE.gguf [SEEDS_PER_QUESTION] [BURN_GENERATIONS]`
 
@@ -13,7 +16,9 @@ use std::path::Path;
 use gpuchain_compute::backend::CpuBackend;
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{check_generation, generate, RowDecoder, TOKEN_MARGIN_PPM};
+use gpuchain_compute::llama::{
+    check_generation, first_unjustified_with, generate, Activations, RowDecoder, TOKEN_MARGIN_PPM,
+};
 use gpuchain_compute::tensor_io::encode_u32;
 use gpuchain_compute::Backend;
 use gpuchain_jobspec::{GenerationSpec, InferenceSpec, ModelArch, Sampling};
@@ -85,25 +90,28 @@ fn main() -> anyhow::Result<()> {
         if !verdict.accepted() {
             eprintln!("FAULTED ({source}, {sampling:?}): {verdict:?}");
         }
-        let mut widest = 0.0f32;
+        // What the fast pass alone says, before a fault is confirmed in f32.
+        let flagged =
+            first_unjustified_with(&decoder, ids, tokens, sampling, Activations::Int8).is_some();
+        let mut widest = [0.0f32; 2];
         if *sampling == Sampling::Greedy {
-            for (j, l) in decoder
-                .teacher_forced_logits(ids, tokens)
-                .iter()
-                .enumerate()
-            {
-                let top = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let low = l.iter().copied().fold(f32::INFINITY, f32::min);
-                widest = widest.max((top - l[tokens[j] as usize]) / ((top - low) * margin));
+            for (w, activations) in widest.iter_mut().zip([Activations::Int8, Activations::F32]) {
+                let logits = decoder.teacher_forced_logits_with(ids, tokens, activations);
+                for (j, l) in logits.iter().enumerate() {
+                    let top = l.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let low = l.iter().copied().fold(f32::INFINITY, f32::min);
+                    *w = w.max((top - l[tokens[j] as usize]) / ((top - low) * margin));
+                }
             }
         }
-        anyhow::Ok((!verdict.accepted(), widest))
+        anyhow::Ok((!verdict.accepted(), flagged, widest))
     };
-    let (mut checked, mut faulted, mut widest) = (0usize, 0usize, 0.0f32);
-    let mut tally = |(fault, gap): (bool, f32)| {
+    let (mut checked, mut faulted, mut flagged, mut widest) = (0usize, 0usize, 0usize, [0.0f32; 2]);
+    let mut tally = |(fault, flag, gap): (bool, bool, [f32; 2])| {
         checked += 1;
         faulted += usize::from(fault);
-        widest = widest.max(gap);
+        flagged += usize::from(flag);
+        widest = [widest[0].max(gap[0]), widest[1].max(gap[1])];
         (checked, faulted)
     };
     for baseline in [false, true] {
@@ -133,7 +141,8 @@ fn main() -> anyhow::Result<()> {
         tally(check(ids, sampling, &tokens, "burn")?);
     }
     println!(
-        "{{\"generations\":{checked},\"faulted\":{faulted},\"new_tokens\":{NEW},\"widest_greedy_gap_of_margin\":{widest:.4}}}"
+        "{{\"generations\":{checked},\"faulted\":{faulted},\"flagged_by_fast_pass\":{flagged},\"new_tokens\":{NEW},\"widest_greedy_gap_of_margin\":{{\"fast\":{:.4},\"f32\":{:.4}}}}}",
+        widest[0], widest[1]
     );
     Ok(())
 }

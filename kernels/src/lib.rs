@@ -14,16 +14,20 @@
 //! 4-bit blocks (to the same bits as the plain loop), the dot products of 4- and 8-bit rows
 //! (`dots.rs`: a row with up to six tokens at once) and a query's scores against cached keys
 //! (`attention.rs`: eight keys at once); the last two add their sums in another order than
-//! the plain loops, so results differ in f32 rounding.
+//! the plain loops, so results differ in f32 rounding. Products of 4- and 8-bit rows with
+//! many tokens quantised to 8 bits ([`int8_product`], `int8.rs`) run in AVX-512 VNNI integer
+//! dot products where the CPU has them, to the same bits as their plain loops.
 
 mod attention;
 mod dots;
 mod elementwise;
+mod int8;
 mod matmul;
 
 pub use attention::{add_weighted_rows, scaled_dots, StridedRows};
 pub use dots::{dot_q4_tokens, dot_q8_tokens};
 pub use elementwise::{gelu, layer_norm, softmax};
+pub use int8::{int8_products_fast, product as int8_product, PackedRows, QuantisedTokens};
 pub use matmul::{matmul, Mat, MatMut};
 
 /// Values per quantisation block.

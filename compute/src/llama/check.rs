@@ -18,6 +18,7 @@ use gpuchain_jobspec::{InferenceSpec, Sampling};
 
 use super::generate::{draw, generated_len, row_rng, top_k_weights};
 use super::job::{burn_backend, load};
+use super::Activations;
 use crate::blob::BlobStore;
 use crate::compare::{Metrics, Verdict};
 use crate::models::burn_io::values;
@@ -76,29 +77,49 @@ pub fn check_generation(
             )));
         }
     }
-    // Judges row `row` of the output from the logits at its generated tokens (at least that
-    // many rows of `vocab`); the stop token's repeats are not generated and pass.
-    let mut judge = |row: usize, logits: &[f32], vocab: usize| {
+    // How row `row` of the output fares against `logits` (at least as many rows of `vocab`
+    // as it generated tokens): the tokens justified (the stop token's repeats are not
+    // generated and pass) and the first that is not.
+    let judge = |row: usize, logits: &[f32], vocab: usize| {
         // The sampler's stream of the row's place in its batch, as generation seeds it.
         let mut rng = row_rng(&gen.sampling, row % batch);
-        passed += (new - generated[row]) as u64;
+        let mut passed = (new - generated[row]) as u64;
+        let mut bad = None;
         for (j, at) in logits.chunks_exact(vocab).take(generated[row]).enumerate() {
-            let token = tokens[row * new + j];
-            if plausible_pick(at, token, &gen.sampling, &mut rng) {
+            if plausible_pick(at, tokens[row * new + j], &gen.sampling, &mut rng) {
                 passed += 1;
-            } else if first_bad.is_none() {
-                first_bad = Some((row, j));
+            } else if bad.is_none() {
+                bad = Some(j);
             }
+        }
+        (passed, bad)
+    };
+    let mut record = |row: usize, (justified, bad): (u64, Option<usize>)| {
+        passed += justified;
+        if let (None, Some(j)) = (first_bad, bad) {
+            first_bad = Some((row, j));
         }
     };
     if burn_backend(backend) == Backend::Cpu {
         // The CPU path generates with the row decoder; it checks with it too: one pass over
         // each prompt and its answer, with the weights in their stored precision.
+        // The pass runs the fast products, which read the prompt and answer with 8-bit
+        // activations where the CPU has integer dot products, while generation had f32
+        // ones: a row the fast pass faults is judged again from a pass in f32, and only that
+        // verdict stands. An honest answer pays for one fast pass.
         let decoder = job.row_decoder()?;
+        let vocab = shape.vocab_size as usize;
         for (row, prompt) in prompts.iter().enumerate() {
             let answer = &tokens[row * new..row * new + generated[row]];
-            let logits = decoder.teacher_forced_logits(prompt, answer).concat();
-            judge(row, &logits, shape.vocab_size as usize);
+            let pass = |activations| {
+                let logits = decoder.teacher_forced_logits_with(prompt, answer, activations);
+                judge(row, &logits.concat(), vocab)
+            };
+            let mut verdict = pass(Activations::Int8);
+            if verdict.1.is_some() && gpuchain_kernels::int8_products_fast() {
+                verdict = pass(Activations::F32);
+            }
+            record(row, verdict);
         }
     } else {
         crate::with_burn_backend!(burn_backend(backend), |B, device| {
@@ -121,7 +142,10 @@ pub fn check_generation(
                 let vocab = logits.dims()[2];
                 let picked = values(logits.narrow(1, plen - 1, new));
                 for (k, &row) in group.iter().enumerate() {
-                    judge(row, &picked[k * new * vocab..(k + 1) * new * vocab], vocab);
+                    record(
+                        row,
+                        judge(row, &picked[k * new * vocab..(k + 1) * new * vocab], vocab),
+                    );
                 }
             }
             Ok::<(), Error>(())

@@ -6,9 +6,13 @@
 //! the weights: 4-bit blocks are a sixth of the bytes of f32.
 //!
 //! Products dequantise inside the dot product (a few tokens) or widen a block of rows for a
-//! tiled matrix product (6 tokens or more), and keep the activations in f32 (llama.cpp
-//! quantises them to 8 bits as well): a verifier checks a generation against its own f32
-//! logits, and 8-bit activations would move honest logits further from them.
+//! tiled matrix product (6 tokens or more), and keep the activations in f32. A verifier's
+//! teacher-forced pass may ask for [`Activations::Int8`]: from 12 tokens on, 4- and 8-bit
+//! rows then meet the tokens quantised to 8 bits a 32-value block in integer dot products
+//! (AVX-512 VNNI; `gpuchain_kernels::int8_product`), as llama.cpp runs every product. That
+//! pass is 1.4–1.6 times as fast, and its logits sit one activation rounding from those the
+//! answer was picked from: enough to move a near-tie, so generation keeps f32 and a fault
+//! the fast pass finds is confirmed in f32 (`check.rs`).
 
 use gpuchain_kernels::{self as kernels, Mat, MatMut, BLOCK};
 use rayon::prelude::*;
@@ -43,6 +47,17 @@ const TILES_ALONG_ROWS: usize = 16;
 
 /// Values in a K-quant super-block.
 const K_BLOCK: usize = 256;
+
+/// What a product does with its activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activations {
+    /// f32 in every product: how generation runs, and the pass that confirms a fault.
+    F32,
+    /// From 12 tokens on, 4- and 8-bit rows meet the tokens quantised to 8 bits a 32-value
+    /// block, in integer dot products where the CPU has them (AVX-512 VNNI); f32 elsewhere.
+    /// A verifier's fast pass.
+    Int8,
+}
 
 enum Store {
     F32(Vec<f32>),
@@ -347,9 +362,45 @@ impl Matrix {
         }
     }
 
+    /// Rows `first..first + n_part` of a 4- or 8-bit matrix times the quantised tokens
+    /// into `part` (`t × n_part`, token-major), [`PRODUCT_ROWS`] rows packed at a time.
+    fn multiply_int8(
+        &self,
+        first: usize,
+        xs: &kernels::QuantisedTokens,
+        part: &mut [f32],
+        n_part: usize,
+    ) {
+        let (cols, blocks) = (self.cols, self.cols / BLOCK);
+        let mut packed = kernels::PackedRows::default();
+        for at in (0..n_part).step_by(PRODUCT_ROWS) {
+            let rows = first + at..first + at + PRODUCT_ROWS.min(n_part - at);
+            let (b, q) = (
+                rows.start * blocks..rows.end * blocks,
+                rows.start * cols..rows.end * cols,
+            );
+            match &self.store {
+                Store::Q4 { scales, mins, qs } => packed.pack_q4(
+                    &scales[b.clone()],
+                    &mins[b],
+                    &qs[q.start / 2..q.end / 2],
+                    cols,
+                ),
+                Store::Q8 { scales, qs } => packed.pack_q8(&scales[b], &qs[q], cols),
+                _ => return,
+            }
+            kernels::int8_product(&packed, xs, &mut part[at..], n_part);
+        }
+    }
+
     /// The matrix applied to each of the tokens in `xs` (`t × cols`): `t × rows`, token-major.
     /// Each row of weights is read once for all the tokens.
     pub fn apply(&self, xs: &[f32]) -> Vec<f32> {
+        self.apply_with(xs, Activations::F32)
+    }
+
+    /// [`Self::apply`], with the activations treated as `activations` says.
+    pub fn apply_with(&self, xs: &[f32], activations: Activations) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
         // Below a product's tokens, f32, 4- and 8-bit rows are dotted with the tokens in place
@@ -367,11 +418,25 @@ impl Matrix {
         } else {
             Vec::new()
         };
+        // 4- and 8-bit rows times activations quantised to 8 bits, where the CPU has integer
+        // dot products (see `multiply_int8`).
+        let int8 = product
+            && activations == Activations::Int8
+            && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
+            && kernels::int8_products_fast();
+        let quantised = if int8 {
+            kernels::QuantisedTokens::new(&xs[..tokens * cols], cols)
+        } else {
+            kernels::QuantisedTokens::default()
+        };
         // Each thread writes one contiguous chunk: the results of its rows for all the
         // tokens, token-major within the chunk (`t × n`), gathered into `t × rows` after.
         let mut chunked = vec![0.0f32; rows * tokens];
         let multiply = |first: usize, part: &mut [f32]| {
             let n_part = part.len() / tokens;
+            if int8 {
+                return self.multiply_int8(first, &quantised, part, n_part);
+            }
             let xs = Mat::new(&xs[..tokens * cols], tokens, cols);
             // f32 rows are read in place; quantised ones are widened into this block.
             let mut block = match &self.store {
@@ -499,11 +564,11 @@ impl<const N: usize> Stacked<N> {
 
     /// Each projection applied to the tokens in `xs`: one `t × rows` result a projection,
     /// token-major, as [`Matrix::apply`] gives it.
-    pub(super) fn apply(&self, xs: &[f32]) -> [Vec<f32>; N] {
+    pub(super) fn apply(&self, xs: &[f32], activations: Activations) -> [Vec<f32>; N] {
         let [stacked] = self.parts.as_slice() else {
-            return std::array::from_fn(|i| self.parts[i].apply(xs));
+            return std::array::from_fn(|i| self.parts[i].apply_with(xs, activations));
         };
-        let all = stacked.apply(xs);
+        let all = stacked.apply_with(xs, activations);
         let total = stacked.rows.max(1);
         let tokens = all.len() / total;
         let mut out: [Vec<f32>; N] = self.widths.map(|w| Vec::with_capacity(w * tokens));
@@ -554,6 +619,54 @@ mod tests {
         }
     }
 
+    /// With 8-bit activations, from 12 tokens on 4- and 8-bit rows are multiplied with the
+    /// tokens quantised a 32-value block (where the CPU has integer dot products): each result stays
+    /// within what rounding the activations can move it, `Σ_b (max |x_b| / 254) · Σ |w_b|`,
+    /// of the f32 dot product a single token gets.
+    #[test]
+    fn products_of_many_tokens_stay_within_the_activations_rounding() {
+        let (rows, cols, tokens) = (700, 96, 20);
+        let q4: Vec<u8> = (0..rows * cols / 32)
+            .flat_map(|b| q4_1_block(&std::array::from_fn(|i| ((i * 5 + b * 3) % 16) as u8)))
+            .collect();
+        let q8: Vec<u8> = (0..rows * cols / 32)
+            .flat_map(|b| {
+                let mut block = half::f16::from_f32(0.01 * (b % 7) as f32 + 0.02)
+                    .to_le_bytes()
+                    .to_vec();
+                block.extend((0..32).map(|i| ((i * 37 + b * 11) % 255) as u8));
+                block
+            })
+            .collect();
+        let xs: Vec<f32> = (0..tokens * cols)
+            .map(|i| (i as f32 * 0.31).sin() * (1.0 + (i % 17) as f32))
+            .collect();
+        for (kind, data) in [(kind::Q4_1, q4), (kind::Q8_0, q8)] {
+            let m = Matrix::from_ggml(kind, &data, rows, cols).unwrap();
+            let all = m.apply_with(&xs, Activations::Int8);
+            let mut row = vec![0.0; cols];
+            for (t, x) in xs.chunks_exact(cols).enumerate() {
+                let alone = m.apply(x);
+                for r in 0..rows {
+                    m.row_into(r, &mut row);
+                    let bound: f32 = x
+                        .chunks(32)
+                        .zip(row.chunks(32))
+                        .map(|(xb, wb)| {
+                            let step = xb.iter().fold(0.0f32, |a, v| a.max(v.abs())) / 127.0;
+                            step / 2.0 * wb.iter().map(|w| w.abs()).sum::<f32>()
+                        })
+                        .sum();
+                    let (a, b) = (all[t * rows + r], alone[r]);
+                    assert!(
+                        (a - b).abs() <= bound * 1.001 + 1e-4 * (1.0 + b.abs()),
+                        "{kind}: token {t} row {r}: {a} vs {b} (bound {bound})"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn stacked_projections_give_what_each_gives_alone() {
         let q4 = |rows: usize, seed: usize| {
@@ -578,11 +691,12 @@ mod tests {
             assert_eq!(stacked.parts.len(), matrices);
             let bytes: usize = parts.iter().map(Matrix::bytes).sum();
             assert_eq!(stacked.bytes(), bytes);
-            for tokens in [1, 20] {
+            let runs = [1, 20].map(|t| [Activations::F32, Activations::Int8].map(|a| (t, a)));
+            for (tokens, activations) in runs.into_iter().flatten() {
                 let xs: Vec<f32> = (0..tokens * 64).map(|i| (i as f32 * 0.07).cos()).collect();
-                let got = stacked.apply(&xs);
+                let got = stacked.apply(&xs, activations);
                 for (got, m) in got.iter().zip(&parts) {
-                    let want = m.apply(&xs);
+                    let want = m.apply_with(&xs, activations);
                     assert_eq!(got.len(), want.len());
                     for (a, b) in got.iter().zip(&want) {
                         assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{a} vs {b}");

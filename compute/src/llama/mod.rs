@@ -19,11 +19,11 @@ mod matrix;
 mod prefix;
 mod prompts;
 
-pub use answer_check::first_unjustified;
+pub use answer_check::{first_unjustified, first_unjustified_with};
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
 pub use generate::{generate, generate_at, pick_token};
 pub use job::{answer_texts, run_job};
-pub use matrix::Matrix;
+pub use matrix::{Activations, Matrix};
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
 pub use prefix::{PrefixCache, MIN_REUSED_TOKENS};
 pub use prompts::input_is_text;

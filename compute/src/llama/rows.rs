@@ -16,7 +16,7 @@ use gpuchain_kernels as kernels;
 use rayon::prelude::*;
 
 use super::generate::{pick_token, row_rng};
-use super::matrix::{Matrix, Stacked};
+use super::matrix::{Activations, Matrix, Stacked};
 use super::model::LlamaConfig;
 use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::init::SplitMix64;
@@ -271,6 +271,17 @@ impl RowDecoder {
         steps: &mut [(&[u32], &mut Cache)],
         keep: &[usize],
     ) -> Vec<Vec<f32>> {
+        self.forward_with(steps, keep, Activations::F32)
+    }
+
+    /// [`Self::forward_keeping`] with every product's activations treated as `activations`
+    /// says.
+    fn forward_with(
+        &self,
+        steps: &mut [(&[u32], &mut Cache)],
+        keep: &[usize],
+        activations: Activations,
+    ) -> Vec<Vec<f32>> {
         let c = &self.cfg;
         let (h, d) = (c.hidden, c.head_dim());
         let (qw, kv) = (c.heads * d, c.kv_heads * d);
@@ -292,7 +303,7 @@ impl RowDecoder {
         };
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
-            let [mut q, mut k, mut v] = w.qkv.apply(&n);
+            let [mut q, mut k, mut v] = w.qkv.apply(&n, activations);
             for (m, bias) in [
                 (&mut q, &w.q_bias),
                 (&mut k, &w.k_bias),
@@ -336,10 +347,10 @@ impl RowDecoder {
                     &mut attn[rows.start * qw..rows.end * qw],
                 );
             }
-            let proj = w.o.apply(&attn);
+            let proj = w.o.apply_with(&attn, activations);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
             let n = norm(&x, &w.mlp_norm);
-            let [mut gate, up] = w.gate_up.apply(&n);
+            let [mut gate, up] = w.gate_up.apply(&n, activations);
             each_row(
                 &mut gate,
                 &up,
@@ -351,7 +362,7 @@ impl RowDecoder {
                     }
                 },
             );
-            let proj = w.down.apply(&gate);
+            let proj = w.down.apply_with(&gate, activations);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
         let mut last = Vec::with_capacity(keep.iter().sum::<usize>() * h);
@@ -365,7 +376,11 @@ impl RowDecoder {
         if last.is_empty() {
             return Vec::new();
         }
-        let logits = self.lm_head.as_ref().unwrap_or(&self.embed).apply(&last);
+        let logits = self
+            .lm_head
+            .as_ref()
+            .unwrap_or(&self.embed)
+            .apply_with(&last, activations);
         logits.chunks_exact(c.vocab).map(<[f32]>::to_vec).collect()
     }
 
@@ -424,13 +439,30 @@ impl RowDecoder {
 
     /// Teacher forcing in one pass: the logits the model has, after `prompt`, at each token
     /// of `continuation` (before it is fed): entry `j` is what picks `continuation[j]`.
+    /// The pass runs the fast products ([`Activations::Int8`]), so its logits sit one
+    /// activation rounding from those generation had: a check confirms a fault in f32.
     pub fn teacher_forced_logits(&self, prompt: &[u32], continuation: &[u32]) -> Vec<Vec<f32>> {
+        self.teacher_forced_logits_with(prompt, continuation, Activations::Int8)
+    }
+
+    /// [`Self::teacher_forced_logits`] with every product's activations treated as
+    /// `activations` says ([`Activations::F32`]: as generation has them).
+    pub fn teacher_forced_logits_with(
+        &self,
+        prompt: &[u32],
+        continuation: &[u32],
+        activations: Activations,
+    ) -> Vec<Vec<f32>> {
         let Some((_, fed)) = continuation.split_last() else {
             return Vec::new();
         };
         let all = [prompt, fed].concat();
         let mut cache = self.empty_cache();
-        self.forward_keeping(&mut [(&all, &mut cache)], &[continuation.len()])
+        self.forward_with(
+            &mut [(&all, &mut cache)],
+            &[continuation.len()],
+            activations,
+        )
     }
 
     pub(super) fn empty_cache(&self) -> Cache {

@@ -1,0 +1,664 @@
+//! Products of 4- and 8-bit weight rows with activations quantised to 8 bits, in integer
+//! dot products: AVX-512 VNNI's `vpdpbusd` multiplies 32 unsigned weight bytes by 32 signed
+//! activation bytes and adds them four at a time into eight 32-bit sums, one instruction for
+//! what takes four fused multiply-adds in f32, after the weights were widened.
+//!
+//! Each token's 32-value block `x` becomes `round(x / s)` with `s = max |x| / 127`; each
+//! weight row's block is `q × d + m` (4-bit `q`, Q4_0's `m` being `−8d`) or `q × d` (signed
+//! 8-bit `q`, added to 128 so that it is unsigned). A row's value for a token is
+//! `Σ_b fma(Σ q·x_q as f32, d·s, ·)` then `+ m · (s · Σ x_q)`, block after block: the integer
+//! sums are exact, so every build (the plain loops and the vector one) gives the same bits.
+//!
+//! Eight rows are packed side by side, lane `i` of a vector holding four consecutive values
+//! of row `i`, so that one broadcast of four activation bytes serves eight rows, and eight
+//! tokens are multiplied with a packed block while it sits in registers.
+
+use super::BLOCK;
+
+/// Rows packed side by side: one 32-bit lane of a vector a row.
+const GROUP: usize = 8;
+
+/// Tokens multiplied with a packed block while its eight vectors sit in registers.
+const TILE: usize = 8;
+
+/// Bytes of one group's block once packed: eight vectors of 32 bytes.
+const PACKED_BLOCK: usize = GROUP * BLOCK;
+
+/// Activations quantised to signed 8-bit values, a scale per token and 32-value block.
+#[derive(Debug, Clone, Default)]
+pub struct QuantisedTokens {
+    cols: usize,
+    blocks: usize,
+    qs: Vec<i8>,
+    /// `s` per token and block.
+    scales: Vec<f32>,
+    /// `s × Σ x_q` per token and block: the block's sum as quantised, for 4-bit minimums.
+    sums: Vec<f32>,
+    /// `128 × Σ x_q` per token and block: what 8-bit weights' offset of 128 adds.
+    offsets: Vec<i32>,
+}
+
+impl QuantisedTokens {
+    /// The tokens of `xs` (`cols` values each; `cols` a multiple of 32), quantised; a
+    /// partial last token is left out.
+    pub fn new(xs: &[f32], cols: usize) -> QuantisedTokens {
+        let blocks = cols / BLOCK;
+        let tokens = xs.len().checked_div(cols).unwrap_or(0);
+        let mut out = QuantisedTokens {
+            cols: blocks * BLOCK,
+            blocks,
+            qs: vec![0; tokens * blocks * BLOCK],
+            scales: vec![0.0; tokens * blocks],
+            sums: vec![0.0; tokens * blocks],
+            offsets: vec![0; tokens * blocks],
+        };
+        for (t, x) in xs.chunks_exact(cols.max(1)).take(tokens).enumerate() {
+            let x = &x[..blocks * BLOCK];
+            let qs = &mut out.qs[t * blocks * BLOCK..(t + 1) * blocks * BLOCK];
+            let at = t * blocks..(t + 1) * blocks;
+            quantise(
+                x,
+                qs,
+                &mut out.scales[at.clone()],
+                &mut out.sums[at.clone()],
+                &mut out.offsets[at],
+            );
+        }
+        out
+    }
+
+    /// Tokens held.
+    pub fn tokens(&self) -> usize {
+        self.scales.len() / self.blocks.max(1)
+    }
+
+    /// Values a token.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
+fn quantise(x: &[f32], qs: &mut [i8], scales: &mut [f32], sums: &mut [f32], offsets: &mut [i32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above), all that calling a function
+        // compiled with `target_feature(enable = "avx2,fma")` requires.
+        #[allow(unsafe_code)]
+        return unsafe { quantise_avx2(x, qs, scales, sums, offsets) };
+    }
+    quantise_body(x, qs, scales, sums, offsets)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn quantise_avx2(
+    x: &[f32],
+    qs: &mut [i8],
+    scales: &mut [f32],
+    sums: &mut [f32],
+    offsets: &mut [i32],
+) {
+    quantise_body(x, qs, scales, sums, offsets)
+}
+
+/// No fused operations and rounding to nearest, ties to even: both builds give the same bits.
+#[inline(always)]
+fn quantise_body(
+    x: &[f32],
+    qs: &mut [i8],
+    scales: &mut [f32],
+    sums: &mut [f32],
+    offsets: &mut [i32],
+) {
+    for ((((x, q), s), sum), offset) in x
+        .chunks_exact(BLOCK)
+        .zip(qs.chunks_exact_mut(BLOCK))
+        .zip(scales.iter_mut())
+        .zip(sums.iter_mut())
+        .zip(offsets.iter_mut())
+    {
+        let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        let scale = amax / 127.0;
+        let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+        let mut total = 0i32;
+        for (q, v) in q.iter_mut().zip(x) {
+            // Within ±127 (|v| ≤ amax) up to rounding; the clamp also maps NaN to 0.
+            let r = (v * inv).round_ties_even().clamp(-127.0, 127.0);
+            *q = r as i8;
+            total += i32::from(*q);
+        }
+        *s = scale;
+        *sum = scale * total as f32;
+        *offset = 128 * total;
+    }
+}
+
+/// Weight rows packed for [`product`]: groups of eight rows side by side, block by block.
+#[derive(Debug, Clone, Default)]
+pub struct PackedRows {
+    rows: usize,
+    blocks: usize,
+    /// Signed 8-bit weights, stored plus 128; else 4-bit weights with a minimum.
+    eight_bit: bool,
+    /// Per group and block: eight vectors, vector `j`'s lane `i` holding values
+    /// `4j..4j + 4` of the block in row `i` of the group.
+    bytes: Vec<u8>,
+    /// Per group and block: the eight rows' scales.
+    scales: Vec<f32>,
+    /// Per group and block: the eight rows' minimums (4-bit rows).
+    mins: Vec<f32>,
+}
+
+impl PackedRows {
+    /// Rows held.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn reset(&mut self, rows: usize, blocks: usize, eight_bit: bool) {
+        let groups = rows.div_ceil(GROUP);
+        self.rows = rows;
+        self.blocks = blocks;
+        self.eight_bit = eight_bit;
+        self.bytes.clear();
+        self.bytes.resize(groups * blocks * PACKED_BLOCK, 0);
+        self.scales.clear();
+        self.scales.resize(groups * blocks * GROUP, 0.0);
+        self.mins.clear();
+        self.mins.resize(groups * blocks * GROUP, 0.0);
+    }
+
+    /// Packs `rows` rows of 4-bit blocks (`cols` values a row, laid out as for
+    /// [`super::dot_q4`]); rows past what the inputs hold are left out.
+    pub fn pack_q4(&mut self, scales: &[f32], mins: &[f32], qs: &[u8], cols: usize) {
+        let blocks = cols / BLOCK;
+        let rows = (scales.len().min(mins.len()))
+            .checked_div(blocks)
+            .map_or(0, |r| r.min(qs.len() / (blocks * 16)));
+        self.reset(rows, blocks, false);
+        for g in 0..rows.div_ceil(GROUP) {
+            let first = g * GROUP;
+            let n = GROUP.min(rows - first);
+            for b in 0..blocks {
+                let at = (g * blocks + b) * GROUP;
+                for i in 0..n {
+                    self.scales[at + i] = scales[(first + i) * blocks + b];
+                    self.mins[at + i] = mins[(first + i) * blocks + b];
+                }
+                let out = &mut self.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
+                let row = |i: usize| &qs[((first + i) * blocks + b) * 16..][..16];
+                #[cfg(target_arch = "x86_64")]
+                if n == GROUP && super::wide() {
+                    let rows: [&[u8]; GROUP] = std::array::from_fn(row);
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        avx2::pack_q4(&rows, out)
+                    };
+                    continue;
+                }
+                for i in 0..n {
+                    let q = row(i);
+                    for k in 0..BLOCK {
+                        let v = if k < 16 { q[k] & 15 } else { q[k - 16] >> 4 };
+                        out[k / 4 * 32 + i * 4 + k % 4] = v;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Packs rows of signed 8-bit blocks (`cols` values a row, as for [`super::dot_q8`]);
+    /// rows past what the inputs hold are left out.
+    pub fn pack_q8(&mut self, scales: &[f32], qs: &[i8], cols: usize) {
+        let blocks = cols / BLOCK;
+        let rows = scales
+            .len()
+            .checked_div(blocks)
+            .map_or(0, |r| r.min(qs.len() / (blocks * BLOCK)));
+        self.reset(rows, blocks, true);
+        for g in 0..rows.div_ceil(GROUP) {
+            let first = g * GROUP;
+            let n = GROUP.min(rows - first);
+            for b in 0..blocks {
+                let at = (g * blocks + b) * GROUP;
+                for i in 0..n {
+                    self.scales[at + i] = scales[(first + i) * blocks + b];
+                }
+                let out = &mut self.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
+                let row = |i: usize| &qs[((first + i) * blocks + b) * BLOCK..][..BLOCK];
+                #[cfg(target_arch = "x86_64")]
+                if n == GROUP && super::wide() {
+                    let rows: [&[i8]; GROUP] = std::array::from_fn(row);
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        avx2::pack_q8(&rows, out)
+                    };
+                    continue;
+                }
+                for i in 0..n {
+                    for (k, q) in row(i).iter().enumerate() {
+                        out[k / 4 * 32 + i * 4 + k % 4] = (*q as u8) ^ 0x80;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether [`product`] runs in integer vector instructions on this CPU (AVX-512 VNNI);
+/// elsewhere it runs plain loops, to the same bits but far slower than f32 products.
+pub fn int8_products_fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        super::wide() && vnni()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn vnni() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512vnni")
+}
+
+/// `out[t × stride + r]` = row `r` of `w` · token `t` of `x`, for every row and token.
+/// Nothing is written when the two disagree on the blocks a row holds, or when `out` is too
+/// short for the last token's rows.
+pub fn product(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
+    let tokens = x.tokens();
+    if w.blocks != x.blocks
+        || w.rows == 0
+        || tokens == 0
+        || stride < w.rows
+        || out.len() < (tokens - 1) * stride + w.rows
+    {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if int8_products_fast() {
+        // SAFETY: the CPU has AVX2, FMA and AVX-512 F, BW, VL and VNNI (checked just above),
+        // all that calling a function compiled with those target features requires.
+        #[allow(unsafe_code)]
+        return unsafe { vnni::product(w, x, out, stride) };
+    }
+    product_plain(w, x, out, stride)
+}
+
+/// [`product`] in plain loops: the reference the vector build matches bit for bit.
+fn product_plain(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
+    let blocks = w.blocks;
+    for r in 0..w.rows {
+        let (g, i) = (r / GROUP, r % GROUP);
+        for t in 0..x.tokens() {
+            let mut acc = 0.0f32;
+            for b in 0..blocks {
+                let packed = &w.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
+                let xq = &x.qs[(t * blocks + b) * BLOCK..][..BLOCK];
+                let mut dot = 0i32;
+                for k in 0..BLOCK {
+                    dot += i32::from(packed[k / 4 * 32 + i * 4 + k % 4]) * i32::from(xq[k]);
+                }
+                let (tb, wb) = (t * blocks + b, (g * blocks + b) * GROUP + i);
+                if w.eight_bit {
+                    dot -= x.offsets[tb];
+                }
+                acc = (dot as f32).mul_add(w.scales[wb] * x.scales[tb], acc);
+                if !w.eight_bit {
+                    acc = w.mins[wb].mul_add(x.sums[tb], acc);
+                }
+            }
+            out[t * stride + r] = acc;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m128i, __m256i, _mm256_and_si256, _mm256_castsi128_si256, _mm256_inserti128_si256,
+        _mm256_loadu_si256, _mm256_permute2x128_si256, _mm256_set1_epi8, _mm256_srli_epi16,
+        _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi32,
+        _mm256_unpacklo_epi64, _mm256_xor_si256, _mm_loadu_si128,
+    };
+
+    use super::{BLOCK, GROUP, PACKED_BLOCK};
+
+    /// Vectors `[r0 | r4]`, `[r1 | r5]`, `[r2 | r6]`, `[r3 | r7]` (four 32-bit values a
+    /// half) to vector `j` = value `j` of each row, rows in order.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn transpose(a: [__m256i; 4]) -> [__m256i; 4] {
+        let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
+        let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+        let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
+        let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+        [
+            _mm256_unpacklo_epi64(t0, t2),
+            _mm256_unpackhi_epi64(t0, t2),
+            _mm256_unpacklo_epi64(t1, t3),
+            _mm256_unpackhi_epi64(t1, t3),
+        ]
+    }
+
+    /// Stores eight vectors, `v[j]` at bytes `32j..32j + 32` of `out`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn store(v: [__m256i; 8], out: &mut [u8]) {
+        let out = &mut out[..PACKED_BLOCK];
+        for (j, v) in v.into_iter().enumerate() {
+            // SAFETY: `out` is 256 bytes (sliced above); this writes bytes 32j..32j + 32.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(j * 32).cast::<__m256i>(), v) };
+        }
+    }
+
+    /// One block of eight 4-bit rows (16 bytes each) packed into `out`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn pack_q4(rows: &[&[u8]; GROUP], out: &mut [u8]) {
+        // SAFETY: each row is sliced to 16 bytes, which an unaligned 128-bit load reads.
+        let load = |i: usize| unsafe { _mm_loadu_si128(rows[i][..16].as_ptr().cast::<__m128i>()) };
+        let pair =
+            |i: usize| _mm256_inserti128_si256(_mm256_castsi128_si256(load(i)), load(i + 4), 1);
+        let d = transpose([pair(0), pair(1), pair(2), pair(3)]);
+        let low = _mm256_set1_epi8(15);
+        let lo = d.map(|v| _mm256_and_si256(v, low));
+        let hi = d.map(|v| _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+        store(
+            [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]],
+            out,
+        )
+    }
+
+    /// One block of eight signed 8-bit rows (32 bytes each) packed into `out`, plus 128.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn pack_q8(rows: &[&[i8]; GROUP], out: &mut [u8]) {
+        // SAFETY: each row is sliced to 32 bytes, which an unaligned 256-bit load reads.
+        let load =
+            |i: usize| unsafe { _mm256_loadu_si256(rows[i][..BLOCK].as_ptr().cast::<__m256i>()) };
+        let r: [__m256i; GROUP] = std::array::from_fn(load);
+        let first = |i: usize| _mm256_permute2x128_si256(r[i], r[i + 4], 0x20);
+        let second = |i: usize| _mm256_permute2x128_si256(r[i], r[i + 4], 0x31);
+        let a = transpose([first(0), first(1), first(2), first(3)]);
+        let b = transpose([second(0), second(1), second(2), second(3)]);
+        let flip = _mm256_set1_epi8(i8::MIN);
+        let v = [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]];
+        store(v.map(|v| _mm256_xor_si256(v, flip)), out)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod vnni {
+    use std::arch::x86_64::{
+        __m256, __m256i, _mm256_cvtepi32_ps, _mm256_dpbusd_epi32, _mm256_fmadd_ps, _mm256_loadu_ps,
+        _mm256_loadu_si256, _mm256_mul_ps, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
+    };
+
+    use super::{PackedRows, QuantisedTokens, BLOCK, GROUP, PACKED_BLOCK, TILE};
+
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(super) fn product(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
+        let tokens = x.tokens();
+        for g in 0..w.rows.div_ceil(GROUP) {
+            let mut t0 = 0;
+            while t0 < tokens {
+                let n = TILE.min(tokens - t0);
+                match (n, w.eight_bit) {
+                    (1, false) => tile::<1, false>(w, x, g, t0, out, stride),
+                    (2, false) => tile::<2, false>(w, x, g, t0, out, stride),
+                    (3, false) => tile::<3, false>(w, x, g, t0, out, stride),
+                    (4, false) => tile::<4, false>(w, x, g, t0, out, stride),
+                    (5, false) => tile::<5, false>(w, x, g, t0, out, stride),
+                    (6, false) => tile::<6, false>(w, x, g, t0, out, stride),
+                    (7, false) => tile::<7, false>(w, x, g, t0, out, stride),
+                    (_, false) => tile::<TILE, false>(w, x, g, t0, out, stride),
+                    (1, true) => tile::<1, true>(w, x, g, t0, out, stride),
+                    (2, true) => tile::<2, true>(w, x, g, t0, out, stride),
+                    (3, true) => tile::<3, true>(w, x, g, t0, out, stride),
+                    (4, true) => tile::<4, true>(w, x, g, t0, out, stride),
+                    (5, true) => tile::<5, true>(w, x, g, t0, out, stride),
+                    (6, true) => tile::<6, true>(w, x, g, t0, out, stride),
+                    (7, true) => tile::<7, true>(w, x, g, t0, out, stride),
+                    (_, true) => tile::<TILE, true>(w, x, g, t0, out, stride),
+                }
+                t0 += n;
+            }
+        }
+    }
+
+    /// Group `g` of `w` times tokens `t0..t0 + T` of `x` (all present: the caller's loop).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn tile<const T: usize, const EIGHT_BIT: bool>(
+        w: &PackedRows,
+        x: &QuantisedTokens,
+        g: usize,
+        t0: usize,
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        let blocks = w.blocks;
+        let packed = &w.bytes[g * blocks * PACKED_BLOCK..(g + 1) * blocks * PACKED_BLOCK];
+        let scales = &w.scales[g * blocks * GROUP..(g + 1) * blocks * GROUP];
+        let mins = &w.mins[g * blocks * GROUP..(g + 1) * blocks * GROUP];
+        let span = t0 * blocks..(t0 + T) * blocks;
+        let (qs, x_scales) = (
+            &x.qs[span.start * BLOCK..span.end * BLOCK],
+            &x.scales[span.clone()],
+        );
+        let (x_sums, x_offsets) = (&x.sums[span.clone()], &x.offsets[span]);
+        let mut acc = [_mm256_setzero_ps(); T];
+        for b in 0..blocks {
+            let v = &packed[b * PACKED_BLOCK..][..PACKED_BLOCK];
+            // SAFETY: `v` is 256 bytes (sliced above); load `j` reads bytes 32j..32j + 32.
+            let v: [__m256i; 8] = std::array::from_fn(|j| unsafe {
+                _mm256_loadu_si256(v.as_ptr().add(j * 32).cast::<__m256i>())
+            });
+            let (d, m) = (&scales[b * GROUP..][..GROUP], &mins[b * GROUP..][..GROUP]);
+            // SAFETY: `d` and `m` are 8 values each (sliced above).
+            let (d, m) = unsafe { (_mm256_loadu_ps(d.as_ptr()), _mm256_loadu_ps(m.as_ptr())) };
+            for (t, acc) in acc.iter_mut().enumerate() {
+                let tb = t * blocks + b;
+                let xq = &qs[tb * BLOCK..][..BLOCK];
+                let mut dot = _mm256_setzero_si256();
+                for (j, v) in v.iter().enumerate() {
+                    // SAFETY: `xq` is 32 bytes (sliced above); this reads bytes 4j..4j + 4.
+                    let four = unsafe { xq.as_ptr().add(j * 4).cast::<i32>().read_unaligned() };
+                    dot = _mm256_dpbusd_epi32(dot, *v, _mm256_set1_epi32(four));
+                }
+                if EIGHT_BIT {
+                    dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(x_offsets[tb]));
+                }
+                let ds = _mm256_mul_ps(d, _mm256_set1_ps(x_scales[tb]));
+                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), ds, *acc);
+                if !EIGHT_BIT {
+                    *acc = _mm256_fmadd_ps(m, _mm256_set1_ps(x_sums[tb]), *acc);
+                }
+            }
+        }
+        let rows = GROUP.min(w.rows - g * GROUP);
+        for (t, acc) in acc.iter().enumerate() {
+            let at = (t0 + t) * stride + g * GROUP;
+            let mut lanes = [0.0f32; GROUP];
+            store(&mut lanes, *acc);
+            out[at..at + rows].copy_from_slice(&lanes[..rows]);
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn store(lanes: &mut [f32; GROUP], v: __m256) {
+        // SAFETY: `lanes` is 8 values, which an unaligned store writes.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), v) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 17.0)
+            .collect()
+    }
+
+    /// 4-bit rows: scales, minimums and packed nibbles, value `k` of each block at nibble
+    /// `(k × 7 + row + block) mod 16`.
+    fn q4_rows(rows: usize, cols: usize) -> (Vec<f32>, Vec<f32>, Vec<u8>) {
+        let blocks = cols / BLOCK;
+        let nibble = |r: usize, b: usize, k: usize| ((k * 7 + r + b) % 16) as u8;
+        let mut qs = Vec::new();
+        for r in 0..rows {
+            for b in 0..blocks {
+                qs.extend((0..16).map(|k| nibble(r, b, k) | (nibble(r, b, k + 16) << 4)));
+            }
+        }
+        let scales = values(rows * blocks, 1).iter().map(|v| v / 40.0).collect();
+        let mins = values(rows * blocks, 2).iter().map(|v| v / 9.0).collect();
+        (scales, mins, qs)
+    }
+
+    fn q4_value(s: &[f32], m: &[f32], qs: &[u8], cols: usize, r: usize, k: usize) -> f32 {
+        let blocks = cols / BLOCK;
+        let (b, j) = (r * blocks + k / BLOCK, k % BLOCK);
+        let byte = qs[b * 16 + j % 16];
+        let q = if j < 16 { byte & 15 } else { byte >> 4 };
+        f32::from(q) * s[b] + m[b]
+    }
+
+    fn dequantised_tokens(x: &QuantisedTokens) -> Vec<f32> {
+        x.qs.iter()
+            .enumerate()
+            .map(|(i, q)| f32::from(*q) * x.scales[i / BLOCK])
+            .collect()
+    }
+
+    #[test]
+    fn quantised_tokens_stay_within_half_a_step() {
+        let xs = values(3 * 96, 5);
+        let x = QuantisedTokens::new(&xs, 96);
+        assert_eq!((x.tokens(), x.cols()), (3, 96));
+        for (i, (a, b)) in xs.iter().zip(dequantised_tokens(&x)).enumerate() {
+            assert!(
+                (a - b).abs() <= x.scales[i / BLOCK] * 0.5001,
+                "{i}: {a} vs {b}"
+            );
+        }
+        // A block of zeros has scale 0 and quantises to zeros.
+        let zero = QuantisedTokens::new(&[0.0; 32], 32);
+        assert_eq!((zero.scales[0], zero.qs[5], zero.sums[0]), (0.0, 0, 0.0));
+    }
+
+    #[test]
+    fn products_are_those_of_the_dequantised_values() {
+        let (rows, cols, tokens) = (21, 96, 11);
+        let (s, m, qs) = q4_rows(rows, cols);
+        let xs = values(tokens * cols, 3);
+        let x = QuantisedTokens::new(&xs, cols);
+        let xd = dequantised_tokens(&x);
+        let mut w = PackedRows::default();
+        w.pack_q4(&s, &m, &qs, cols);
+        assert_eq!(w.rows(), rows);
+        let stride = rows + 3;
+        let mut out = vec![f32::NAN; tokens * stride];
+        product(&w, &x, &mut out, stride);
+        for t in 0..tokens {
+            for r in 0..rows {
+                let want: f64 = (0..cols)
+                    .map(|k| f64::from(q4_value(&s, &m, &qs, cols, r, k) * xd[t * cols + k]))
+                    .sum();
+                let got = out[t * stride + r];
+                assert!(
+                    (f64::from(got) - want).abs() < 1e-3 * want.abs().max(1.0),
+                    "{t} {r}"
+                );
+            }
+            // The gap between a token's rows is left alone.
+            assert!(out[t * stride + rows].is_nan());
+        }
+
+        let q8: Vec<i8> = (0..rows * cols)
+            .map(|i| (i * 53 % 255) as u8 as i8)
+            .collect();
+        let s8: Vec<f32> = values(rows * cols / BLOCK, 4)
+            .iter()
+            .map(|v| v / 50.0)
+            .collect();
+        w.pack_q8(&s8, &q8, cols);
+        product(&w, &x, &mut out, stride);
+        for t in 0..tokens {
+            for r in 0..rows {
+                let want: f64 = (0..cols)
+                    .map(|k| {
+                        let wv = f32::from(q8[r * cols + k]) * s8[(r * cols + k) / BLOCK];
+                        f64::from(wv * xd[t * cols + k])
+                    })
+                    .sum();
+                let got = out[t * stride + r];
+                assert!(
+                    (f64::from(got) - want).abs() < 1e-3 * want.abs().max(1.0),
+                    "{t} {r}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_build_gives_the_same_bits() {
+        let (rows, cols, tokens) = (40, 576, 19);
+        let (s, m, qs) = q4_rows(rows, cols);
+        let x = QuantisedTokens::new(&values(tokens * cols, 9), cols);
+        let q8: Vec<i8> = (0..rows * cols)
+            .map(|i| (i * 29 % 256) as u8 as i8)
+            .collect();
+        let s8: Vec<f32> = values(rows * cols / BLOCK, 6);
+        for eight_bit in [false, true] {
+            let mut w = PackedRows::default();
+            if eight_bit {
+                w.pack_q8(&s8, &q8, cols);
+            } else {
+                w.pack_q4(&s, &m, &qs, cols);
+            }
+            let (mut fast, mut plain) = (vec![0.0; tokens * rows], vec![0.0; tokens * rows]);
+            product(&w, &x, &mut fast, rows);
+            product_plain(&w, &x, &mut plain, rows);
+            assert_eq!(fast, plain, "8-bit rows: {eight_bit}");
+            // The plain packing (as for a partial group) gives the same bytes.
+            let mut baseline = PackedRows::default();
+            crate::force_baseline(true);
+            if eight_bit {
+                baseline.pack_q8(&s8, &q8, cols);
+            } else {
+                baseline.pack_q4(&s, &m, &qs, cols);
+            }
+            let xb = QuantisedTokens::new(&values(tokens * cols, 9), cols);
+            crate::force_baseline(false);
+            assert_eq!(baseline.bytes, w.bytes);
+            assert_eq!((xb.qs, xb.scales), (x.qs.clone(), x.scales.clone()));
+        }
+    }
+
+    #[test]
+    fn mismatched_shapes_write_nothing() {
+        let (s, m, qs) = q4_rows(8, 64);
+        let mut w = PackedRows::default();
+        w.pack_q4(&s, &m, &qs, 64);
+        let x = QuantisedTokens::new(&values(2 * 96, 1), 96);
+        let mut out = vec![7.0; 16];
+        product(&w, &x, &mut out, 8);
+        assert!(out.iter().all(|v| *v == 7.0));
+        let x = QuantisedTokens::new(&values(3 * 64, 1), 64);
+        let mut short = vec![7.0; 2 * 8];
+        product(&w, &x, &mut short, 8);
+        assert!(short.iter().all(|v| *v == 7.0));
+    }
+}
