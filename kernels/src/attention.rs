@@ -193,7 +193,11 @@ mod avx2 {
             let x = queries.row(j);
             let o = &mut out[j * per_query..j * per_query + n];
             // Whole groups of eight from key 0: a run starts at a multiple of eight.
-            let whole = if d.is_multiple_of(8) { n / KEYS * KEYS } else { 0 };
+            let whole = if d.is_multiple_of(8) {
+                n / KEYS * KEYS
+            } else {
+                0
+            };
             let mut s = run.start;
             while s + KEYS <= run.end.min(whole) {
                 // The caller checked that `keys` holds every key a query sees.

@@ -84,20 +84,8 @@ fn quantise(x: &[f32], qs: &mut [i8], scales: &mut [f32], sums: &mut [f32], offs
         // SAFETY: the CPU has AVX2 and FMA (checked just above), all that calling a function
         // compiled with `target_feature(enable = "avx2,fma")` requires.
         #[allow(unsafe_code)]
-        return unsafe { quantise_avx2(x, qs, scales, sums, offsets) };
+        return unsafe { avx2::quantise(x, qs, scales, sums, offsets) };
     }
-    quantise_body(x, qs, scales, sums, offsets)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn quantise_avx2(
-    x: &[f32],
-    qs: &mut [i8],
-    scales: &mut [f32],
-    sums: &mut [f32],
-    offsets: &mut [i32],
-) {
     quantise_body(x, qs, scales, sums, offsets)
 }
 
@@ -323,13 +311,76 @@ fn product_plain(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: u
 #[allow(unsafe_code)]
 mod avx2 {
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm256_and_si256, _mm256_castsi128_si256, _mm256_inserti128_si256,
-        _mm256_loadu_si256, _mm256_permute2x128_si256, _mm256_set1_epi8, _mm256_srli_epi16,
-        _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi32,
-        _mm256_unpacklo_epi64, _mm256_xor_si256, _mm_loadu_si128,
+        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_and_ps, _mm256_and_si256,
+        _mm256_andnot_si256, _mm256_castps256_ps128, _mm256_castps_si256, _mm256_castsi128_si256,
+        _mm256_castsi256_ps, _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtps_epi32,
+        _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_inserti128_si256, _mm256_loadu_ps,
+        _mm256_loadu_si256, _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_mul_ps,
+        _mm256_packs_epi16, _mm256_packs_epi32, _mm256_permute2x128_si256,
+        _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi8, _mm256_set1_ps,
+        _mm256_setr_epi32, _mm256_setzero_ps, _mm256_srli_epi16, _mm256_storeu_si256,
+        _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
+        _mm256_xor_si256, _mm_add_epi32, _mm_cvtsi128_si32, _mm_cvtss_f32, _mm_loadu_si128,
+        _mm_max_ps, _mm_max_ss, _mm_movehl_ps, _mm_shuffle_epi32, _mm_shuffle_ps, _CMP_UNORD_Q,
     };
 
     use super::{BLOCK, GROUP, PACKED_BLOCK};
+
+    /// [`super::quantise_body`] in vector instructions, to the same bits: the same maximum
+    /// (NaN left out), scale and products, rounding to nearest with ties to even (the
+    /// default rounding of `vcvtps2dq`), and NaN products to 0 as `as i8` takes them.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn quantise(
+        x: &[f32],
+        qs: &mut [i8],
+        scales: &mut [f32],
+        sums: &mut [f32],
+        offsets: &mut [i32],
+    ) {
+        let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX));
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let (low, high) = (_mm256_set1_epi32(-127), _mm256_set1_epi32(127));
+        for ((((x, q), s), sum), offset) in x
+            .chunks_exact(BLOCK)
+            .zip(qs.chunks_exact_mut(BLOCK))
+            .zip(scales.iter_mut())
+            .zip(sums.iter_mut())
+            .zip(offsets.iter_mut())
+        {
+            // SAFETY: `x` is 32 values (`chunks_exact`); load `i` reads values 8i..8i + 8.
+            let v: [__m256; 4] =
+                std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
+            // `max(a, m)` gives `m` where `a` is NaN, as `f32::max` leaves NaN out.
+            let m = v.iter().fold(_mm256_setzero_ps(), |m, v| {
+                _mm256_max_ps(_mm256_and_ps(*v, magnitude), m)
+            });
+            let four = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let two = _mm_max_ps(four, _mm_movehl_ps(four, four));
+            let amax = _mm_cvtss_f32(_mm_max_ss(two, _mm_shuffle_ps(two, two, 1)));
+            let scale = amax / 127.0;
+            let inv = _mm256_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
+            let r = v.map(|v| {
+                let p = _mm256_mul_ps(v, inv);
+                let nan = _mm256_castps_si256(_mm256_cmp_ps(p, p, _CMP_UNORD_Q));
+                let r = _mm256_andnot_si256(nan, _mm256_cvtps_epi32(p));
+                _mm256_min_epi32(_mm256_max_epi32(r, low), high)
+            });
+            let bytes = _mm256_packs_epi16(
+                _mm256_packs_epi32(r[0], r[1]),
+                _mm256_packs_epi32(r[2], r[3]),
+            );
+            let bytes = _mm256_permutevar8x32_epi32(bytes, order);
+            // SAFETY: `q` is 32 bytes (`chunks_exact_mut`), which an unaligned store writes.
+            unsafe { _mm256_storeu_si256(q.as_mut_ptr().cast::<__m256i>(), bytes) };
+            let t = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3]));
+            let t = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+            let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b01_00_11_10));
+            let total = _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0b10_11_00_01)));
+            *s = scale;
+            *sum = scale * total as f32;
+            *offset = 128 * total;
+        }
+    }
 
     /// Vectors `[r0 | r4]`, `[r1 | r5]`, `[r2 | r6]`, `[r3 | r7]` (four 32-bit values a
     /// half) to vector `j` = value `j` of each row, rows in order.
@@ -450,11 +501,12 @@ mod vnni {
         let scales = &w.scales[g * blocks * GROUP..(g + 1) * blocks * GROUP];
         let mins = &w.mins[g * blocks * GROUP..(g + 1) * blocks * GROUP];
         let span = t0 * blocks..(t0 + T) * blocks;
-        let (qs, x_scales) = (
-            &x.qs[span.start * BLOCK..span.end * BLOCK],
+        let qs = &x.qs[span.start * BLOCK..span.end * BLOCK];
+        let (x_scales, x_sums, x_offsets) = (
             &x.scales[span.clone()],
+            &x.sums[span.clone()],
+            &x.offsets[span],
         );
-        let (x_sums, x_offsets) = (&x.sums[span.clone()], &x.offsets[span]);
         let mut acc = [_mm256_setzero_ps(); T];
         for b in 0..blocks {
             let v = &packed[b * PACKED_BLOCK..][..PACKED_BLOCK];
@@ -465,22 +517,34 @@ mod vnni {
             let (d, m) = (&scales[b * GROUP..][..GROUP], &mins[b * GROUP..][..GROUP]);
             // SAFETY: `d` and `m` are 8 values each (sliced above).
             let (d, m) = unsafe { (_mm256_loadu_ps(d.as_ptr()), _mm256_loadu_ps(m.as_ptr())) };
-            for (t, acc) in acc.iter_mut().enumerate() {
+            // Indexing without bounds checks lets the loop unroll with the sums in registers.
+            #[allow(clippy::needless_range_loop)]
+            for t in 0..T {
                 let tb = t * blocks + b;
-                let xq = &qs[tb * BLOCK..][..BLOCK];
+                // SAFETY: `t < T` and `b < blocks`, so `tb < T × blocks`, the length of
+                // `x_scales`, `x_sums` and `x_offsets`, and the 32 bytes from `tb × 32` lie
+                // within `qs` (`T × blocks × 32` bytes); each read is within those.
+                let (xq, scale, sum, offset) = unsafe {
+                    (
+                        qs.as_ptr().add(tb * BLOCK),
+                        *x_scales.get_unchecked(tb),
+                        *x_sums.get_unchecked(tb),
+                        *x_offsets.get_unchecked(tb),
+                    )
+                };
                 let mut dot = _mm256_setzero_si256();
                 for (j, v) in v.iter().enumerate() {
-                    // SAFETY: `xq` is 32 bytes (sliced above); this reads bytes 4j..4j + 4.
-                    let four = unsafe { xq.as_ptr().add(j * 4).cast::<i32>().read_unaligned() };
+                    // SAFETY: bytes 4j..4j + 4 of the 32 at `xq` (see above).
+                    let four = unsafe { xq.add(j * 4).cast::<i32>().read_unaligned() };
                     dot = _mm256_dpbusd_epi32(dot, *v, _mm256_set1_epi32(four));
                 }
                 if EIGHT_BIT {
-                    dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(x_offsets[tb]));
+                    dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(offset));
                 }
-                let ds = _mm256_mul_ps(d, _mm256_set1_ps(x_scales[tb]));
-                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), ds, *acc);
+                let ds = _mm256_mul_ps(d, _mm256_set1_ps(scale));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), ds, acc[t]);
                 if !EIGHT_BIT {
-                    *acc = _mm256_fmadd_ps(m, _mm256_set1_ps(x_sums[tb]), *acc);
+                    acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(sum), acc[t]);
                 }
             }
         }
@@ -556,6 +620,18 @@ mod tests {
         // A block of zeros has scale 0 and quantises to zeros.
         let zero = QuantisedTokens::new(&[0.0; 32], 32);
         assert_eq!((zero.scales[0], zero.qs[5], zero.sums[0]), (0.0, 0, 0.0));
+        // Scale 1: halves round to even; NaN is left out of the maximum and becomes 0; both
+        // builds agree on every field.
+        let mut odd = [0.0f32; 32];
+        odd[..6].copy_from_slice(&[127.0, 2.5, 3.5, -2.5, f32::NAN, -126.6]);
+        for baseline in [true, false] {
+            crate::force_baseline(baseline);
+            let x = QuantisedTokens::new(&odd, 32);
+            crate::force_baseline(false);
+            assert_eq!(x.scales, [1.0]);
+            assert_eq!(x.qs[..6], [127, 2, 4, -2, 0, -127], "baseline {baseline}");
+            assert_eq!((x.sums[0], x.offsets[0]), (4.0, 512));
+        }
     }
 
     #[test]
