@@ -10,7 +10,7 @@
 //! teacher-forced pass may ask for [`Activations::Int8`]: from 12 tokens on, 4- and 8-bit
 //! rows then meet the tokens quantised to 8 bits a 32-value block in integer dot products
 //! (AVX-512 VNNI; `gpuchain_kernels::int8_product`), as llama.cpp runs every product. That
-//! pass is 1.4–1.6 times as fast, and its logits sit one activation rounding from those the
+//! pass is 1.6–1.8 times as fast, and its logits sit one activation rounding from those the
 //! answer was picked from: enough to move a near-tie, so generation keeps f32 and a fault
 //! the fast pass finds is confirmed in f32 (`check.rs`).
 
