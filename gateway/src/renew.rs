@@ -104,12 +104,18 @@ impl Renewals {
             .with_context(|| format!("serving order {id} does not exist"))
     }
 
+    /// One order's failure (a node's RPC dropping a connection) neither holds up the
+    /// others nor the retirement of ended leases; the first error is returned after both.
     async fn step(&mut self) -> Result<()> {
         let height = self.chain.client.latest_height().await?;
+        let mut first_error = None;
         for i in 0..self.kept.len() {
-            self.renew(i, height).await?;
+            if let Err(e) = self.renew(i, height).await {
+                first_error.get_or_insert(e);
+            }
         }
-        self.retire(height).await
+        self.retire(height).await?;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Opens the replacement of kept order `i` when its leases are about to end, and routes
