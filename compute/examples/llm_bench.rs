@@ -13,7 +13,7 @@ use std::time::Instant;
 use std::sync::Mutex;
 
 use gpuchain_compute::gguf;
-use gpuchain_compute::llama::{PrefixCache, RowDecoder};
+use gpuchain_compute::llama::{Activations, PrefixCache, RowDecoder};
 use gpuchain_compute::serving::{ChatModel, DEFAULT_PREFIX_CACHE_BYTES};
 use gpuchain_jobspec::Sampling;
 
@@ -110,12 +110,15 @@ fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let out = decoder.generate(&prompts, batch, new + 1, &Sampling::Greedy);
         let decode_s = (t.elapsed().as_secs_f64() - prefill_s).max(0.0);
-        // What a verifier spends on the answers: one teacher-forced pass over each prompt and
-        // answer (the check itself is a scan of the logits).
+        // What a verifier spends on the answers: the teacher-forced pass over the prompts and
+        // answers, the rows together, as `check_generation` runs it (the check itself is a
+        // scan of the logits).
         let t = Instant::now();
-        for answer in out.chunks(new + 1) {
-            let _ = decoder.teacher_forced_logits(&prompt, answer);
-        }
+        let rows: Vec<(&[u32], &[u32])> = out
+            .chunks(new + 1)
+            .map(|answer| (prompt.as_slice(), answer))
+            .collect();
+        let _ = decoder.teacher_forced_rows(&rows, Activations::Int8);
         let verify_s = t.elapsed().as_secs_f64();
         println!(
             "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",

@@ -389,3 +389,52 @@ fn tokens_equal_llama_cpps_and_its_greedy_answers_pass_our_check() {
     println!("{identical} of 10 greedy answers identical to llama.cpp's");
     assert!(identical >= 3, "only {identical} of 10 answers identical");
 }
+
+/// A verifier's pass over several rows at once (a job's answers together) gives each row
+/// the logits its own pass gives: to the bit with 8-bit activations, whose products sum
+/// each token alone, and within f32 rounding of the tiled products in f32. A row without
+/// tokens to check gets no logits and moves no other row's.
+#[test]
+fn rows_teacher_forced_together_get_what_each_gets_alone() {
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let tok = gguf::tokenizer::tokenizer(&g).unwrap();
+    let shape = gguf::llama::shape(&g).unwrap();
+    let decoder = RowDecoder::new(
+        gguf::llama::config(&g).unwrap(),
+        &gguf::llama::GgufWeights::new(&g, &shape).unwrap(),
+    )
+    .unwrap();
+    let ids = |text: &str| tok.encode(text, false).unwrap().get_ids().to_vec();
+    let prompts = [
+        ids("The capital of France is"),
+        ids("Water boils at a temperature of one hundred degrees"),
+        ids("Hi"),
+    ];
+    let answers: Vec<Vec<u32>> = prompts
+        .iter()
+        .map(|p| decoder.generate(p, 1, 9, &Sampling::Greedy))
+        .collect();
+    let rows: Vec<(&[u32], &[u32])> = vec![
+        (&prompts[0], &answers[0]),
+        (&prompts[1], &[]),
+        (&prompts[1], &answers[1]),
+        (&prompts[2], &answers[2][..4]),
+    ];
+    for activations in [Activations::Int8, Activations::F32] {
+        let together = decoder.teacher_forced_rows(&rows, activations);
+        assert_eq!(together.len(), rows.len());
+        assert!(together[1].is_empty());
+        for ((prompt, answer), got) in rows.iter().zip(&together) {
+            let alone = decoder.teacher_forced_logits_with(prompt, answer, activations);
+            assert_eq!(got.len(), answer.len());
+            for (a, b) in got.iter().flatten().zip(alone.iter().flatten()) {
+                if activations == Activations::Int8 {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{activations:?}");
+                } else {
+                    assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+                }
+            }
+        }
+    }
+}

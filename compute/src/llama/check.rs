@@ -107,17 +107,25 @@ pub fn check_generation(
         // activations where the CPU has integer dot products, while generation had f32
         // ones: a row the fast pass faults is judged again from a pass in f32, and only that
         // verdict stands. An honest answer pays for one fast pass.
+        // The rows go through the fast pass together; a row it faults is passed again alone.
         let decoder = job.row_decoder()?;
         let vocab = shape.vocab_size as usize;
-        for (row, prompt) in prompts.iter().enumerate() {
-            let answer = &tokens[row * new..row * new + generated[row]];
-            let pass = |activations| {
-                let logits = decoder.teacher_forced_logits_with(prompt, answer, activations);
-                judge(row, &logits.concat(), vocab)
-            };
-            let mut verdict = pass(Activations::Int8);
+        let answers: Vec<(&[u32], &[u32])> = prompts
+            .iter()
+            .enumerate()
+            .map(|(row, prompt)| {
+                (
+                    prompt.as_slice(),
+                    &tokens[row * new..row * new + generated[row]],
+                )
+            })
+            .collect();
+        let fast = decoder.teacher_forced_rows(&answers, Activations::Int8);
+        for (row, (logits, (prompt, answer))) in fast.iter().zip(&answers).enumerate() {
+            let mut verdict = judge(row, &logits.concat(), vocab);
             if verdict.1.is_some() && gpuchain_kernels::int8_products_fast() {
-                verdict = pass(Activations::F32);
+                let exact = decoder.teacher_forced_logits_with(prompt, answer, Activations::F32);
+                verdict = judge(row, &exact.concat(), vocab);
             }
             record(row, verdict);
         }

@@ -7,12 +7,12 @@
 //!
 //! Products dequantise inside the dot product (a few tokens) or widen a block of rows for a
 //! tiled matrix product (6 tokens or more), and keep the activations in f32. A verifier's
-//! teacher-forced pass may ask for [`Activations::Int8`]: from 12 tokens on, 4- and 8-bit
-//! rows then meet the tokens quantised to 8 bits a 32-value block in integer dot products
-//! (AVX-512 VNNI; `gpuchain_kernels::int8_product`), as llama.cpp runs every product. That
-//! pass is 1.6–1.8 times as fast, and its logits sit one activation rounding from those the
-//! answer was picked from: enough to move a near-tie, so generation keeps f32 and a fault
-//! the fast pass finds is confirmed in f32 (`check.rs`).
+//! teacher-forced pass may ask for [`Activations::Int8`]: 4- and 8-bit rows then meet the
+//! tokens quantised to 8 bits a 32-value block in integer dot products (AVX-512 VNNI;
+//! `gpuchain_kernels::int8_product`), as llama.cpp runs every product. That pass is 1.6–1.8
+//! times as fast, and its logits sit one activation rounding from those the answer was
+//! picked from: enough to move a near-tie, so generation keeps f32 and a fault the fast pass
+//! finds is confirmed in f32 (`check.rs`).
 
 use gpuchain_kernels::{self as kernels, Mat, MatMut, BLOCK};
 use rayon::prelude::*;
@@ -53,9 +53,9 @@ const K_BLOCK: usize = 256;
 pub enum Activations {
     /// f32 in every product: how generation runs, and the pass that confirms a fault.
     F32,
-    /// From 12 tokens on, 4- and 8-bit rows meet the tokens quantised to 8 bits a 32-value
-    /// block, in integer dot products where the CPU has them (AVX-512 VNNI); f32 elsewhere.
-    /// A verifier's fast pass.
+    /// 4- and 8-bit rows meet the tokens quantised to 8 bits a 32-value block, in integer
+    /// dot products where the CPU has them (AVX-512 VNNI), however many tokens; f32
+    /// elsewhere. A verifier's fast pass.
     Int8,
 }
 
@@ -403,13 +403,20 @@ impl Matrix {
     pub fn apply_with(&self, xs: &[f32], activations: Activations) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
+        // 4- and 8-bit rows times activations quantised to 8 bits, where the CPU has integer
+        // dot products (see `multiply_int8`), for any number of tokens: a token's value then
+        // does not depend on how many share its pass.
+        let int8 = activations == Activations::Int8
+            && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
+            && kernels::int8_products_fast();
         // Below a product's tokens, f32, 4- and 8-bit rows are dotted with the tokens in place
         // (quantised ones in their blocks); K-quant rows are widened once for all the tokens.
-        let product = if matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. }) {
-            tokens > BLOCK_DOTS_MAX_TOKENS
-        } else {
-            tokens >= PRODUCT_MIN_TOKENS
-        };
+        let product = int8
+            || if matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. }) {
+                tokens > BLOCK_DOTS_MAX_TOKENS
+            } else {
+                tokens >= PRODUCT_MIN_TOKENS
+            };
         // Per-block sums of the tokens, for the dot products of 4-bit rows in their blocks.
         let sums: Vec<Vec<f32>> = if !product && matches!(self.store, Store::Q4 { .. }) {
             xs.chunks_exact(cols)
@@ -418,12 +425,6 @@ impl Matrix {
         } else {
             Vec::new()
         };
-        // 4- and 8-bit rows times activations quantised to 8 bits, where the CPU has integer
-        // dot products (see `multiply_int8`).
-        let int8 = product
-            && activations == Activations::Int8
-            && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
-            && kernels::int8_products_fast();
         let quantised = if int8 {
             kernels::QuantisedTokens::new(&xs[..tokens * cols], cols)
         } else {
@@ -619,10 +620,10 @@ mod tests {
         }
     }
 
-    /// With 8-bit activations, from 12 tokens on 4- and 8-bit rows are multiplied with the
-    /// tokens quantised a 32-value block (where the CPU has integer dot products): each result stays
-    /// within what rounding the activations can move it, `Σ_b (max |x_b| / 254) · Σ |w_b|`,
-    /// of the f32 dot product a single token gets.
+    /// With 8-bit activations, 4- and 8-bit rows are multiplied with the tokens quantised a
+    /// 32-value block (where the CPU has integer dot products): each result stays within what
+    /// rounding the activations can move it, `Σ_b (max |x_b| / 254) · Σ |w_b|`, of the f32
+    /// dot product a single token gets.
     #[test]
     fn products_of_many_tokens_stay_within_the_activations_rounding() {
         let (rows, cols, tokens) = (700, 96, 20);

@@ -27,5 +27,5 @@ pub use matrix::{Activations, Matrix};
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
 pub use prefix::{PrefixCache, MIN_REUSED_TOKENS};
 pub use prompts::input_is_text;
-pub use rows::{DecoderWeights, RowDecoder};
+pub use rows::{DecoderWeights, RowDecoder, TEACHER_FORCED_TOKENS};
 pub use sequence::Sequence;

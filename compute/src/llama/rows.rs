@@ -174,6 +174,10 @@ fn rope(x: &mut [f32], d: usize, pos: usize, freqs: &[f32]) {
     }
 }
 
+/// Most tokens one teacher-forced pass over several rows takes (its activations: a few MB a
+/// layer), unless one row alone is longer.
+pub const TEACHER_FORCED_TOKENS: usize = 2048;
+
 impl RowDecoder {
     /// The decoder of `cfg` from HuggingFace-named weights.
     pub fn new(cfg: LlamaConfig, w: &impl DecoderWeights) -> Result<RowDecoder> {
@@ -463,6 +467,53 @@ impl RowDecoder {
             &[continuation.len()],
             activations,
         )
+    }
+
+    /// [`Self::teacher_forced_logits_with`] for several `(prompt, continuation)` rows,
+    /// passes of up to [`TEACHER_FORCED_TOKENS`] tokens: the rows of a pass go through each
+    /// projection together, each weight read (and packed, for 8-bit activations) once for
+    /// all of them. Entry `i` is row `i`'s logits, as its own pass gives them.
+    pub fn teacher_forced_rows(
+        &self,
+        rows: &[(&[u32], &[u32])],
+        activations: Activations,
+    ) -> Vec<Vec<Vec<f32>>> {
+        let fed: Vec<Vec<u32>> = rows
+            .iter()
+            .map(|(prompt, continuation)| match continuation.split_last() {
+                Some((_, fed)) => [*prompt, fed].concat(),
+                None => Vec::new(),
+            })
+            .collect();
+        let mut out = Vec::with_capacity(rows.len());
+        let mut first = 0;
+        while first < rows.len() {
+            // At least one row a pass, then as many as fit.
+            let mut end = first + 1;
+            let mut tokens = fed[first].len();
+            while end < rows.len() && tokens + fed[end].len() <= TEACHER_FORCED_TOKENS {
+                tokens += fed[end].len();
+                end += 1;
+            }
+            let live: Vec<usize> = (first..end).filter(|&i| !fed[i].is_empty()).collect();
+            let mut caches: Vec<Cache> = live.iter().map(|_| self.empty_cache()).collect();
+            let mut steps: Vec<(&[u32], &mut Cache)> = live
+                .iter()
+                .map(|&i| fed[i].as_slice())
+                .zip(caches.iter_mut())
+                .collect();
+            let keep: Vec<usize> = live.iter().map(|&i| rows[i].1.len()).collect();
+            let mut logits = self
+                .forward_with(&mut steps, &keep, activations)
+                .into_iter();
+            for i in first..end {
+                // As `forward_keeping` keeps them: no more than the row feeds.
+                let n = rows[i].1.len().min(fed[i].len());
+                out.push(logits.by_ref().take(n).collect());
+            }
+            first = end;
+        }
+        out
     }
 
     pub(super) fn empty_cache(&self) -> Cache {
