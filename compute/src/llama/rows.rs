@@ -160,13 +160,20 @@ fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
     x.iter().zip(weight).map(|(v, w)| v * scale * w).collect()
 }
 
-/// HF "rotate half" on each head of `x` (`heads × d`) at position `pos`, pair `j` at
-/// angular frequency `freqs[j]`.
-fn rope(x: &mut [f32], d: usize, pos: usize, freqs: &[f32]) {
+/// `(sin, cos)` of pair `j`'s angle at position `pos`, angular frequency `freqs[j]`.
+fn rope_angles(pos: usize, freqs: &[f32], half: usize) -> impl Iterator<Item = (f32, f32)> + '_ {
+    freqs
+        .iter()
+        .take(half)
+        .map(move |freq| (pos as f32 * freq).sin_cos())
+}
+
+/// HF "rotate half" on each head of `x` (`heads × d`) by the angles of one position
+/// ([`rope_angles`]).
+fn rope(x: &mut [f32], d: usize, angles: &[(f32, f32)]) {
     let half = d / 2;
     for head in x.chunks_exact_mut(d) {
-        for (j, freq) in freqs.iter().enumerate().take(half) {
-            let (sin, cos) = (pos as f32 * freq).sin_cos();
+        for (j, &(sin, cos)) in angles.iter().enumerate().take(half) {
             let (a, b) = (head[j], head[j + half]);
             head[j] = a * cos - b * sin;
             head[j + half] = b * cos + a * sin;
@@ -305,6 +312,15 @@ impl RowDecoder {
             });
             out
         };
+        // Each token's rotation angles, the same in every layer and head, worked out once.
+        let half = d / 2;
+        let mut angles = Vec::with_capacity(total * half);
+        for (tokens, cache) in steps.iter() {
+            let start = cache.k.first().map_or(0, |k| k.len() / kv.max(1));
+            for i in 0..tokens.len() {
+                angles.extend(rope_angles(start + i, &self.rope_freqs, half));
+            }
+        }
         for (l, w) in self.layers.iter().enumerate() {
             let n = norm(&x, &w.attn_norm);
             let [mut q, mut k, mut v] = w.qkv.apply(&n, activations);
@@ -338,8 +354,9 @@ impl RowDecoder {
                     .zip(k[rows.start * kv..rows.end * kv].chunks_exact_mut(kv))
                     .enumerate()
                 {
-                    rope(qi, d, start + i, &self.rope_freqs);
-                    rope(ki, d, start + i, &self.rope_freqs);
+                    let at = &angles[(rows.start + i) * half..(rows.start + i + 1) * half];
+                    rope(qi, d, at);
+                    rope(ki, d, at);
                 }
                 cache.k[l].extend_from_slice(&k[rows.start * kv..rows.end * kv]);
                 cache.v[l].extend_from_slice(&v[rows.start * kv..rows.end * kv]);
