@@ -59,6 +59,9 @@ for side in ("llama.cpp", "gpuchain", "pytorch"):
     if "verify_s" in rs[0]:
         ratio = [r["verify_s"] / (r["prefill_s"] + r["decode_s"]) for r in rs if r["prefill_s"] + r["decode_s"] > 0]
         extra += f"; verifying an answer costs {100 * statistics.median(ratio):.0f}% ({100 * min(ratio):.0f}–{100 * max(ratio):.0f}%) of generating it"
+    if "verify_cpu_s" in rs[0]:
+        cpu = [r["verify_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
+        extra += f", {100 * statistics.median(cpu):.1f}% ({100 * min(cpu):.1f}–{100 * max(cpu):.1f}%) in CPU time"
     prefill[side] = pre
     print(f"{side:9} batch {b}: prefill {statistics.median(pre):6.1f} tokens/s ({min(pre):.1f}–{max(pre):.1f}), "
           f"decode {decode}, {len(rs)} runs{extra}")

@@ -2,7 +2,9 @@
 //! file, in the form `scripts/llama-cpp-anchor.mjs bench` prints for llama.cpp, so that
 //! `scripts/bench-llm.sh` can alternate the two: one JSON line a run. The prompt is the
 //! anchor's: "The quick brown fox jumps over the lazy dog. " repeated, cut to N tokens.
-//! `verify_s` is what a verifier spends on the run's answers (teacher forcing).
+//! `verify_s` is what a verifier spends on the run's answers (teacher forcing);
+//! `generate_cpu_s` and `verify_cpu_s` are the CPU time of generating the answers (prefill
+//! included) and of checking them, all threads together.
 //!
 //! `llm_bench FILE.gguf [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R]
 //! [--batch B] [--weights quantised|f32]`
@@ -27,6 +29,20 @@ fn resident_bytes() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
+}
+
+/// CPU time this process's threads have run, in seconds (Linux, the scheduler's own count
+/// in nanoseconds: `/proc/self/task/*/schedstat`). Threads spinning while they wait for
+/// work count; threads asleep do not.
+fn cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    ns as f64 / 1e9
 }
 
 fn main() -> anyhow::Result<()> {
@@ -107,21 +123,22 @@ fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let _ = decoder.generate(&prompts, batch, 1, &Sampling::Greedy);
         let prefill_s = t.elapsed().as_secs_f64();
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_seconds());
         let out = decoder.generate(&prompts, batch, new + 1, &Sampling::Greedy);
+        let generate_cpu_s = cpu_seconds() - cpu;
         let decode_s = (t.elapsed().as_secs_f64() - prefill_s).max(0.0);
         // What a verifier spends on the answers: the teacher-forced pass over the prompts and
         // answers, the rows together, as `check_generation` runs it (the check itself is a
         // scan of the logits).
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_seconds());
         let rows: Vec<(&[u32], &[u32])> = out
             .chunks(new + 1)
             .map(|answer| (prompt.as_slice(), answer))
             .collect();
         let _ = decoder.teacher_forced_rows(&rows, Activations::Int8);
-        let verify_s = t.elapsed().as_secs_f64();
+        let (verify_s, verify_cpu_s) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
         println!(
-            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
+            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"generate_cpu_s\":{generate_cpu_s:.4},\"verify_cpu_s\":{verify_cpu_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
             opts["weights"],
             decoder.weight_bytes()
         );
