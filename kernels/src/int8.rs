@@ -260,12 +260,24 @@ fn vnni() -> bool {
 /// Nothing is written when the two disagree on the blocks a row holds, or when `out` is too
 /// short for the last token's rows.
 pub fn product(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
-    let tokens = x.tokens();
+    product_tokens(w, x, 0..x.tokens(), out, stride)
+}
+
+/// [`product`] for tokens `tokens` of `x` only: `out[(t − tokens.start) × stride + r]`.
+/// Nothing is written when the range is empty or reaches past `x`'s tokens.
+pub fn product_tokens(
+    w: &PackedRows,
+    x: &QuantisedTokens,
+    tokens: std::ops::Range<usize>,
+    out: &mut [f32],
+    stride: usize,
+) {
     if w.blocks != x.blocks
         || w.rows == 0
-        || tokens == 0
+        || tokens.is_empty()
+        || tokens.end > x.tokens()
         || stride < w.rows
-        || out.len() < (tokens - 1) * stride + w.rows
+        || out.len() < (tokens.len() - 1) * stride + w.rows
     {
         return;
     }
@@ -274,17 +286,23 @@ pub fn product(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usi
         // SAFETY: the CPU has AVX2, FMA and AVX-512 F, BW, VL and VNNI (checked just above),
         // all that calling a function compiled with those target features requires.
         #[allow(unsafe_code)]
-        return unsafe { vnni::product(w, x, out, stride) };
+        return unsafe { vnni::product(w, x, tokens, out, stride) };
     }
-    product_plain(w, x, out, stride)
+    product_plain(w, x, tokens, out, stride)
 }
 
 /// [`product`] in plain loops: the reference the vector build matches bit for bit.
-fn product_plain(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
+fn product_plain(
+    w: &PackedRows,
+    x: &QuantisedTokens,
+    tokens: std::ops::Range<usize>,
+    out: &mut [f32],
+    stride: usize,
+) {
     let blocks = w.blocks;
     for r in 0..w.rows {
         let (g, i) = (r / GROUP, r % GROUP);
-        for t in 0..x.tokens() {
+        for t in tokens.clone() {
             let mut acc = 0.0f32;
             for b in 0..blocks {
                 let packed = &w.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
@@ -302,7 +320,7 @@ fn product_plain(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: u
                     acc = w.mins[wb].mul_add(x.sums[tb], acc);
                 }
             }
-            out[t * stride + r] = acc;
+            out[(t - tokens.start) * stride + r] = acc;
         }
     }
 }
@@ -456,36 +474,43 @@ mod vnni {
     use super::{PackedRows, QuantisedTokens, BLOCK, GROUP, PACKED_BLOCK, TILE};
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub(super) fn product(w: &PackedRows, x: &QuantisedTokens, out: &mut [f32], stride: usize) {
-        let tokens = x.tokens();
+    pub(super) fn product(
+        w: &PackedRows,
+        x: &QuantisedTokens,
+        tokens: std::ops::Range<usize>,
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        let first = tokens.start;
         for g in 0..w.rows.div_ceil(GROUP) {
-            let mut t0 = 0;
-            while t0 < tokens {
-                let n = TILE.min(tokens - t0);
+            let mut t0 = first;
+            while t0 < tokens.end {
+                let n = TILE.min(tokens.end - t0);
                 match (n, w.eight_bit) {
-                    (1, false) => tile::<1, false>(w, x, g, t0, out, stride),
-                    (2, false) => tile::<2, false>(w, x, g, t0, out, stride),
-                    (3, false) => tile::<3, false>(w, x, g, t0, out, stride),
-                    (4, false) => tile::<4, false>(w, x, g, t0, out, stride),
-                    (5, false) => tile::<5, false>(w, x, g, t0, out, stride),
-                    (6, false) => tile::<6, false>(w, x, g, t0, out, stride),
-                    (7, false) => tile::<7, false>(w, x, g, t0, out, stride),
-                    (_, false) => tile::<TILE, false>(w, x, g, t0, out, stride),
-                    (1, true) => tile::<1, true>(w, x, g, t0, out, stride),
-                    (2, true) => tile::<2, true>(w, x, g, t0, out, stride),
-                    (3, true) => tile::<3, true>(w, x, g, t0, out, stride),
-                    (4, true) => tile::<4, true>(w, x, g, t0, out, stride),
-                    (5, true) => tile::<5, true>(w, x, g, t0, out, stride),
-                    (6, true) => tile::<6, true>(w, x, g, t0, out, stride),
-                    (7, true) => tile::<7, true>(w, x, g, t0, out, stride),
-                    (_, true) => tile::<TILE, true>(w, x, g, t0, out, stride),
+                    (1, false) => tile::<1, false>(w, x, g, t0, first, out, stride),
+                    (2, false) => tile::<2, false>(w, x, g, t0, first, out, stride),
+                    (3, false) => tile::<3, false>(w, x, g, t0, first, out, stride),
+                    (4, false) => tile::<4, false>(w, x, g, t0, first, out, stride),
+                    (5, false) => tile::<5, false>(w, x, g, t0, first, out, stride),
+                    (6, false) => tile::<6, false>(w, x, g, t0, first, out, stride),
+                    (7, false) => tile::<7, false>(w, x, g, t0, first, out, stride),
+                    (_, false) => tile::<TILE, false>(w, x, g, t0, first, out, stride),
+                    (1, true) => tile::<1, true>(w, x, g, t0, first, out, stride),
+                    (2, true) => tile::<2, true>(w, x, g, t0, first, out, stride),
+                    (3, true) => tile::<3, true>(w, x, g, t0, first, out, stride),
+                    (4, true) => tile::<4, true>(w, x, g, t0, first, out, stride),
+                    (5, true) => tile::<5, true>(w, x, g, t0, first, out, stride),
+                    (6, true) => tile::<6, true>(w, x, g, t0, first, out, stride),
+                    (7, true) => tile::<7, true>(w, x, g, t0, first, out, stride),
+                    (_, true) => tile::<TILE, true>(w, x, g, t0, first, out, stride),
                 }
                 t0 += n;
             }
         }
     }
 
-    /// Group `g` of `w` times tokens `t0..t0 + T` of `x` (all present: the caller's loop).
+    /// Group `g` of `w` times tokens `t0..t0 + T` of `x` (all present: the caller's loop), into
+    /// `out` from token `first` on.
     #[inline]
     #[target_feature(enable = "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")]
     fn tile<const T: usize, const EIGHT_BIT: bool>(
@@ -493,6 +518,7 @@ mod vnni {
         x: &QuantisedTokens,
         g: usize,
         t0: usize,
+        first: usize,
         out: &mut [f32],
         stride: usize,
     ) {
@@ -550,7 +576,7 @@ mod vnni {
         }
         let rows = GROUP.min(w.rows - g * GROUP);
         for (t, acc) in acc.iter().enumerate() {
-            let at = (t0 + t) * stride + g * GROUP;
+            let at = (t0 - first + t) * stride + g * GROUP;
             let mut lanes = [0.0f32; GROUP];
             store(&mut lanes, *acc);
             out[at..at + rows].copy_from_slice(&lanes[..rows]);
@@ -706,7 +732,7 @@ mod tests {
             }
             let (mut fast, mut plain) = (vec![0.0; tokens * rows], vec![0.0; tokens * rows]);
             product(&w, &x, &mut fast, rows);
-            product_plain(&w, &x, &mut plain, rows);
+            product_plain(&w, &x, 0..tokens, &mut plain, rows);
             assert_eq!(fast, plain, "8-bit rows: {eight_bit}");
             // The plain packing (as for a partial group) gives the same bytes.
             let mut baseline = PackedRows::default();
@@ -721,6 +747,27 @@ mod tests {
             assert_eq!(baseline.bytes, w.bytes);
             assert_eq!((xb.qs, xb.scales), (x.qs.clone(), x.scales.clone()));
         }
+    }
+
+    #[test]
+    fn a_range_of_tokens_gets_what_the_whole_product_gives_it() {
+        let (rows, cols, tokens) = (24, 64, 13);
+        let (s, m, qs) = q4_rows(rows, cols);
+        let x = QuantisedTokens::new(&values(tokens * cols, 2), cols);
+        let mut w = PackedRows::default();
+        w.pack_q4(&s, &m, &qs, cols);
+        let mut all = vec![0.0; tokens * rows];
+        product(&w, &x, &mut all, rows);
+        let mut part = vec![0.0; 5 * rows];
+        product_tokens(&w, &x, 7..12, &mut part, rows);
+        assert_eq!(part, all[7 * rows..12 * rows]);
+        let mut plain = vec![0.0; 5 * rows];
+        product_plain(&w, &x, 7..12, &mut plain, rows);
+        assert_eq!(plain, part);
+        // A range past the tokens writes nothing.
+        let mut past = vec![7.0; 5 * rows];
+        product_tokens(&w, &x, 10..15, &mut past, rows);
+        assert!(past.iter().all(|v| *v == 7.0));
     }
 
     #[test]

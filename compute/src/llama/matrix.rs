@@ -45,6 +45,11 @@ const PRODUCT_ROWS: usize = 256;
 /// along the tokens.
 const TILES_ALONG_ROWS: usize = 16;
 
+/// Matrices of up to this many values are packed whole for integer products and split
+/// across threads by tokens (4 MB packed: a layer's projections; an output layer over a
+/// large vocabulary is split by rows, each thread packing its own).
+const PACKED_WHOLE_MAX: usize = 1 << 22;
+
 /// Values in a K-quant super-block.
 const K_BLOCK: usize = 256;
 
@@ -362,6 +367,25 @@ impl Matrix {
         }
     }
 
+    /// Rows `rows` of a 4- or 8-bit matrix packed for the integer products.
+    fn pack_int8(&self, rows: std::ops::Range<usize>, into: &mut kernels::PackedRows) {
+        let (cols, blocks) = (self.cols, self.cols / BLOCK);
+        let (b, q) = (
+            rows.start * blocks..rows.end * blocks,
+            rows.start * cols..rows.end * cols,
+        );
+        match &self.store {
+            Store::Q4 { scales, mins, qs } => into.pack_q4(
+                &scales[b.clone()],
+                &mins[b],
+                &qs[q.start / 2..q.end / 2],
+                cols,
+            ),
+            Store::Q8 { scales, qs } => into.pack_q8(&scales[b], &qs[q], cols),
+            _ => *into = kernels::PackedRows::default(),
+        }
+    }
+
     /// Rows `first..first + n_part` of a 4- or 8-bit matrix times the quantised tokens
     /// into `part` (`t × n_part`, token-major), [`PRODUCT_ROWS`] rows packed at a time.
     fn multiply_int8(
@@ -371,26 +395,43 @@ impl Matrix {
         part: &mut [f32],
         n_part: usize,
     ) {
-        let (cols, blocks) = (self.cols, self.cols / BLOCK);
         let mut packed = kernels::PackedRows::default();
         for at in (0..n_part).step_by(PRODUCT_ROWS) {
-            let rows = first + at..first + at + PRODUCT_ROWS.min(n_part - at);
-            let (b, q) = (
-                rows.start * blocks..rows.end * blocks,
-                rows.start * cols..rows.end * cols,
+            self.pack_int8(
+                first + at..first + at + PRODUCT_ROWS.min(n_part - at),
+                &mut packed,
             );
-            match &self.store {
-                Store::Q4 { scales, mins, qs } => packed.pack_q4(
-                    &scales[b.clone()],
-                    &mins[b],
-                    &qs[q.start / 2..q.end / 2],
-                    cols,
-                ),
-                Store::Q8 { scales, qs } => packed.pack_q8(&scales[b], &qs[q], cols),
-                _ => return,
-            }
             kernels::int8_product(&packed, xs, &mut part[at..], n_part);
         }
+    }
+
+    /// A 4- or 8-bit matrix of at most [`PACKED_WHOLE_MAX`] values times the quantised
+    /// tokens, `t × rows`: the rows are packed once, in parallel, then each thread
+    /// multiplies a run of tokens with all of them into its own contiguous part of the
+    /// result, which needs no gathering after.
+    fn apply_int8_by_tokens(&self, xs: &kernels::QuantisedTokens) -> Vec<f32> {
+        let (rows, tokens) = (self.rows, xs.tokens());
+        let starts: Vec<usize> = (0..rows).step_by(PRODUCT_ROWS).collect();
+        let packed: Vec<kernels::PackedRows> = starts
+            .par_iter()
+            .map(|&at| {
+                let mut p = kernels::PackedRows::default();
+                self.pack_int8(at..(at + PRODUCT_ROWS).min(rows), &mut p);
+                p
+            })
+            .collect();
+        let mut out = vec![0.0f32; rows * tokens];
+        let per = tokens.div_ceil(rayon::current_num_threads() * 2).max(1);
+        out.par_chunks_mut(per * rows)
+            .enumerate()
+            .for_each(|(c, part)| {
+                let first = c * per;
+                let n = part.len() / rows;
+                for (at, p) in starts.iter().zip(&packed) {
+                    kernels::int8_product_tokens(p, xs, first..first + n, &mut part[*at..], rows);
+                }
+            });
+        out
     }
 
     /// The matrix applied to each of the tokens in `xs` (`t × cols`): `t × rows`, token-major.
@@ -430,6 +471,9 @@ impl Matrix {
         } else {
             kernels::QuantisedTokens::default()
         };
+        if int8 && rows * cols <= PACKED_WHOLE_MAX && tokens >= 2 * rayon::current_num_threads() {
+            return self.apply_int8_by_tokens(&quantised);
+        }
         // Each thread writes one contiguous chunk: the results of its rows for all the
         // tokens, token-major within the chunk (`t × n`), gathered into `t × rows` after.
         let mut chunked = vec![0.0f32; rows * tokens];
