@@ -474,16 +474,9 @@ impl RowDecoder {
         continuation: &[u32],
         activations: Activations,
     ) -> Vec<Vec<f32>> {
-        let Some((_, fed)) = continuation.split_last() else {
-            return Vec::new();
-        };
-        let all = [prompt, fed].concat();
-        let mut cache = self.empty_cache();
-        self.forward_with(
-            &mut [(&all, &mut cache)],
-            &[continuation.len()],
-            activations,
-        )
+        self.teacher_forced_rows(&[(prompt, continuation)], activations)
+            .pop()
+            .unwrap_or_default()
     }
 
     /// [`Self::teacher_forced_logits_with`] for several `(prompt, continuation)` rows,
@@ -513,6 +506,12 @@ impl RowDecoder {
                 end += 1;
             }
             let live: Vec<usize> = (first..end).filter(|&i| !fed[i].is_empty()).collect();
+            if live.is_empty() {
+                // Nothing to feed: rows without tokens to check get no logits.
+                out.extend((first..end).map(|_| Vec::new()));
+                first = end;
+                continue;
+            }
             let mut caches: Vec<Cache> = live.iter().map(|_| self.empty_cache()).collect();
             let mut steps: Vec<(&[u32], &mut Cache)> = live
                 .iter()
