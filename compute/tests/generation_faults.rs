@@ -168,9 +168,7 @@ fn a_fault_of_the_fast_pass_stands_only_if_the_f32_pass_finds_it() {
     let g = Gguf::parse(&bytes).unwrap();
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
     let shape = gguf::llama::shape(&g).unwrap();
-    let cfg = gguf::llama::config(&g).unwrap();
-    let weights = gguf::llama::GgufWeights::new(&g, &shape).unwrap();
-    let decoder = RowDecoder::new(cfg, &weights).unwrap();
+    let decoder = gguf::llama::row_decoder(&g).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = BlobStore::open(dir.path()).unwrap();
     let model = store.put(&bytes).unwrap();

@@ -399,12 +399,7 @@ fn rows_teacher_forced_together_get_what_each_gets_alone() {
     let bytes = std::fs::read(common::smollm2_file()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let tok = gguf::tokenizer::tokenizer(&g).unwrap();
-    let shape = gguf::llama::shape(&g).unwrap();
-    let decoder = RowDecoder::new(
-        gguf::llama::config(&g).unwrap(),
-        &gguf::llama::GgufWeights::new(&g, &shape).unwrap(),
-    )
-    .unwrap();
+    let decoder = gguf::llama::row_decoder(&g).unwrap();
     let ids = |text: &str| tok.encode(text, false).unwrap().get_ids().to_vec();
     let prompts = [
         ids("The capital of France is"),

@@ -143,7 +143,17 @@ impl PackedRows {
         self.rows
     }
 
-    fn reset(&mut self, rows: usize, blocks: usize, eight_bit: bool) {
+    /// Packs `rows` rows of `blocks` blocks: `scale_min(i)` is the scale and minimum of
+    /// block `i` (row-major: row `r`'s block `b` is `r × blocks + b`), and
+    /// `pack_block(first, n, b, out)` packs block `b` of rows `first..first + n` into `out`.
+    fn pack(
+        &mut self,
+        rows: usize,
+        blocks: usize,
+        eight_bit: bool,
+        scale_min: impl Fn(usize) -> (f32, f32),
+        pack_block: impl Fn(usize, usize, usize, &mut [u8]),
+    ) {
         let groups = rows.div_ceil(GROUP);
         self.rows = rows;
         self.blocks = blocks;
@@ -154,6 +164,18 @@ impl PackedRows {
         self.scales.resize(groups * blocks * GROUP, 0.0);
         self.mins.clear();
         self.mins.resize(groups * blocks * GROUP, 0.0);
+        for g in 0..groups {
+            let first = g * GROUP;
+            let n = GROUP.min(rows - first);
+            for b in 0..blocks {
+                let at = (g * blocks + b) * GROUP;
+                for i in 0..n {
+                    (self.scales[at + i], self.mins[at + i]) = scale_min((first + i) * blocks + b);
+                }
+                let out = &mut self.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
+                pack_block(first, n, b, out);
+            }
+        }
     }
 
     /// Packs `rows` rows of 4-bit blocks (`cols` values a row, laid out as for
@@ -163,37 +185,29 @@ impl PackedRows {
         let rows = (scales.len().min(mins.len()))
             .checked_div(blocks)
             .map_or(0, |r| r.min(qs.len() / (blocks * 16)));
-        self.reset(rows, blocks, false);
-        for g in 0..rows.div_ceil(GROUP) {
-            let first = g * GROUP;
-            let n = GROUP.min(rows - first);
-            for b in 0..blocks {
-                let at = (g * blocks + b) * GROUP;
-                for i in 0..n {
-                    self.scales[at + i] = scales[(first + i) * blocks + b];
-                    self.mins[at + i] = mins[(first + i) * blocks + b];
-                }
-                let out = &mut self.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
-                let row = |i: usize| &qs[((first + i) * blocks + b) * 16..][..16];
-                #[cfg(target_arch = "x86_64")]
-                if n == GROUP && super::wide() {
-                    let rows: [&[u8]; GROUP] = std::array::from_fn(row);
-                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                    #[allow(unsafe_code)]
-                    unsafe {
-                        avx2::pack_q4(&rows, out)
-                    };
-                    continue;
-                }
-                for i in 0..n {
-                    let q = row(i);
-                    for k in 0..BLOCK {
-                        let v = if k < 16 { q[k] & 15 } else { q[k - 16] >> 4 };
-                        out[k / 4 * 32 + i * 4 + k % 4] = v;
-                    }
+        #[cfg(target_arch = "x86_64")]
+        let wide = super::wide();
+        let pack_block = |first: usize, n: usize, b: usize, out: &mut [u8]| {
+            let row = |i: usize| &qs[((first + i) * blocks + b) * 16..][..16];
+            #[cfg(target_arch = "x86_64")]
+            if n == GROUP && wide {
+                let rows: [&[u8]; GROUP] = std::array::from_fn(row);
+                // SAFETY: the CPU has AVX2 and FMA (checked above).
+                #[allow(unsafe_code)]
+                unsafe {
+                    avx2::pack_q4(&rows, out)
+                };
+                return;
+            }
+            for i in 0..n {
+                let q = row(i);
+                for k in 0..BLOCK {
+                    let v = if k < 16 { q[k] & 15 } else { q[k - 16] >> 4 };
+                    out[k / 4 * 32 + i * 4 + k % 4] = v;
                 }
             }
-        }
+        };
+        self.pack(rows, blocks, false, |i| (scales[i], mins[i]), pack_block);
     }
 
     /// Packs rows of signed 8-bit blocks (`cols` values a row, as for [`super::dot_q8`]);
@@ -204,34 +218,27 @@ impl PackedRows {
             .len()
             .checked_div(blocks)
             .map_or(0, |r| r.min(qs.len() / (blocks * BLOCK)));
-        self.reset(rows, blocks, true);
-        for g in 0..rows.div_ceil(GROUP) {
-            let first = g * GROUP;
-            let n = GROUP.min(rows - first);
-            for b in 0..blocks {
-                let at = (g * blocks + b) * GROUP;
-                for i in 0..n {
-                    self.scales[at + i] = scales[(first + i) * blocks + b];
-                }
-                let out = &mut self.bytes[(g * blocks + b) * PACKED_BLOCK..][..PACKED_BLOCK];
-                let row = |i: usize| &qs[((first + i) * blocks + b) * BLOCK..][..BLOCK];
-                #[cfg(target_arch = "x86_64")]
-                if n == GROUP && super::wide() {
-                    let rows: [&[i8]; GROUP] = std::array::from_fn(row);
-                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                    #[allow(unsafe_code)]
-                    unsafe {
-                        avx2::pack_q8(&rows, out)
-                    };
-                    continue;
-                }
-                for i in 0..n {
-                    for (k, q) in row(i).iter().enumerate() {
-                        out[k / 4 * 32 + i * 4 + k % 4] = (*q as u8) ^ 0x80;
-                    }
+        #[cfg(target_arch = "x86_64")]
+        let wide = super::wide();
+        let pack_block = |first: usize, n: usize, b: usize, out: &mut [u8]| {
+            let row = |i: usize| &qs[((first + i) * blocks + b) * BLOCK..][..BLOCK];
+            #[cfg(target_arch = "x86_64")]
+            if n == GROUP && wide {
+                let rows: [&[i8]; GROUP] = std::array::from_fn(row);
+                // SAFETY: the CPU has AVX2 and FMA (checked above).
+                #[allow(unsafe_code)]
+                unsafe {
+                    avx2::pack_q8(&rows, out)
+                };
+                return;
+            }
+            for i in 0..n {
+                for (k, q) in row(i).iter().enumerate() {
+                    out[k / 4 * 32 + i * 4 + k % 4] = (*q as u8) ^ 0x80;
                 }
             }
-        }
+        };
+        self.pack(rows, blocks, true, |i| (scales[i], 0.0), pack_block);
     }
 }
 
