@@ -8,17 +8,21 @@
 #   small    digits MLP and CNN logits against canonical; the tiny decoder's CUDA
 #            generations checked by the CPU verifier
 #   smollm2  SmolLM2 prefill/decode tokens/s at batch 1 and 8 against transformers (f32,
-#            eager) on the same GGUF; then CUDA chat answers (greedy and seeded) checked by
-#            the CPU verifier's teacher-forced check
+#            eager) on the same GGUF; then CUDA chat answers checked by the CPU verifier's
+#            teacher-forced check: per question one greedy answer and SEEDS seeded jobs of
+#            8 answers each, up to NEW_TOKENS tokens, ending at end of sequence
 #   minilm   MiniLM embeddings against canonical; sentences/s against sentence-transformers
 #
 # Build the binary where Rust is (the GPU machine needs none):
 #   cargo build --release -p gpuchain-compute --features cuda --example cuda_calibration
+# (with CUDARC_CUDA_VERSION=13000 for a CUDA 13.0 driver; stripped, it is 65 MB, 9 MB in xz;
+# at run time libnvrtc's folder, not its stubs, must be on LD_LIBRARY_PATH).
 # BIN is that binary (default: the release build in the cargo target dir); the models are
 # under GPUCHAIN_MODELS as scripts/fetch-smollm2.sh and scripts/fetch-minilm.sh leave them;
 # PYTHON has torch with CUDA, transformers, sentence-transformers and gguf. RUNS timed runs
-# per side and ALTERNATIONS rounds of both sides (default 3 and 3); SEEDS seeded answers per
-# chat question (default 12).
+# per side and ALTERNATIONS rounds of both sides (default 3 and 3); SEEDS seeded jobs per
+# chat question (default 7: with 10 questions, 570 answers) of up to NEW_TOKENS tokens
+# (default 32).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN="${BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/gpuchain/target}/release/examples/cuda_calibration}"
@@ -48,7 +52,7 @@ for stage in "${stages[@]}"; do
         side "$BIN" --data data --sections smollm2_speed --smollm2 "$GGUF" --runs "$RUNS" --prompt-ids "$ids"
         side "$PY" scripts/bench-llm-torch-gpu.py "$GGUF" "$ids" "$RUNS"
       done
-      side "$BIN" --data data --sections smollm2_checks --smollm2 "$GGUF" --seeds "${SEEDS:-12}" ;;
+      side "$BIN" --data data --sections smollm2_checks --smollm2 "$GGUF" --seeds "${SEEDS:-7}" --new "${NEW_TOKENS:-32}" ;;
     minilm)
       side "$BIN" --data data --sections minilm --minilm "$MINILM"
       for _ in $(seq "$ALTERNATIONS"); do

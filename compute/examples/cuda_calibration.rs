@@ -4,7 +4,7 @@
 //! one JSON line per section on stdout; a section that fails prints its error and the rest
 //! still run. Built only with the `cuda` feature; see docs/benchmarks.md ("GPU").
 //!
-//! `cuda_calibration [--smollm2 FILE.gguf] [--minilm DIR] [--seeds N] [--runs R]
+//! `cuda_calibration [--smollm2 FILE.gguf] [--minilm DIR] [--seeds N] [--new T] [--runs R]
 //! [--data DIR] [--prompt-ids FILE] [--sections digits,tiny_llama,smollm2_speed,smollm2_checks,minilm,minilm_speed]`
 //!
 //! `--prompt-ids` writes the speed section's prompt as token ids (JSON), for an anchor that
@@ -17,7 +17,9 @@ use std::time::Instant;
 
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf::{self, Gguf};
-use gpuchain_compute::llama::{check_generation, generate, Activations, RowDecoder};
+use gpuchain_compute::llama::{
+    check_generation, generate, Activations, Llama, LlamaConfig, RowDecoder,
+};
 use gpuchain_compute::models::{cnn, mlp};
 use gpuchain_compute::tensor_io::{encode_f32, encode_u32};
 use gpuchain_compute::{compare, run_job, Backend, Verdict};
@@ -48,7 +50,11 @@ fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store = BlobStore::open(dir.path())?;
     let gpus = gpuchain_compute::hardware::nvml_gpu_count();
-    println!("{}", json!({"section": "machine", "nvml_gpus": gpus}));
+    println!(
+        "{}",
+        json!({"section": "machine", "nvml_gpus": gpus,
+            "cpu_int8_products_fast": gpuchain_kernels::int8_products_fast()})
+    );
     anyhow::ensure!(gpus > 0, "NVML reports no GPU");
 
     let sections = opts
@@ -68,7 +74,10 @@ fn main() -> anyhow::Result<()> {
             report("smollm2_speed", smollm2_speed(&bytes, runs, ids));
         }
         if want("smollm2_checks") {
-            report("smollm2_checks", smollm2_checks(&store, &bytes, seeds));
+            report(
+                "smollm2_checks",
+                smollm2_checks(&store, &bytes, seeds, num("new", 32)?),
+            );
         }
     }
     if let Some(dir) = opts.get("minilm") {
@@ -235,24 +244,51 @@ fn stats(xs: &mut [f64]) -> Value {
     })
 }
 
-/// SmolLM2 prefill and decode speed on burn-cuda, batch 1 and 8, as `llm_bench` counts
-/// them on the CPU (the prompt is its 37 tokens; 16 new tokens).
-fn smollm2_speed(bytes: &[u8], runs: usize, ids_out: Option<PathBuf>) -> anyhow::Result<Value> {
+/// What both SmolLM2 sections read from the GGUF.
+struct Smollm2<'a> {
+    g: Gguf<'a>,
+    shape: LlamaShape,
+    cfg: LlamaConfig,
+    tok: tokenizers::Tokenizer,
+}
+
+fn smollm2(bytes: &[u8]) -> anyhow::Result<Smollm2<'_>> {
     let g = Gguf::parse(bytes)?;
     let shape = gguf::llama::shape(&g)?;
     let cfg = gguf::llama::config(&g)?;
     let tok = gguf::tokenizer::tokenizer(&g)?;
+    Ok(Smollm2 { g, shape, cfg, tok })
+}
+
+impl Smollm2<'_> {
+    fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+        Ok(self
+            .tok
+            .encode(text, false)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .get_ids()
+            .to_vec())
+    }
+
+    fn on_gpu(&self, device: &burn_cuda::CudaDevice) -> anyhow::Result<Llama<Cuda>> {
+        Ok(self
+            .cfg
+            .load::<Cuda>(&gguf::llama::params(&self.g, &self.shape)?, device)?)
+    }
+}
+
+/// SmolLM2 prefill and decode speed on burn-cuda, batch 1 and 8, as `llm_bench` counts
+/// them on the CPU (the prompt is its 37 tokens; 16 new tokens).
+fn smollm2_speed(bytes: &[u8], runs: usize, ids_out: Option<PathBuf>) -> anyhow::Result<Value> {
+    let m = smollm2(bytes)?;
     let text = "The quick brown fox jumps over the lazy dog. ".repeat(37);
-    let ids = tok
-        .encode(text.as_str(), false)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let prompt: Vec<u32> = ids.get_ids()[..37].to_vec();
+    let prompt: Vec<u32> = m.encode(&text)?[..37].to_vec();
     if let Some(path) = ids_out {
         std::fs::write(path, serde_json::to_string(&prompt)?)?;
     }
     let device = burn_cuda::CudaDevice { index: 0 };
     let t = Instant::now();
-    let model = cfg.load::<Cuda>(&gguf::llama::params(&g, &shape)?, &device)?;
+    let model = m.on_gpu(&device)?;
     let load_s = t.elapsed().as_secs_f64();
     let mut out = BTreeMap::new();
     for batch in [1usize, 8] {
@@ -294,54 +330,95 @@ fn smollm2_speed(bytes: &[u8], runs: usize, ids_out: Option<PathBuf>) -> anyhow:
     Ok(json!({"prompt_tokens": prompt.len(), "new_tokens": NEW, "load_s": load_s, "speed": out}))
 }
 
-/// SmolLM2 chat answers generated on burn-cuda (the provider's GPU path), each checked by
-/// the verifier's CPU teacher-forced check; for greedy answers, the widest gap of a claimed
-/// token below the CPU's top logit as a share of the margin the check allows.
-fn smollm2_checks(store: &BlobStore, bytes: &[u8], seeds: usize) -> anyhow::Result<Value> {
-    let g = Gguf::parse(bytes)?;
-    let shape = gguf::llama::shape(&g)?;
-    let cfg = gguf::llama::config(&g)?;
-    let tok = gguf::tokenizer::tokenizer(&g)?;
-    let decoder = RowDecoder::new(cfg.clone(), &gguf::llama::GgufWeights::new(&g, &shape)?)?;
+/// Rows of the seeded chat jobs: a provider batches them, each row drawing from its own
+/// stream.
+const SEEDED_ROWS: usize = 8;
+
+/// SmolLM2 chat answers generated on burn-cuda (the provider's GPU path), each job checked
+/// by the verifier's CPU teacher-forced check, as a job ends its rows: at the end-of-sequence
+/// token. Per question: one greedy answer of 16 tokens (its widest gap below the CPU's top
+/// logit, as a share of the margin the check allows, and whether the CPU generates the same
+/// tokens), then `seeds` seeded jobs of [`SEEDED_ROWS`] answers of up to `new` tokens each.
+fn smollm2_checks(
+    store: &BlobStore,
+    bytes: &[u8],
+    seeds: usize,
+    new: usize,
+) -> anyhow::Result<Value> {
+    let m = smollm2(bytes)?;
+    let decoder = RowDecoder::new(
+        m.cfg.clone(),
+        &gguf::llama::GgufWeights::new(&m.g, &m.shape)?,
+    )?;
     let device = burn_cuda::CudaDevice { index: 0 };
-    let model = cfg.load::<Cuda>(&gguf::llama::params(&g, &shape)?, &device)?;
+    let model = m.on_gpu(&device)?;
     let weights = store.put(bytes)?;
+    let stops: Vec<u32> = gguf::eos_token(&m.g).into_iter().collect();
     let questions: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(data("gguf/chat-questions.json"))?)?;
     let margin = gpuchain_compute::llama::TOKEN_MARGIN_PPM as f32 / 1e6;
-    let (mut checked, mut faulted, mut widest, mut same_as_cpu_greedy) =
+    let (mut answers_checked, mut faulted_answers, mut widest, mut same_as_cpu_greedy) =
         (0usize, 0usize, 0f32, 0usize);
+    let (mut generated_tokens, mut gpu_s, mut check_s) = (0usize, 0f64, 0f64);
     let mut faults = Vec::new();
     let mut answers = Vec::new();
-    let t = Instant::now();
     for q in &questions {
-        let prompt = gguf::ChatTemplate::of(&g)?.prompt(&[("user", q.as_str())])?;
-        let ids = tok
-            .encode(prompt.as_str(), false)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .get_ids()
-            .to_vec();
-        let input = store.put(&encode_u32(&[1, ids.len()], &ids))?;
+        let prompt = gguf::ChatTemplate::of(&m.g)?.prompt(&[("user", q.as_str())])?;
+        let ids = m.encode(&prompt)?;
         for sampling in samplings(seeds as u64) {
-            let tokens = generate(&model, &ids, 1, NEW, &sampling, true, &device);
-            let mut spec = inference(ModelArch::LlamaGguf, weights.clone(), input.clone());
-            spec.batch_size = 1;
+            let (rows, new) = match sampling {
+                Sampling::Greedy => (1, NEW),
+                Sampling::Seeded { .. } => (SEEDED_ROWS, new),
+            };
+            let t = Instant::now();
+            let mut tokens = generate(
+                &model,
+                &ids.repeat(rows),
+                rows,
+                new,
+                &sampling,
+                true,
+                &device,
+            );
+            gpu_s += t.elapsed().as_secs_f64();
+            let mut ends = Vec::new();
+            for row in tokens.chunks_mut(new) {
+                let end = row
+                    .iter()
+                    .position(|t| stops.contains(t))
+                    .map_or(new, |p| p + 1);
+                let last = row[end - 1];
+                row[end..].iter_mut().for_each(|t| *t = last);
+                ends.push(end);
+            }
+            generated_tokens += ends.iter().sum::<usize>();
+            let input = store.put(&encode_u32(&[rows, ids.len()], &ids.repeat(rows)))?;
+            let mut spec = inference(ModelArch::LlamaGguf, weights.clone(), input);
+            spec.batch_size = rows as u32;
             spec.generation = Some(GenerationSpec {
-                max_new_tokens: NEW as u32,
+                max_new_tokens: new as u32,
                 sampling: sampling.clone(),
-                stop_tokens: Vec::new(),
+                stop_tokens: stops.clone(),
             });
-            let v = check_generation(&spec, store, Backend::Cpu, &encode_u32(&[1, NEW], &tokens))?;
-            checked += 1;
+            let t = Instant::now();
+            let v = check_generation(
+                &spec,
+                store,
+                Backend::Cpu,
+                &encode_u32(&[rows, new], &tokens),
+            )?;
+            check_s += t.elapsed().as_secs_f64();
+            answers_checked += rows;
             if !v.accepted() {
-                faulted += 1;
+                faulted_answers += 1;
                 faults.push(json!({"question": q, "sampling": format!("{sampling:?}"), "verdict": verdict_json(&v)}));
             }
             if sampling == Sampling::Greedy {
                 // The f32 pass: the one whose faults stand (the check's faster 8-bit pass
                 // only clears).
+                let end = ends[0];
                 for (j, l) in decoder
-                    .teacher_forced_logits_with(&ids, &tokens, Activations::F32)
+                    .teacher_forced_logits_with(&ids, &tokens[..end], Activations::F32)
                     .iter()
                     .enumerate()
                 {
@@ -350,22 +427,29 @@ fn smollm2_checks(store: &BlobStore, bytes: &[u8], seeds: usize) -> anyhow::Resu
                     widest = widest.max((top - l[tokens[j] as usize]) / ((top - low) * margin));
                 }
                 let cpu = decoder.generate(&ids, 1, NEW, &Sampling::Greedy);
-                same_as_cpu_greedy += usize::from(cpu == tokens);
-                answers.push(
-                    json!({"question": q, "answer": tok.decode(&tokens, true).unwrap_or_default()}),
-                );
+                same_as_cpu_greedy += usize::from(cpu[..end] == tokens[..end]);
+                answers.push(json!({"question": q,
+                    "answer": m.tok.decode(&tokens[..end], true).unwrap_or_default()}));
+            } else if answers.len() < questions.len() + 3 {
+                answers.push(json!({"question": q, "sampling": format!("{sampling:?}"),
+                    "answer": m.tok.decode(&tokens[..ends[0]], true).unwrap_or_default()}));
             }
         }
     }
     Ok(json!({
-        "generations": checked,
-        "faulted": faulted,
-        "new_tokens": NEW,
+        "answers": answers_checked,
+        "jobs_faulted": faulted_answers,
+        "seeded_rows_a_job": SEEDED_ROWS,
+        "seeded_max_new_tokens": new,
+        "greedy_new_tokens": NEW,
+        "generated_tokens": generated_tokens,
         "widest_greedy_gap_of_margin": widest,
         "greedy_same_tokens_as_cpu": same_as_cpu_greedy,
-        "greedy_answers": answers,
+        "gpu_generate_s": gpu_s,
+        "cpu_check_s": check_s,
+        "cpu_threads": std::thread::available_parallelism().map_or(0, usize::from),
+        "sample_answers": answers,
         "faults": faults,
-        "seconds": t.elapsed().as_secs_f64(),
     }))
 }
 
