@@ -419,11 +419,12 @@ fn rows_teacher_forced_together_get_what_each_gets_alone() {
     for activations in [Activations::Int8, Activations::F32] {
         let together = decoder.teacher_forced_rows(&rows, activations);
         assert_eq!(together.len(), rows.len());
-        assert!(together[1].is_empty());
-        for ((prompt, answer), got) in rows.iter().zip(&together) {
+        assert!(together.row(1).is_empty());
+        for (i, (prompt, answer)) in rows.iter().enumerate() {
             let alone = decoder.teacher_forced_logits_with(prompt, answer, activations);
-            assert_eq!(got.len(), answer.len());
-            for (a, b) in got.iter().flatten().zip(alone.iter().flatten()) {
+            assert_eq!(together.positions(i).len(), answer.len());
+            assert_eq!(together.row(i).len(), alone.concat().len());
+            for (a, b) in together.row(i).iter().zip(alone.iter().flatten()) {
                 if activations == Activations::Int8 {
                     assert_eq!(a.to_bits(), b.to_bits(), "{activations:?}");
                 } else {

@@ -121,11 +121,11 @@ pub fn check_generation(
             })
             .collect();
         let fast = decoder.teacher_forced_rows(&answers, Activations::Int8);
-        for (row, (logits, (prompt, answer))) in fast.iter().zip(&answers).enumerate() {
-            let mut verdict = judge(row, &logits.concat(), vocab);
+        for (row, answer) in answers.iter().enumerate() {
+            let mut verdict = judge(row, fast.row(row), vocab);
             if verdict.1.is_some() && gpuchain_kernels::int8_products_fast() {
-                let exact = decoder.teacher_forced_logits_with(prompt, answer, Activations::F32);
-                verdict = judge(row, &exact.concat(), vocab);
+                let exact = decoder.teacher_forced_rows(&[*answer], Activations::F32);
+                verdict = judge(row, exact.row(0), vocab);
             }
             record(row, verdict);
         }

@@ -50,6 +50,19 @@ const TILES_ALONG_ROWS: usize = 16;
 /// large vocabulary is split by rows, each thread packing its own).
 const PACKED_WHOLE_MAX: usize = 1 << 22;
 
+thread_local! {
+    /// A thread's rows packed for an integer product split by rows, kept from one product
+    /// to the next: packing then writes into memory the thread has already touched rather
+    /// than into fresh pages each time.
+    static PACKED: std::cell::RefCell<kernels::PackedRows> =
+        std::cell::RefCell::new(kernels::PackedRows::default());
+}
+
+/// The packed blocks of a matrix packed whole, kept from one product to the next for the
+/// same reason (a few MB: the largest such matrix). A product that finds them taken by
+/// another packs into new ones.
+static PACKED_WHOLE: std::sync::Mutex<Vec<kernels::PackedRows>> = std::sync::Mutex::new(Vec::new());
+
 /// Values in a K-quant super-block.
 const K_BLOCK: usize = 256;
 
@@ -395,42 +408,79 @@ impl Matrix {
         part: &mut [f32],
         n_part: usize,
     ) {
-        let mut packed = kernels::PackedRows::default();
-        for at in (0..n_part).step_by(PRODUCT_ROWS) {
-            self.pack_int8(
-                first + at..first + at + PRODUCT_ROWS.min(n_part - at),
-                &mut packed,
-            );
-            kernels::int8_product(&packed, xs, &mut part[at..], n_part);
-        }
+        PACKED.with_borrow_mut(|packed| {
+            for at in (0..n_part).step_by(PRODUCT_ROWS) {
+                self.pack_int8(
+                    first + at..first + at + PRODUCT_ROWS.min(n_part - at),
+                    packed,
+                );
+                kernels::int8_product(packed, xs, &mut part[at..], n_part);
+            }
+        });
     }
 
-    /// A 4- or 8-bit matrix of at most [`PACKED_WHOLE_MAX`] values times the quantised
-    /// tokens, `t × rows`: the rows are packed once, in parallel, then each thread
-    /// multiplies a run of tokens with all of them into its own contiguous part of the
-    /// result, which needs no gathering after.
+    /// A 4- or 8-bit matrix times the quantised tokens, `t × rows`, each thread multiplying
+    /// a run of tokens with all the rows into its own contiguous part of the result, which
+    /// needs no gathering after. A matrix of at most [`PACKED_WHOLE_MAX`] values is packed
+    /// once, in parallel, for all the threads; a larger one (an output layer over a large
+    /// vocabulary) is packed by each thread, [`PRODUCT_ROWS`] rows at a time, for its tokens:
+    /// packing it twice costs less than gathering a result of tokens × vocabulary values.
     fn apply_int8_by_tokens(&self, xs: &kernels::QuantisedTokens) -> Vec<f32> {
         let (rows, tokens) = (self.rows, xs.tokens());
         let starts: Vec<usize> = (0..rows).step_by(PRODUCT_ROWS).collect();
-        let packed: Vec<kernels::PackedRows> = starts
-            .par_iter()
-            .map(|&at| {
-                let mut p = kernels::PackedRows::default();
-                self.pack_int8(at..(at + PRODUCT_ROWS).min(rows), &mut p);
-                p
-            })
-            .collect();
+        let block = |at: usize| at..(at + PRODUCT_ROWS).min(rows);
         let mut out = vec![0.0f32; rows * tokens];
-        let per = tokens.div_ceil(rayon::current_num_threads() * 2).max(1);
+        let threads = rayon::current_num_threads();
+        if rows * self.cols > PACKED_WHOLE_MAX {
+            let per = tokens.div_ceil(threads).max(1);
+            out.par_chunks_mut(per * rows)
+                .enumerate()
+                .for_each(|(c, part)| {
+                    let first = c * per;
+                    let n = part.len() / rows;
+                    PACKED.with_borrow_mut(|p| {
+                        for &at in &starts {
+                            self.pack_int8(block(at), p);
+                            kernels::int8_product_tokens(
+                                p,
+                                xs,
+                                first..first + n,
+                                &mut part[at..],
+                                rows,
+                            );
+                        }
+                    });
+                });
+            return out;
+        }
+        let mut kept = PACKED_WHOLE
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default();
+        if kept.len() < starts.len() {
+            kept.resize_with(starts.len(), kernels::PackedRows::default);
+        }
+        let packed = &mut kept[..starts.len()];
+        packed
+            .par_iter_mut()
+            .zip(&starts)
+            .for_each(|(p, &at)| self.pack_int8(block(at), p));
+        let packed = &*packed;
+        let per = tokens.div_ceil(threads * 2).max(1);
         out.par_chunks_mut(per * rows)
             .enumerate()
             .for_each(|(c, part)| {
                 let first = c * per;
                 let n = part.len() / rows;
-                for (at, p) in starts.iter().zip(&packed) {
+                for (at, p) in starts.iter().zip(packed) {
                     kernels::int8_product_tokens(p, xs, first..first + n, &mut part[*at..], rows);
                 }
             });
+        if let Ok(mut pool) = PACKED_WHOLE.lock() {
+            if pool.len() < kept.len() {
+                *pool = kept;
+            }
+        }
         out
     }
 
@@ -471,7 +521,7 @@ impl Matrix {
         } else {
             kernels::QuantisedTokens::default()
         };
-        if int8 && rows * cols <= PACKED_WHOLE_MAX && tokens >= 2 * rayon::current_num_threads() {
+        if int8 && tokens >= 2 * rayon::current_num_threads() {
             return self.apply_int8_by_tokens(&quantised);
         }
         // Each thread writes one contiguous chunk: the results of its rows for all the
@@ -605,6 +655,19 @@ impl<const N: usize> Stacked<N> {
     /// Bytes the weights hold in memory.
     pub(super) fn bytes(&self) -> usize {
         self.parts.iter().map(Matrix::bytes).sum()
+    }
+
+    /// Each token's projections side by side (`t × Σ rows`), where they are stacked as one
+    /// matrix; `None` where they are not.
+    pub(super) fn apply_side_by_side(
+        &self,
+        xs: &[f32],
+        activations: Activations,
+    ) -> Option<Vec<f32>> {
+        match self.parts.as_slice() {
+            [stacked] => Some(stacked.apply_with(xs, activations)),
+            _ => None,
+        }
     }
 
     /// Each projection applied to the tokens in `xs`: one `t × rows` result a projection,

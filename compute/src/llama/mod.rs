@@ -8,6 +8,7 @@
 
 mod answer_check;
 mod check;
+mod forced;
 pub mod generate;
 pub mod layers;
 pub mod model;
@@ -21,6 +22,7 @@ mod prompts;
 
 pub use answer_check::{first_unjustified, first_unjustified_with};
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
+pub use forced::ForcedLogits;
 pub use generate::{generate, generate_at, pick_token};
 pub use job::{answer_texts, run_job};
 pub use matrix::{Activations, Matrix};

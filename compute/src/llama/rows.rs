@@ -15,6 +15,7 @@ use gpuchain_jobspec::Sampling;
 use gpuchain_kernels as kernels;
 use rayon::prelude::*;
 
+use super::forced::ForcedLogits;
 use super::generate::{pick_token, row_rng};
 use super::matrix::{Activations, Matrix, Stacked};
 use super::model::LlamaConfig;
@@ -131,26 +132,34 @@ impl Cache {
     }
 }
 
-/// `f(i, out_row, in_row)` for each `width`-wide row `i` of `out` and of `input`, split
-/// across the cores when `parallel` (each row whole on one thread either way).
+/// `f(i, out_row, in_row)` for each row `i` of `out` and of `input` (`out_width` and
+/// `in_width` values a row), split across the cores when `parallel` (each row whole on one
+/// thread either way).
 fn each_row(
     out: &mut [f32],
     input: &[f32],
-    width: usize,
+    (out_width, in_width): (usize, usize),
     parallel: bool,
     f: impl Fn(usize, &mut [f32], &[f32]) + Sync + Send,
 ) {
-    let width = width.max(1);
+    let (out_width, in_width) = (out_width.max(1), in_width.max(1));
     if parallel {
-        out.par_chunks_exact_mut(width)
-            .zip(input.par_chunks_exact(width))
+        out.par_chunks_exact_mut(out_width)
+            .zip(input.par_chunks_exact(in_width))
             .enumerate()
             .for_each(|(i, (o, x))| f(i, o, x));
     } else {
-        out.chunks_exact_mut(width)
-            .zip(input.chunks_exact(width))
+        out.chunks_exact_mut(out_width)
+            .zip(input.chunks_exact(in_width))
             .enumerate()
             .for_each(|(i, (o, x))| f(i, o, x));
+    }
+}
+
+/// SwiGLU: `silu(gate) × up`, value by value, into `out`.
+fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32]) {
+    for ((o, g), u) in out.iter_mut().zip(gate).zip(up) {
+        *o = *g / (1.0 + (-*g).exp()) * u;
     }
 }
 
@@ -283,16 +292,19 @@ impl RowDecoder {
         keep: &[usize],
     ) -> Vec<Vec<f32>> {
         self.forward_with(steps, keep, Activations::F32)
+            .chunks_exact(self.cfg.vocab.max(1))
+            .map(<[f32]>::to_vec)
+            .collect()
     }
 
     /// [`Self::forward_keeping`] with every product's activations treated as `activations`
-    /// says.
+    /// says, the logits in one buffer (`vocab` values a kept position, in order).
     fn forward_with(
         &self,
         steps: &mut [(&[u32], &mut Cache)],
         keep: &[usize],
         activations: Activations,
-    ) -> Vec<Vec<f32>> {
+    ) -> Vec<f32> {
         let c = &self.cfg;
         let (h, d) = (c.hidden, c.head_dim());
         let (qw, kv) = (c.heads * d, c.kv_heads * d);
@@ -307,7 +319,7 @@ impl RowDecoder {
         }
         let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
             let mut out = vec![0.0f32; x.len()];
-            each_row(&mut out, x, h, total >= PARALLEL_TOKENS, |_, o, r| {
+            each_row(&mut out, x, (h, h), total >= PARALLEL_TOKENS, |_, o, r| {
                 o.copy_from_slice(&rms_norm(r, w, c.eps));
             });
             out
@@ -371,18 +383,33 @@ impl RowDecoder {
             let proj = w.o.apply_with(&attn, activations);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
             let n = norm(&x, &w.mlp_norm);
-            let [mut gate, up] = w.gate_up.apply(&n, activations);
-            each_row(
-                &mut gate,
-                &up,
-                c.intermediate,
-                total >= PARALLEL_TOKENS,
-                |_, g, u| {
-                    for (g, u) in g.iter_mut().zip(u) {
-                        *g = *g / (1.0 + (-*g).exp()) * u;
-                    }
-                },
-            );
+            // Gate and up side by side in one product where they are stacked: the
+            // activation reads both halves of each token's row, with no split copied out.
+            let inter = c.intermediate;
+            let mut gate = vec![0.0f32; total * inter];
+            let parallel = total >= PARALLEL_TOKENS;
+            match w.gate_up.apply_side_by_side(&n, activations) {
+                Some(both) => {
+                    each_row(&mut gate, &both, (inter, 2 * inter), parallel, |_, o, b| {
+                        swiglu(o, &b[..inter], &b[inter..])
+                    })
+                }
+                None => {
+                    let [g, up] = w.gate_up.apply(&n, activations);
+                    let pairs: Vec<f32> = g
+                        .chunks_exact(inter)
+                        .zip(up.chunks_exact(inter))
+                        .flat_map(|(g, u)| g.iter().chain(u).copied())
+                        .collect();
+                    each_row(
+                        &mut gate,
+                        &pairs,
+                        (inter, 2 * inter),
+                        parallel,
+                        |_, o, b| swiglu(o, &b[..inter], &b[inter..]),
+                    );
+                }
+            }
             let proj = w.down.apply_with(&gate, activations);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
@@ -397,12 +424,10 @@ impl RowDecoder {
         if last.is_empty() {
             return Vec::new();
         }
-        let logits = self
-            .lm_head
+        self.lm_head
             .as_ref()
             .unwrap_or(&self.embed)
-            .apply_with(&last, activations);
-        logits.chunks_exact(c.vocab).map(<[f32]>::to_vec).collect()
+            .apply_with(&last, activations)
     }
 
     /// Causal attention of one sequence's queries (`t × heads × head_dim`, at positions
@@ -475,19 +500,20 @@ impl RowDecoder {
         activations: Activations,
     ) -> Vec<Vec<f32>> {
         self.teacher_forced_rows(&[(prompt, continuation)], activations)
-            .pop()
-            .unwrap_or_default()
+            .positions(0)
+            .map(<[f32]>::to_vec)
+            .collect()
     }
 
     /// [`Self::teacher_forced_logits_with`] for several `(prompt, continuation)` rows,
     /// passes of up to [`TEACHER_FORCED_TOKENS`] tokens: the rows of a pass go through each
     /// projection together, each weight read (and packed, for 8-bit activations) once for
-    /// all of them. Entry `i` is row `i`'s logits, as its own pass gives them.
+    /// all of them. Row `i` holds row `i`'s logits, as its own pass gives them.
     pub fn teacher_forced_rows(
         &self,
         rows: &[(&[u32], &[u32])],
         activations: Activations,
-    ) -> Vec<Vec<Vec<f32>>> {
+    ) -> ForcedLogits {
         let fed: Vec<Vec<u32>> = rows
             .iter()
             .map(|(prompt, continuation)| match continuation.split_last() {
@@ -495,7 +521,7 @@ impl RowDecoder {
                 None => Vec::new(),
             })
             .collect();
-        let mut out = Vec::with_capacity(rows.len());
+        let mut out = ForcedLogits::new(self.cfg.vocab);
         let mut first = 0;
         while first < rows.len() {
             // At least one row a pass, then as many as fit.
@@ -505,13 +531,12 @@ impl RowDecoder {
                 tokens += fed[end].len();
                 end += 1;
             }
+            // As `forward_with` keeps them: no more than the row feeds (nothing for a row
+            // without tokens to check).
+            let positions: Vec<usize> = (first..end)
+                .map(|i| rows[i].1.len().min(fed[i].len()))
+                .collect();
             let live: Vec<usize> = (first..end).filter(|&i| !fed[i].is_empty()).collect();
-            if live.is_empty() {
-                // Nothing to feed: rows without tokens to check get no logits.
-                out.extend((first..end).map(|_| Vec::new()));
-                first = end;
-                continue;
-            }
             let mut caches: Vec<Cache> = live.iter().map(|_| self.empty_cache()).collect();
             let mut steps: Vec<(&[u32], &mut Cache)> = live
                 .iter()
@@ -519,14 +544,12 @@ impl RowDecoder {
                 .zip(caches.iter_mut())
                 .collect();
             let keep: Vec<usize> = live.iter().map(|&i| rows[i].1.len()).collect();
-            let mut logits = self
-                .forward_with(&mut steps, &keep, activations)
-                .into_iter();
-            for i in first..end {
-                // As `forward_keeping` keeps them: no more than the row feeds.
-                let n = rows[i].1.len().min(fed[i].len());
-                out.push(logits.by_ref().take(n).collect());
-            }
+            let logits = if live.is_empty() {
+                Vec::new()
+            } else {
+                self.forward_with(&mut steps, &keep, activations)
+            };
+            out.push_pass(logits, &positions);
             first = end;
         }
         out
