@@ -26,7 +26,7 @@ mod matmul;
 
 pub use attention::{add_weighted_rows, scaled_dots, StridedRows};
 pub use dots::{dot_q4_tokens, dot_q8_tokens};
-pub use elementwise::{gelu, layer_norm, softmax};
+pub use elementwise::{gelu, layer_norm, softmax, swiglu};
 pub use int8::{
     int8_products_fast, product as int8_product, product_tokens as int8_product_tokens, PackedRows,
     QuantisedTokens,

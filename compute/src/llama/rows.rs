@@ -156,8 +156,14 @@ fn each_row(
     }
 }
 
-/// SwiGLU: `silu(gate) × up`, value by value, into `out`.
-fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32]) {
+/// SwiGLU: `silu(gate) × up`, value by value, into `out`. Generation (and the f32 pass that
+/// confirms a fault) takes `e^x` from libm; the 8-bit pass, whose logits sit one activation
+/// rounding from generation's anyway, takes the kernels' vectorised polynomial (a few
+/// units in the last place from it).
+fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32], activations: Activations) {
+    if activations == Activations::Int8 {
+        return kernels::swiglu(out, gate, up);
+    }
     for ((o, g), u) in out.iter_mut().zip(gate).zip(up) {
         *o = *g / (1.0 + (-*g).exp()) * u;
     }
@@ -391,7 +397,7 @@ impl RowDecoder {
             match w.gate_up.apply_side_by_side(&n, activations) {
                 Some(both) => {
                     each_row(&mut gate, &both, (inter, 2 * inter), parallel, |_, o, b| {
-                        swiglu(o, &b[..inter], &b[inter..])
+                        swiglu(o, &b[..inter], &b[inter..], activations)
                     })
                 }
                 None => {
@@ -406,7 +412,7 @@ impl RowDecoder {
                         &pairs,
                         (inter, 2 * inter),
                         parallel,
-                        |_, o, b| swiglu(o, &b[..inter], &b[inter..]),
+                        |_, o, b| swiglu(o, &b[..inter], &b[inter..], activations),
                     );
                 }
             }
