@@ -93,6 +93,9 @@ fn main() -> anyhow::Result<()> {
         // What the fast pass alone says, before a fault is confirmed in f32.
         let flagged =
             first_unjustified_with(&decoder, ids, tokens, sampling, Activations::Int8).is_some();
+        if flagged {
+            eprintln!("flagged by the fast pass ({source}, {sampling:?}, prompt {ids:?})");
+        }
         let mut widest = [0.0f32; 2];
         if *sampling == Sampling::Greedy {
             for (w, activations) in widest.iter_mut().zip([Activations::Int8, Activations::F32]) {

@@ -247,7 +247,9 @@ mod tests {
     #[test]
     fn swiglu_is_within_a_few_ulps_of_its_definition() {
         let gate: Vec<f32> = (0..400).map(|i| (i as f32 - 200.0) / 9.0).collect();
-        let up: Vec<f32> = (0..400).map(|i| ((i * 7 % 13) as f32 - 6.0) / 3.0).collect();
+        let up: Vec<f32> = (0..400)
+            .map(|i| ((i * 7 % 13) as f32 - 6.0) / 3.0)
+            .collect();
         for fma in builds() {
             let mut out = vec![f32::NAN; 401];
             if fma {

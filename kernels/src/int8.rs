@@ -76,6 +76,41 @@ impl QuantisedTokens {
         out
     }
 
+    /// The tokens of `parts`, one part after another, as one set (parts whose values a
+    /// token differ from the first's are left out): what quantising all of them at once
+    /// gives, so that parts can be quantised on several threads.
+    pub fn join(parts: &[QuantisedTokens]) -> QuantisedTokens {
+        let Some(first) = parts.first() else {
+            return QuantisedTokens::default();
+        };
+        let (cols, blocks) = (first.cols, first.blocks);
+        let parts: Vec<&QuantisedTokens> = parts
+            .iter()
+            .filter(|p| p.cols == cols && p.blocks == blocks)
+            .collect();
+        let tokens = parts.iter().map(|p| p.tokens).sum();
+        let mut out = QuantisedTokens {
+            cols,
+            blocks,
+            tokens,
+            qs: Vec::with_capacity(tokens * blocks * BLOCK),
+            scales: Vec::with_capacity(tokens * blocks),
+            sums: Vec::with_capacity(tokens * blocks),
+            offsets: Vec::with_capacity(tokens * blocks),
+        };
+        for b in 0..blocks {
+            for p in &parts {
+                let at = b * p.tokens..(b + 1) * p.tokens;
+                out.qs
+                    .extend_from_slice(&p.qs[at.start * BLOCK..at.end * BLOCK]);
+                out.scales.extend_from_slice(&p.scales[at.clone()]);
+                out.sums.extend_from_slice(&p.sums[at.clone()]);
+                out.offsets.extend_from_slice(&p.offsets[at]);
+            }
+        }
+        out
+    }
+
     /// Tokens held.
     pub fn tokens(&self) -> usize {
         self.tokens
@@ -186,16 +221,9 @@ impl PackedRows {
         {
             let first = g * GROUP;
             let n = GROUP.min(rows - first);
-            for i in 0..n {
-                let row = (first + i) * blocks..(first + i + 1) * blocks;
-                for (d, s) in ds[i..].iter_mut().step_by(GROUP).zip(&scales[row.clone()]) {
-                    *d = *s;
-                }
-                if let Some(mins) = mins {
-                    for (m, v) in ms[i..].iter_mut().step_by(GROUP).zip(&mins[row]) {
-                        *m = *v;
-                    }
-                }
+            transpose_group(ds, scales, first, n, blocks);
+            if let Some(mins) = mins {
+                transpose_group(ms, mins, first, n, blocks);
             }
             pack_group(first, n, bytes);
         }
@@ -267,6 +295,30 @@ impl PackedRows {
             }
         };
         self.pack((rows, blocks), &scales[..rows * blocks], None, pack_group);
+    }
+}
+
+/// Block `b` of rows `first..first + n` of `values` (a value a block, row-major) to
+/// `out[b × 8 + i]`, for row `first + i`.
+fn transpose_group(out: &mut [f32], values: &[f32], first: usize, n: usize, blocks: usize) {
+    let rows: [&[f32]; GROUP] = std::array::from_fn(|i| {
+        values
+            .get((first + i) * blocks..(first + i + 1) * blocks)
+            .filter(|_| i < n)
+            .unwrap_or(&[])
+    });
+    if n == GROUP {
+        for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
+            for (o, row) in out.iter_mut().zip(&rows) {
+                *o = row[b];
+            }
+        }
+    } else {
+        for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
+            for (o, row) in out.iter_mut().zip(&rows[..n]) {
+                *o = row[b];
+            }
+        }
     }
 }
 
@@ -844,6 +896,23 @@ mod tests {
         product(&reused, &x, &mut a, 13);
         product(&fresh, &x, &mut b, 13);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn tokens_quantised_in_parts_and_joined_are_those_quantised_at_once() {
+        let xs = values(11 * 96, 8);
+        let whole = QuantisedTokens::new(&xs, 96);
+        let parts: Vec<QuantisedTokens> = xs
+            .chunks(4 * 96)
+            .map(|p| QuantisedTokens::new(p, 96))
+            .collect();
+        let joined = QuantisedTokens::join(&parts);
+        assert_eq!(joined.tokens(), 11);
+        assert_eq!(
+            (&joined.qs, &joined.scales, &joined.sums, &joined.offsets),
+            (&whole.qs, &whole.scales, &whole.sums, &whole.offsets)
+        );
+        assert_eq!(QuantisedTokens::join(&[]).tokens(), 0);
     }
 
     #[test]

@@ -38,10 +38,10 @@ pub fn first_unjustified_with(
     if let Some(bad) = tokens.iter().position(|t| *t as usize >= vocab) {
         return Some(bad);
     }
-    let logits = decoder.teacher_forced_logits_with(prompt, tokens, activations);
+    let logits = decoder.teacher_forced_rows(&[(prompt, tokens)], activations);
     let mut rng = row_rng(sampling, 0);
     tokens
         .iter()
-        .zip(&logits)
+        .zip(logits.positions(0))
         .position(|(t, at)| !plausible_pick(at, *t, sampling, &mut rng))
 }

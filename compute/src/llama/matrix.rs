@@ -63,6 +63,24 @@ thread_local! {
 /// another packs into new ones.
 static PACKED_WHOLE: std::sync::Mutex<Vec<kernels::PackedRows>> = std::sync::Mutex::new(Vec::new());
 
+/// Tokens quantised to 8 bits for integer products: a long pass's tokens split across the
+/// threads (between two products a serial step leaves the other cores waiting).
+fn quantise(xs: &[f32], cols: usize) -> kernels::QuantisedTokens {
+    let tokens = xs.len() / cols.max(1);
+    let threads = rayon::current_num_threads();
+    if tokens < QUANTISE_PARALLEL_TOKENS || threads < 2 {
+        return kernels::QuantisedTokens::new(xs, cols);
+    }
+    let parts: Vec<kernels::QuantisedTokens> = xs
+        .par_chunks(tokens.div_ceil(threads) * cols)
+        .map(|part| kernels::QuantisedTokens::new(part, cols))
+        .collect();
+    kernels::QuantisedTokens::join(&parts)
+}
+
+/// From this many tokens, quantising is split across threads.
+const QUANTISE_PARALLEL_TOKENS: usize = 64;
+
 /// Values in a K-quant super-block.
 const K_BLOCK: usize = 256;
 
@@ -425,11 +443,12 @@ impl Matrix {
     /// once, in parallel, for all the threads; a larger one (an output layer over a large
     /// vocabulary) is packed by each thread, [`PRODUCT_ROWS`] rows at a time, for its tokens:
     /// packing it twice costs less than gathering a result of tokens × vocabulary values.
-    fn apply_int8_by_tokens(&self, xs: &kernels::QuantisedTokens) -> Vec<f32> {
+    fn apply_int8_by_tokens(&self, xs: &kernels::QuantisedTokens, out: &mut Vec<f32>) {
         let (rows, tokens) = (self.rows, xs.tokens());
         let starts: Vec<usize> = (0..rows).step_by(PRODUCT_ROWS).collect();
         let block = |at: usize| at..(at + PRODUCT_ROWS).min(rows);
-        let mut out = vec![0.0f32; rows * tokens];
+        // Every value is written below: what `out` held is not zeroed first.
+        out.resize(rows * tokens, 0.0);
         let threads = rayon::current_num_threads();
         if rows * self.cols > PACKED_WHOLE_MAX {
             let per = tokens.div_ceil(threads).max(1);
@@ -451,7 +470,7 @@ impl Matrix {
                         }
                     });
                 });
-            return out;
+            return;
         }
         let mut kept = PACKED_WHOLE
             .lock()
@@ -466,7 +485,7 @@ impl Matrix {
             .zip(&starts)
             .for_each(|(p, &at)| self.pack_int8(block(at), p));
         let packed = &*packed;
-        let per = tokens.div_ceil(threads * 2).max(1);
+        let per = tokens.div_ceil(threads).max(1);
         out.par_chunks_mut(per * rows)
             .enumerate()
             .for_each(|(c, part)| {
@@ -481,7 +500,28 @@ impl Matrix {
                 *pool = kept;
             }
         }
-        out
+    }
+
+    /// Whether a product with `tokens` tokens of `activations` runs as 8-bit integer
+    /// products split by tokens ([`Self::apply_int8_by_tokens`]).
+    fn int8_by_tokens(&self, tokens: usize, activations: Activations) -> bool {
+        activations == Activations::Int8
+            && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
+            && kernels::int8_products_fast()
+            && tokens >= 2 * rayon::current_num_threads()
+    }
+
+    /// [`Self::apply_with`] into `out`, whose memory a caller keeps from one layer to the
+    /// next: the 8-bit pass writes every value in place rather than into fresh zeroed
+    /// memory; other products replace it.
+    pub(super) fn apply_into(&self, xs: &[f32], activations: Activations, out: &mut Vec<f32>) {
+        let tokens = xs.len() / self.cols.max(1);
+        if self.int8_by_tokens(tokens, activations) {
+            let quantised = quantise(&xs[..tokens * self.cols], self.cols);
+            self.apply_int8_by_tokens(&quantised, out);
+        } else {
+            *out = self.apply_with(xs, activations);
+        }
     }
 
     /// The matrix applied to each of the tokens in `xs` (`t × cols`): `t × rows`, token-major.
@@ -517,12 +557,14 @@ impl Matrix {
             Vec::new()
         };
         let quantised = if int8 {
-            kernels::QuantisedTokens::new(&xs[..tokens * cols], cols)
+            quantise(&xs[..tokens * cols], cols)
         } else {
             kernels::QuantisedTokens::default()
         };
-        if int8 && tokens >= 2 * rayon::current_num_threads() {
-            return self.apply_int8_by_tokens(&quantised);
+        if self.int8_by_tokens(tokens, activations) {
+            let mut out = Vec::new();
+            self.apply_int8_by_tokens(&quantised, &mut out);
+            return out;
         }
         // Each thread writes one contiguous chunk: the results of its rows for all the
         // tokens, token-major within the chunk (`t × n`), gathered into `t × rows` after.
@@ -657,16 +699,21 @@ impl<const N: usize> Stacked<N> {
         self.parts.iter().map(Matrix::bytes).sum()
     }
 
-    /// Each token's projections side by side (`t × Σ rows`), where they are stacked as one
-    /// matrix; `None` where they are not.
-    pub(super) fn apply_side_by_side(
+    /// Each token's projections side by side (`t × Σ rows`) into `out` (see
+    /// [`Matrix::apply_into`]), where they are stacked as one matrix; false, leaving `out`
+    /// alone, where they are not.
+    pub(super) fn apply_side_by_side_into(
         &self,
         xs: &[f32],
         activations: Activations,
-    ) -> Option<Vec<f32>> {
+        out: &mut Vec<f32>,
+    ) -> bool {
         match self.parts.as_slice() {
-            [stacked] => Some(stacked.apply_with(xs, activations)),
-            _ => None,
+            [stacked] => {
+                stacked.apply_into(xs, activations, out);
+                true
+            }
+            _ => false,
         }
     }
 

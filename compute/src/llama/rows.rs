@@ -323,12 +323,11 @@ impl RowDecoder {
         {
             self.embed.row_into(*t as usize, row);
         }
-        let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
-            let mut out = vec![0.0f32; x.len()];
-            each_row(&mut out, x, (h, h), total >= PARALLEL_TOKENS, |_, o, r| {
+        // Every row of `out` is written.
+        let norm = |x: &[f32], w: &[f32], out: &mut [f32]| {
+            each_row(out, x, (h, h), total >= PARALLEL_TOKENS, |_, o, r| {
                 o.copy_from_slice(&rms_norm(r, w, c.eps));
             });
-            out
         };
         // Each token's rotation angles, the same in every layer and head, worked out once.
         let half = d / 2;
@@ -339,8 +338,14 @@ impl RowDecoder {
                 angles.extend(rope_angles(start + i, &self.rope_freqs, half));
             }
         }
+        // Products' results and what lies between them, their memory kept from one layer to
+        // the next (each is written whole in every layer).
+        let (mut proj, mut both) = (Vec::new(), Vec::new());
+        let mut n = vec![0.0f32; total * h];
+        let mut attn = vec![0.0f32; total * qw];
+        let mut gate = vec![0.0f32; total * c.intermediate];
         for (l, w) in self.layers.iter().enumerate() {
-            let n = norm(&x, &w.attn_norm);
+            norm(&x, &w.attn_norm, &mut n);
             let [mut q, mut k, mut v] = w.qkv.apply(&n, activations);
             for (m, bias) in [
                 (&mut q, &w.q_bias),
@@ -361,7 +366,6 @@ impl RowDecoder {
                     }
                 }
             }
-            let mut attn = vec![0.0; q.len()];
             let mut first = 0;
             for (tokens, cache) in steps.iter_mut() {
                 let (t, start) = (tokens.len(), cache.k[l].len() / kv);
@@ -386,37 +390,28 @@ impl RowDecoder {
                     &mut attn[rows.start * qw..rows.end * qw],
                 );
             }
-            let proj = w.o.apply_with(&attn, activations);
+            w.o.apply_into(&attn, activations, &mut proj);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
-            let n = norm(&x, &w.mlp_norm);
+            norm(&x, &w.mlp_norm, &mut n);
             // Gate and up side by side in one product where they are stacked: the
             // activation reads both halves of each token's row, with no split copied out.
             let inter = c.intermediate;
-            let mut gate = vec![0.0f32; total * inter];
             let parallel = total >= PARALLEL_TOKENS;
-            match w.gate_up.apply_side_by_side(&n, activations) {
-                Some(both) => {
-                    each_row(&mut gate, &both, (inter, 2 * inter), parallel, |_, o, b| {
-                        swiglu(o, &b[..inter], &b[inter..], activations)
-                    })
-                }
-                None => {
-                    let [g, up] = w.gate_up.apply(&n, activations);
-                    let pairs: Vec<f32> = g
-                        .chunks_exact(inter)
-                        .zip(up.chunks_exact(inter))
-                        .flat_map(|(g, u)| g.iter().chain(u).copied())
-                        .collect();
-                    each_row(
-                        &mut gate,
-                        &pairs,
-                        (inter, 2 * inter),
-                        parallel,
-                        |_, o, b| swiglu(o, &b[..inter], &b[inter..], activations),
-                    );
-                }
+            if !w
+                .gate_up
+                .apply_side_by_side_into(&n, activations, &mut both)
+            {
+                let [g, up] = w.gate_up.apply(&n, activations);
+                both = g
+                    .chunks_exact(inter)
+                    .zip(up.chunks_exact(inter))
+                    .flat_map(|(g, u)| g.iter().chain(u).copied())
+                    .collect();
             }
-            let proj = w.down.apply_with(&gate, activations);
+            each_row(&mut gate, &both, (inter, 2 * inter), parallel, |_, o, b| {
+                swiglu(o, &b[..inter], &b[inter..], activations)
+            });
+            w.down.apply_into(&gate, activations, &mut proj);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
         }
         let mut last = Vec::with_capacity(keep.iter().sum::<usize>() * h);
