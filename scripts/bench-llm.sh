@@ -9,7 +9,8 @@
 #       environment). With `pytorch`, PyTorch (transformers'
 #       Llama over the same file's weights dequantised to f32, scripts/bench-llm-torch.py)
 #       runs as a third side in the same alternation; its virtual environment comes from PyPI
-#       (scripts/torch-requirements.txt, about 6 GB once).
+#       (scripts/torch-requirements.txt, about 6 GB once). VERIFY_RUNS (default 3): how
+#       many times our side checks each run's answers, the median counting.
 #
 # Run it on an idle machine: a figure taken while other work runs is not a figure.
 set -euo pipefail
@@ -29,13 +30,16 @@ bash scripts/llama-cpp-env.sh >/dev/null
 cargo build --workspace --all-targets --locked --quiet --examples >&2
 OURS="$CARGO_TARGET_DIR/debug/examples/llm_bench"
 ARGS=(--threads 2 --prompt-tokens "${PROMPT_TOKENS:-37}" --new-tokens "$NEW" --runs 1 --batch "$BATCH")
+# Our side checks each run's answers VERIFY_RUNS times (the median counts), as a verifier
+# that checks job after job runs warm.
+OURS_ARGS=(--verify-runs "${VERIFY_RUNS:-3}")
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$RUNS"); do
   node scripts/llama-cpp-anchor.mjs bench "$MODEL" "${ARGS[@]}" 2>/dev/null \
     | sed 's/^{/{"side":"llama.cpp",/' >>"$out"
-  "$OURS" "$MODEL" "${ARGS[@]}" 2>/dev/null | sed 's/^{/{"side":"gpuchain",/' >>"$out"
+  "$OURS" "$MODEL" "${ARGS[@]}" "${OURS_ARGS[@]}" 2>/dev/null | sed 's/^{/{"side":"gpuchain",/' >>"$out"
   if [ -n "$TORCH_PY" ]; then
     "$TORCH_PY" scripts/bench-llm-torch.py "$MODEL" "${ARGS[@]}" 2>/dev/null \
       | sed 's/^{/{"side":"pytorch",/' >>"$out"
@@ -62,6 +66,9 @@ for side in ("llama.cpp", "gpuchain", "pytorch"):
     if "verify_cpu_s" in rs[0]:
         cpu = [r["verify_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
         extra += f", {100 * statistics.median(cpu):.1f}% ({100 * min(cpu):.1f}–{100 * max(cpu):.1f}%) in CPU time"
+    if "check_cpu_s" in rs[0]:
+        job = [r["check_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
+        extra += f"; checking them as a job (weights read, decoder built, tokens judged) {100 * statistics.median(job):.1f}% ({100 * min(job):.1f}–{100 * max(job):.1f}%)"
     prefill[side] = pre
     print(f"{side:9} batch {b}: prefill {statistics.median(pre):6.1f} tokens/s ({min(pre):.1f}–{max(pre):.1f}), "
           f"decode {decode}, {len(rs)} runs{extra}")
