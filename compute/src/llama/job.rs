@@ -1,8 +1,9 @@
 //! Decoder generation jobs.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-use gpuchain_jobspec::{GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
+use gpuchain_jobspec::{BlobHash, GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
 
 use super::generate::{end_at_stops, generate_at, generated_len};
 use super::model::LlamaConfig;
@@ -25,7 +26,15 @@ pub(super) struct Loaded<'a> {
     pub(super) prompts: Vec<Vec<u32>>,
     gguf: bool,
     weights: Vec<u8>,
+    /// The weights blob's hash, as the store checked it.
+    hash: BlobHash,
 }
+
+/// The row decoder of the last GGUF model a CPU job ran or checked, by its weights blob's
+/// hash: a provider or verifier working through jobs of one model builds it once (copying
+/// the blocks and widening their scales was about a sixth of checking a 128-token answer as
+/// a job). One model is kept, the last.
+static LAST_DECODER: Mutex<Option<(BlobHash, Arc<RowDecoder>)>> = Mutex::new(None);
 
 impl Loaded<'_> {
     /// The weights as f32 (burn's decoder).
@@ -37,14 +46,29 @@ impl Loaded<'_> {
         }
     }
 
-    /// The row decoder, with a GGUF file's quantised blocks kept as they are.
-    pub(super) fn row_decoder(&self) -> Result<RowDecoder> {
-        if self.gguf {
-            let file = Gguf::parse(&self.weights)?;
-            RowDecoder::new(self.cfg.clone(), &GgufWeights::new(&file, &self.shape)?)
-        } else {
-            RowDecoder::new(self.cfg.clone(), &Params::from_safetensors(&self.weights)?)
+    /// The row decoder, with a GGUF file's quantised blocks kept as they are (the last
+    /// GGUF model's, built once).
+    pub(super) fn row_decoder(&self) -> Result<Arc<RowDecoder>> {
+        if !self.gguf {
+            return Ok(Arc::new(RowDecoder::new(
+                self.cfg.clone(),
+                &Params::from_safetensors(&self.weights)?,
+            )?));
         }
+        if let Ok(last) = LAST_DECODER.lock() {
+            if let Some((_, decoder)) = last.as_ref().filter(|(h, _)| *h == self.hash) {
+                return Ok(Arc::clone(decoder));
+            }
+        }
+        let file = Gguf::parse(&self.weights)?;
+        let decoder = Arc::new(RowDecoder::new(
+            self.cfg.clone(),
+            &GgufWeights::new(&file, &self.shape)?,
+        )?);
+        if let Ok(mut last) = LAST_DECODER.lock() {
+            *last = Some((self.hash, Arc::clone(&decoder)));
+        }
+        Ok(decoder)
     }
 
     /// The rows of the prompts, in batches of `batch` and within a batch by prompt length:
@@ -117,6 +141,7 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
         prompts,
         gguf,
         weights,
+        hash: s.weights.hash(),
     })
 }
 
