@@ -1,9 +1,11 @@
 //! Decoder generation jobs.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use gpuchain_jobspec::{BlobHash, GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch};
+use gpuchain_jobspec::{
+    BlobHash, BlobRef, GenerationSpec, InferenceSpec, JobKind, LlamaShape, ModelArch,
+};
 
 use super::generate::{end_at_stops, generate_at, generated_len};
 use super::model::LlamaConfig;
@@ -11,7 +13,7 @@ use super::prompts::{input_is_text, read_prompts};
 use super::rows::RowDecoder;
 use crate::blob::BlobStore;
 use crate::gguf::llama::GgufWeights;
-use crate::gguf::Gguf;
+use crate::gguf::{ChatTemplate, Gguf};
 use crate::params::Params;
 use crate::tensor_io::{decode, encode_u32, Tensor};
 use crate::{Backend, Error, JobOutput, Result};
@@ -25,48 +27,99 @@ pub(super) struct Loaded<'a> {
     pub(super) gen: &'a GenerationSpec,
     pub(super) prompts: Vec<Vec<u32>>,
     gguf: bool,
-    weights: Vec<u8>,
+    /// The weights file, unless a kept model answered for it.
+    weights: Option<Vec<u8>>,
     /// The weights blob's hash, as the store checked it.
     hash: BlobHash,
+    /// The GGUF model kept from an earlier job of the same weights.
+    kept: Option<Arc<KeptModel>>,
+    /// The chat template this job's text prompts were read with.
+    chat: Option<Arc<ChatTemplate>>,
+    store: &'a BlobStore,
+    blob: &'a BlobRef,
 }
 
-/// The row decoder of the last GGUF model a CPU job ran or checked, by its weights blob's
-/// hash: a provider or verifier working through jobs of one model builds it once (copying
-/// the blocks and widening their scales was about a sixth of checking a 128-token answer as
-/// a job). One model is kept, the last.
-static LAST_DECODER: Mutex<Option<(BlobHash, Arc<RowDecoder>)>> = Mutex::new(None);
+/// A GGUF model as CPU decoder jobs use it: a provider or verifier working through jobs of
+/// one model reads and checks its weights blob and builds its row decoder once (the two
+/// were a third of checking a 128-token answer as a job), and its chat template once.
+pub(super) struct KeptModel {
+    shape: LlamaShape,
+    cfg: LlamaConfig,
+    decoder: Arc<RowDecoder>,
+    chat: OnceLock<Arc<ChatTemplate>>,
+}
+
+/// The last GGUF model a CPU job ran or checked, by its weights blob's hash (the bytes the
+/// store checked: the same hash, the same model). One model is kept, the last.
+static LAST_MODEL: Mutex<Option<(BlobHash, Arc<KeptModel>)>> = Mutex::new(None);
+
+fn kept_model(hash: &BlobHash) -> Option<Arc<KeptModel>> {
+    let last = LAST_MODEL.lock().ok()?;
+    last.as_ref()
+        .filter(|(h, _)| h == hash)
+        .map(|(_, m)| Arc::clone(m))
+}
+
+impl KeptModel {
+    /// Its chat template, built from the weights blob by the first job with text prompts.
+    fn chat(&self, store: &BlobStore, blob: &BlobRef) -> Result<Arc<ChatTemplate>> {
+        if let Some(chat) = self.chat.get() {
+            return Ok(Arc::clone(chat));
+        }
+        let chat = Arc::new(ChatTemplate::of(&Gguf::parse(&store.get(blob)?)?)?);
+        let _ = self.chat.set(Arc::clone(&chat));
+        Ok(chat)
+    }
+}
 
 impl Loaded<'_> {
+    /// The weights file's bytes: as read, or read again.
+    fn weights(&self) -> Result<std::borrow::Cow<'_, [u8]>> {
+        Ok(match &self.weights {
+            Some(w) => std::borrow::Cow::Borrowed(w.as_slice()),
+            None => std::borrow::Cow::Owned(self.store.get(self.blob)?),
+        })
+    }
+
     /// The weights as f32 (burn's decoder).
     pub(super) fn params(&self) -> Result<Params> {
+        let weights = self.weights()?;
         if self.gguf {
-            crate::gguf::llama::params(&Gguf::parse(&self.weights)?, &self.shape)
+            crate::gguf::llama::params(&Gguf::parse(&weights)?, &self.shape)
         } else {
-            Params::from_safetensors(&self.weights)
+            Params::from_safetensors(&weights)
         }
     }
 
-    /// The row decoder, with a GGUF file's quantised blocks kept as they are (the last
-    /// GGUF model's, built once).
+    /// The row decoder, with a GGUF file's quantised blocks kept as they are (a GGUF
+    /// model's built once and kept for the next job of it).
     pub(super) fn row_decoder(&self) -> Result<Arc<RowDecoder>> {
+        if let Some(kept) = &self.kept {
+            return Ok(Arc::clone(&kept.decoder));
+        }
+        let weights = self.weights()?;
         if !self.gguf {
             return Ok(Arc::new(RowDecoder::new(
                 self.cfg.clone(),
-                &Params::from_safetensors(&self.weights)?,
+                &Params::from_safetensors(&weights)?,
             )?));
         }
-        if let Ok(last) = LAST_DECODER.lock() {
-            if let Some((_, decoder)) = last.as_ref().filter(|(h, _)| *h == self.hash) {
-                return Ok(Arc::clone(decoder));
-            }
-        }
-        let file = Gguf::parse(&self.weights)?;
+        let file = Gguf::parse(&weights)?;
         let decoder = Arc::new(RowDecoder::new(
             self.cfg.clone(),
             &GgufWeights::new(&file, &self.shape)?,
         )?);
-        if let Ok(mut last) = LAST_DECODER.lock() {
-            *last = Some((self.hash, Arc::clone(&decoder)));
+        let kept = KeptModel {
+            shape: self.shape.clone(),
+            cfg: self.cfg.clone(),
+            decoder: Arc::clone(&decoder),
+            chat: OnceLock::new(),
+        };
+        if let Some(chat) = &self.chat {
+            let _ = kept.chat.set(Arc::clone(chat));
+        }
+        if let Ok(mut last) = LAST_MODEL.lock() {
+            *last = Some((self.hash, Arc::new(kept)));
         }
         Ok(decoder)
     }
@@ -90,17 +143,23 @@ impl Loaded<'_> {
 
 /// Reads and checks a decoder job's input and weights: safetensors with the spec's shape
 /// (`LlamaDecoder`), or a GGUF file with its own (`LlamaGguf`).
-pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded<'a>> {
-    let weights = store.get(&s.weights)?;
+pub(super) fn load<'a>(s: &'a InferenceSpec, store: &'a BlobStore) -> Result<Loaded<'a>> {
     let gguf = s.arch == ModelArch::LlamaGguf;
-    let file = if gguf {
-        Some(Gguf::parse(&weights)?)
-    } else {
-        None
+    let hash = s.weights.hash();
+    // A GGUF model kept from an earlier job answers for its blob, which is then not read.
+    let kept = if gguf { kept_model(&hash) } else { None };
+    let weights = match kept {
+        Some(_) => None,
+        None => Some(store.get(&s.weights)?),
     };
-    let shape = match &file {
-        Some(f) => crate::gguf::llama::shape(f)?,
-        None => s
+    let file = match (&weights, gguf) {
+        (Some(w), true) => Some(Gguf::parse(w)?),
+        _ => None,
+    };
+    let shape = match (&kept, &file) {
+        (Some(k), _) => k.shape.clone(),
+        (None, Some(f)) => crate::gguf::llama::shape(f)?,
+        (None, None) => s
             .llama
             .clone()
             .ok_or_else(|| Error::BadInput("decoder jobs need a llama shape".into()))?,
@@ -109,11 +168,19 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
         .generation
         .as_ref()
         .ok_or_else(|| Error::BadInput("decoder jobs need generation settings".into()))?;
-    let cfg = match &file {
-        Some(f) => crate::gguf::llama::config(f)?,
-        None => LlamaConfig::from_shape(&shape),
+    let cfg = match (&kept, &file) {
+        (Some(k), _) => k.cfg.clone(),
+        (None, Some(f)) => crate::gguf::llama::config(f)?,
+        (None, None) => LlamaConfig::from_shape(&shape),
     };
-    let prompts = read_prompts(&store.get(&s.input)?, file.as_ref())?;
+    let input = store.get(&s.input)?;
+    // Text prompts are read with the GGUF file's own chat template and tokenizer.
+    let chat = match (input_is_text(&input), &kept, &file) {
+        (true, Some(k), _) => Some(k.chat(store, &s.weights)?),
+        (true, None, Some(f)) => Some(Arc::new(ChatTemplate::of(f)?)),
+        _ => None,
+    };
+    let prompts = read_prompts(&input, chat.as_deref())?;
     drop(file);
     if let Some(t) = gen.stop_tokens.iter().find(|t| **t >= shape.vocab_size) {
         return Err(Error::BadInput(format!(
@@ -141,7 +208,11 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &BlobStore) -> Result<Loaded
         prompts,
         gguf,
         weights,
-        hash: s.weights.hash(),
+        hash,
+        kept,
+        chat,
+        store,
+        blob: &s.weights,
     })
 }
 

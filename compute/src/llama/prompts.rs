@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use crate::gguf::{self, Gguf};
+use crate::gguf;
 use crate::tensor_io::{decode, Tensor};
 use crate::{Error, Result};
 
@@ -43,11 +43,14 @@ fn is_token_ids(input: &[u8]) -> bool {
 /// The prompts of `input`, one id row each: token ids as they are, text through the
 /// tokenizer and chat format of `gguf` (text needs a GGUF model, whose file holds them),
 /// after its BOS token where the file asks for one.
-pub(crate) fn read_prompts(input: &[u8], gguf: Option<&Gguf<'_>>) -> Result<Vec<Vec<u32>>> {
+pub(crate) fn read_prompts(
+    input: &[u8],
+    chat: Option<&gguf::ChatTemplate>,
+) -> Result<Vec<Vec<u32>>> {
     if is_token_ids(input) {
         return token_rows(input);
     }
-    let Some(file) = gguf else {
+    let Some(chat) = chat else {
         return Err(Error::BadInput(
             "text prompts need a GGUF model, whose file holds the tokenizer; this decoder takes \
              GCT1 u32 [n, prompt_len] token ids"
@@ -63,7 +66,6 @@ pub(crate) fn read_prompts(input: &[u8], gguf: Option<&Gguf<'_>>) -> Result<Vec<
     if items.is_empty() {
         return Err(Error::BadInput("the input holds no prompts".into()));
     }
-    let chat = gguf::ChatTemplate::of(file)?;
     items
         .iter()
         .enumerate()
