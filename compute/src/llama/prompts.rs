@@ -72,7 +72,7 @@ pub(crate) fn read_prompts(
         .map(|(i, item)| {
             let ids = match item {
                 TextPrompt::Plain(text) => chat.text_ids(text)?,
-                TextPrompt::Chat(messages) => chat_row(messages, &chat)?,
+                TextPrompt::Chat(messages) => chat_row(messages, chat)?,
             };
             if ids.is_empty() {
                 return Err(Error::BadInput(format!("prompt {i} is empty")));
