@@ -45,15 +45,15 @@ const PRODUCT_ROWS: usize = 256;
 /// along the tokens.
 const TILES_ALONG_ROWS: usize = 16;
 
-/// Matrices of up to this many values are packed whole for integer products and split
-/// across threads by tokens (4 MB packed: a layer's projections; an output layer over a
-/// large vocabulary is split by rows, each thread packing its own).
+/// Matrices of up to this many values are packed whole for integer products, once for all
+/// the threads (4 MB packed: a layer's projections); a larger one (an output layer over a
+/// large vocabulary) is packed by each thread for its own tokens, a block at a time.
 const PACKED_WHOLE_MAX: usize = 1 << 22;
 
 thread_local! {
-    /// A thread's rows packed for an integer product split by rows, kept from one product
-    /// to the next: packing then writes into memory the thread has already touched rather
-    /// than into fresh pages each time.
+    /// A thread's block of rows packed for an integer product (split by rows, or a large
+    /// matrix's split by tokens), kept from one product to the next: packing then writes
+    /// into memory the thread has already touched rather than into fresh pages each time.
     static PACKED: std::cell::RefCell<kernels::PackedRows> =
         std::cell::RefCell::new(kernels::PackedRows::default());
 }
