@@ -449,24 +449,20 @@ impl Matrix {
         let block = |at: usize| at..(at + PRODUCT_ROWS).min(rows);
         // Every value is written below: what `out` held is not zeroed first.
         out.resize(rows * tokens, 0.0);
-        let threads = rayon::current_num_threads();
+        let per = xs.tokens().div_ceil(rayon::current_num_threads()).max(1);
+        // Thread `c`'s tokens times the rows packed in `p` from row `at`, into its part.
+        let product = |c: usize, part: &mut [f32], at: usize, p: &kernels::PackedRows| {
+            let tokens = c * per..c * per + part.len() / rows;
+            kernels::int8_product_tokens(p, xs, tokens, &mut part[at..], rows);
+        };
         if rows * self.cols > PACKED_WHOLE_MAX {
-            let per = tokens.div_ceil(threads).max(1);
             out.par_chunks_mut(per * rows)
                 .enumerate()
                 .for_each(|(c, part)| {
-                    let first = c * per;
-                    let n = part.len() / rows;
                     PACKED.with_borrow_mut(|p| {
                         for &at in &starts {
                             self.pack_int8(block(at), p);
-                            kernels::int8_product_tokens(
-                                p,
-                                xs,
-                                first..first + n,
-                                &mut part[at..],
-                                rows,
-                            );
+                            product(c, part, at, p);
                         }
                     });
                 });
@@ -485,14 +481,11 @@ impl Matrix {
             .zip(&starts)
             .for_each(|(p, &at)| self.pack_int8(block(at), p));
         let packed = &*packed;
-        let per = tokens.div_ceil(threads).max(1);
         out.par_chunks_mut(per * rows)
             .enumerate()
             .for_each(|(c, part)| {
-                let first = c * per;
-                let n = part.len() / rows;
-                for (at, p) in starts.iter().zip(packed) {
-                    kernels::int8_product_tokens(p, xs, first..first + n, &mut part[*at..], rows);
+                for (&at, p) in starts.iter().zip(packed) {
+                    product(c, part, at, p);
                 }
             });
         if let Ok(mut pool) = PACKED_WHOLE.lock() {
