@@ -304,20 +304,11 @@ fn transpose_group(out: &mut [f32], values: &[f32], first: usize, n: usize, bloc
     let rows: [&[f32]; GROUP] = std::array::from_fn(|i| {
         values
             .get((first + i) * blocks..(first + i + 1) * blocks)
-            .filter(|_| i < n)
             .unwrap_or(&[])
     });
-    if n == GROUP {
-        for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
-            for (o, row) in out.iter_mut().zip(&rows) {
-                *o = row[b];
-            }
-        }
-    } else {
-        for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
-            for (o, row) in out.iter_mut().zip(&rows[..n]) {
-                *o = row[b];
-            }
+    for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
+        for (o, row) in out.iter_mut().zip(&rows[..n]) {
+            *o = row[b];
         }
     }
 }

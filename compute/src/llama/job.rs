@@ -29,8 +29,6 @@ pub(super) struct Loaded<'a> {
     gguf: bool,
     /// The weights file, unless a kept model answered for it.
     weights: Option<Vec<u8>>,
-    /// The weights blob's hash, as the store checked it.
-    hash: BlobHash,
     /// The GGUF model kept from an earlier job of the same weights.
     kept: Option<Arc<KeptModel>>,
     /// The chat template this job's text prompts were read with.
@@ -119,7 +117,7 @@ impl Loaded<'_> {
             let _ = kept.chat.set(Arc::clone(chat));
         }
         if let Ok(mut last) = LAST_MODEL.lock() {
-            *last = Some((self.hash, Arc::new(kept)));
+            *last = Some((self.blob.hash(), Arc::new(kept)));
         }
         Ok(decoder)
     }
@@ -145,9 +143,12 @@ impl Loaded<'_> {
 /// (`LlamaDecoder`), or a GGUF file with its own (`LlamaGguf`).
 pub(super) fn load<'a>(s: &'a InferenceSpec, store: &'a BlobStore) -> Result<Loaded<'a>> {
     let gguf = s.arch == ModelArch::LlamaGguf;
-    let hash = s.weights.hash();
     // A GGUF model kept from an earlier job answers for its blob, which is then not read.
-    let kept = if gguf { kept_model(&hash) } else { None };
+    let kept = if gguf {
+        kept_model(&s.weights.hash())
+    } else {
+        None
+    };
     let weights = match kept {
         Some(_) => None,
         None => Some(store.get(&s.weights)?),
@@ -208,7 +209,6 @@ pub(super) fn load<'a>(s: &'a InferenceSpec, store: &'a BlobStore) -> Result<Loa
         prompts,
         gguf,
         weights,
-        hash,
         kept,
         chat,
         store,

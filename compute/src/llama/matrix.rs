@@ -498,10 +498,17 @@ impl Matrix {
     /// Whether a product with `tokens` tokens of `activations` runs as 8-bit integer
     /// products split by tokens ([`Self::apply_int8_by_tokens`]).
     fn int8_by_tokens(&self, tokens: usize, activations: Activations) -> bool {
+        self.int8(activations) && tokens >= 2 * rayon::current_num_threads()
+    }
+
+    /// Whether products with `activations` run as 8-bit integer products: 4- and 8-bit rows
+    /// times activations quantised to 8 bits, where the CPU has integer dot products (see
+    /// `multiply_int8`), for any number of tokens (a token's value then does not depend on
+    /// how many share its pass).
+    fn int8(&self, activations: Activations) -> bool {
         activations == Activations::Int8
             && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
             && kernels::int8_products_fast()
-            && tokens >= 2 * rayon::current_num_threads()
     }
 
     /// [`Self::apply_with`] into `out`, whose memory a caller keeps from one layer to the
@@ -527,12 +534,7 @@ impl Matrix {
     pub fn apply_with(&self, xs: &[f32], activations: Activations) -> Vec<f32> {
         let (rows, cols) = (self.rows, self.cols);
         let tokens = xs.len() / cols.max(1);
-        // 4- and 8-bit rows times activations quantised to 8 bits, where the CPU has integer
-        // dot products (see `multiply_int8`), for any number of tokens: a token's value then
-        // does not depend on how many share its pass.
-        let int8 = activations == Activations::Int8
-            && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
-            && kernels::int8_products_fast();
+        let int8 = self.int8(activations);
         // Below a product's tokens, f32, 4- and 8-bit rows are dotted with the tokens in place
         // (quantised ones in their blocks); K-quant rows are widened once for all the tokens.
         let product = int8
