@@ -447,7 +447,11 @@ impl Matrix {
         let (rows, tokens) = (self.rows, xs.tokens());
         let starts: Vec<usize> = (0..rows).step_by(PRODUCT_ROWS).collect();
         let block = |at: usize| at..(at + PRODUCT_ROWS).min(rows);
-        // Every value is written below: what `out` held is not zeroed first.
+        // Every value is written below: what `out` held is not zeroed first, and new memory
+        // comes zeroed from the allocator (fresh pages) rather than written with zeros.
+        if out.capacity() < rows * tokens {
+            *out = vec![0.0; rows * tokens];
+        }
         out.resize(rows * tokens, 0.0);
         let per = xs.tokens().div_ceil(rayon::current_num_threads()).max(1);
         // Thread `c`'s tokens times the rows packed in `p` from row `at`, into its part.
