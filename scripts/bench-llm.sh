@@ -10,7 +10,8 @@
 #       Llama over the same file's weights dequantised to f32, scripts/bench-llm-torch.py)
 #       runs as a third side in the same alternation; its virtual environment comes from PyPI
 #       (scripts/torch-requirements.txt, about 6 GB once). VERIFY_RUNS (default 3): how
-#       many times our side checks each run's answers, the median counting.
+#       many times our side checks each run's answers, the median counting; VERIFY_THREADS
+#       (default 1, as the verifier agent runs each check): the threads a check runs on.
 #
 # Run it on an idle machine: a figure taken while other work runs is not a figure.
 set -euo pipefail
@@ -31,8 +32,8 @@ cargo build --workspace --all-targets --locked --quiet --examples >&2
 OURS="$CARGO_TARGET_DIR/debug/examples/llm_bench"
 ARGS=(--threads 2 --prompt-tokens "${PROMPT_TOKENS:-37}" --new-tokens "$NEW" --runs 1 --batch "$BATCH")
 # Our side checks each run's answers VERIFY_RUNS times (the median counts), as a verifier
-# that checks job after job runs warm.
-OURS_ARGS=(--verify-runs "${VERIFY_RUNS:-3}")
+# that checks job after job runs warm, on VERIFY_THREADS threads.
+OURS_ARGS=(--verify-runs "${VERIFY_RUNS:-3}" --verify-threads "${VERIFY_THREADS:-1}")
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,8 +10,8 @@
 //! [--batch B] [--weights quantised|f32] [--verify-runs K] [--verify-threads V]`
 //!
 //! With `--verify-runs K` the check runs K times a run and `verify_s`/`verify_cpu_s` are the
-//! medians; with `--verify-threads V` it runs in a pool of V threads (default: T), as a
-//! verifier that checks several jobs at once gives each fewer threads. `check_cpu_s` is the
+//! medians; with `--verify-threads V` it runs in a pool of V threads (default: T); the
+//! verifier agent runs each check on one thread. `check_cpu_s` is the
 //! whole of a verifier's check of the answers as a job (`check_generation`: reading and
 //! checking the job's weights blob, building the decoder, the pass, judging each token;
 //! the decoder is built in the first run only), `next_check_cpu_s` the same check again, as

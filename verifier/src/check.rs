@@ -12,6 +12,8 @@ use gpuchain_compute::{compare, fetch_job_blobs, run_job, Backend, Verdict};
 use gpuchain_jobspec::{InferenceSpec, JobKind, JobSpec};
 use gpuchain_verify::VerdictKind;
 
+use crate::one_thread::on_one_thread;
+
 /// What to check.
 #[derive(Clone, Debug)]
 pub(crate) struct Job {
@@ -219,7 +221,7 @@ async fn by_re_execution(
 /// A decoder job is checked by teacher forcing on the candidate's own tokens
 /// ([`gpuchain_compute::llama::check_generation`]): one forward pass instead of a generation,
 /// and a near-tie that flipped on another backend is told apart from tokens the model never
-/// picked. The verdict carries the hash of the output that was checked (all zeros when it
+/// picked. The pass runs on one thread ([`on_one_thread`]). The verdict carries the hash of the output that was checked (all zeros when it
 /// could not be fetched).
 async fn by_teacher_forcing(
     job: &Job,
@@ -232,11 +234,9 @@ async fn by_teacher_forcing(
         Err(why) => return Ok(Judged::unfetchable(why, [0; 32])),
     };
     let (spec, store, backend) = (spec.clone(), fetcher.store().clone(), job.backend);
-    let outcome =
-        tokio::task::spawn_blocking(move || check_generation(&spec, &store, backend, &candidate))
-            .await
-            .map_err(|e| format!("the check panicked: {e}"))?
-            .map_err(|e| format!("checking the tokens: {e}"))?;
+    let outcome = on_one_thread(move || check_generation(&spec, &store, backend, &candidate))
+        .await?
+        .map_err(|e| format!("checking the tokens: {e}"))?;
     Ok(Judged::compared(&outcome, job.result_hash))
 }
 

@@ -16,6 +16,7 @@ mod check;
 mod cli;
 mod config;
 mod metrics;
+mod one_thread;
 mod ringer;
 mod state;
 /// The agents' atomic JSON state file (from the agent kit).

@@ -14,6 +14,7 @@ use gpuchain_tx::Msg;
 
 use super::{Agent, Done};
 use crate::config::ServingAuditConfig;
+use crate::one_thread::on_one_thread;
 
 /// Least cosine similarity between a served embedding and the verifier's own: MiniLM on two
 /// CPU backends agrees far closer; another model or a truncated input does not come near.
@@ -177,7 +178,7 @@ impl Agent {
             self.done_tx.clone(),
         );
         tokio::spawn(async move {
-            let found = tokio::task::spawn_blocking(move || {
+            let found = on_one_thread(move || {
                 judge(
                     &config,
                     &loaded,
