@@ -170,9 +170,17 @@ fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32], activations: Activations) {
 }
 
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
-    let mean = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
-    let scale = 1.0 / (mean + eps).sqrt();
-    x.iter().zip(weight).map(|(v, w)| v * scale * w).collect()
+    let mut out = vec![0.0; x.len().min(weight.len())];
+    rms_norm_into(x, weight, eps, x.iter().map(|v| v * v).sum(), &mut out);
+    out
+}
+
+/// [`rms_norm`] of `x` whose sum of squares is `squares`, into `out`.
+fn rms_norm_into(x: &[f32], weight: &[f32], eps: f32, squares: f32, out: &mut [f32]) {
+    let scale = 1.0 / (squares / x.len() as f32 + eps).sqrt();
+    for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
+        *o = v * scale * w;
+    }
 }
 
 /// `(sin, cos)` of pair `j`'s angle at position `pos`, angular frequency `freqs[j]`.
@@ -326,7 +334,13 @@ impl RowDecoder {
         // Every row of `out` is written.
         let norm = |x: &[f32], w: &[f32], out: &mut [f32]| {
             each_row(out, x, (h, h), total >= PARALLEL_TOKENS, |_, o, r| {
-                o.copy_from_slice(&rms_norm(r, w, c.eps));
+                let squares = match activations {
+                    Activations::F32 => r.iter().map(|v| v * v).sum(),
+                    // The fast pass sits one activation rounding from generation anyway: its
+                    // sums of squares run in vector lanes, in another order.
+                    Activations::Int8 => kernels::dot_f32(r, r),
+                };
+                rms_norm_into(r, w, c.eps, squares, o);
             });
         };
         // Each token's rotation angles, the same in every layer and head, worked out once.
