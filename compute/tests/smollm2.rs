@@ -428,7 +428,11 @@ fn rows_teacher_forced_together_get_what_each_gets_alone() {
                 if activations == Activations::Int8 {
                     assert_eq!(a.to_bits(), b.to_bits(), "{activations:?}");
                 } else {
-                    assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+                    // A row alone is dotted, together multiplied as a product: f32 rounding
+                    // in another order, grown over 30 layers to about 1e-4 (3e-5 with libm's
+                    // correctly rounded `exp` in SwiGLU), against the check's margin of 1% of
+                    // the logits' spread. A row that leaked into another would move by far more.
+                    assert!((a - b).abs() <= 3e-4 * (1.0 + b.abs()), "{a} vs {b}");
                 }
             }
         }

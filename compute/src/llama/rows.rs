@@ -156,28 +156,21 @@ fn each_row(
     }
 }
 
-/// SwiGLU: `silu(gate) × up`, value by value, into `out`. Generation (and the f32 pass that
-/// confirms a fault) takes `e^x` from libm; the 8-bit pass, whose logits sit one activation
-/// rounding from generation's anyway, takes the kernels' vectorised polynomial (a few
-/// units in the last place from it).
-fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32], activations: Activations) {
-    if activations == Activations::Int8 {
-        return kernels::swiglu(out, gate, up);
-    }
-    for ((o, g), u) in out.iter_mut().zip(gate).zip(up) {
-        *o = *g / (1.0 + (-*g).exp()) * u;
-    }
+/// SwiGLU: `silu(gate) × up`, value by value, into `out`, with the kernels' vectorised
+/// `e^x` (a few units in the last place from libm's).
+fn swiglu(out: &mut [f32], gate: &[f32], up: &[f32]) {
+    kernels::swiglu(out, gate, up);
 }
 
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
     let mut out = vec![0.0; x.len().min(weight.len())];
-    rms_norm_into(x, weight, eps, x.iter().map(|v| v * v).sum(), &mut out);
+    rms_norm_into(x, weight, eps, &mut out);
     out
 }
 
-/// [`rms_norm`] of `x` whose sum of squares is `squares`, into `out`.
-fn rms_norm_into(x: &[f32], weight: &[f32], eps: f32, squares: f32, out: &mut [f32]) {
-    let scale = 1.0 / (squares / x.len() as f32 + eps).sqrt();
+/// [`rms_norm`] into `out`; the sum of squares in vector lanes.
+fn rms_norm_into(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let scale = 1.0 / (kernels::dot_f32(x, x) / x.len() as f32 + eps).sqrt();
     for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
         *o = v * scale * w;
     }
@@ -334,13 +327,7 @@ impl RowDecoder {
         // Every row of `out` is written.
         let norm = |x: &[f32], w: &[f32], out: &mut [f32]| {
             each_row(out, x, (h, h), total >= PARALLEL_TOKENS, |_, o, r| {
-                let squares = match activations {
-                    Activations::F32 => r.iter().map(|v| v * v).sum(),
-                    // The fast pass sits one activation rounding from generation anyway: its
-                    // sums of squares run in vector lanes, in another order.
-                    Activations::Int8 => kernels::dot_f32(r, r),
-                };
-                rms_norm_into(r, w, c.eps, squares, o);
+                rms_norm_into(r, w, c.eps, o);
             });
         };
         // Each token's rotation angles, the same in every layer and head, worked out once.
@@ -423,7 +410,7 @@ impl RowDecoder {
                     .collect();
             }
             each_row(&mut gate, &both, (inter, 2 * inter), parallel, |_, o, b| {
-                swiglu(o, &b[..inter], &b[inter..], activations)
+                swiglu(o, &b[..inter], &b[inter..])
             });
             w.down.apply_into(&gate, activations, &mut proj);
             x.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
