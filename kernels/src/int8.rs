@@ -316,21 +316,7 @@ fn transpose_group(out: &mut [f32], values: &[f32], first: usize, n: usize, bloc
             .get((first + i) * blocks..(first + i + 1) * blocks)
             .unwrap_or(&[])
     });
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if n == GROUP && super::wide() && rows.iter().all(|r| r.len() == blocks) {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above).
-        #[allow(unsafe_code)]
-        unsafe {
-            done = avx2::transpose_group(&rows, blocks, out);
-        }
-    }
-    for (b, out) in out
-        .chunks_exact_mut(GROUP)
-        .take(blocks)
-        .enumerate()
-        .skip(done)
-    {
+    for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
         for (o, row) in out.iter_mut().zip(&rows[..n]) {
             *o = row[b];
         }
@@ -437,11 +423,10 @@ mod avx2 {
         _mm256_castsi256_ps, _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtps_epi32,
         _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_inserti128_si256, _mm256_loadu_ps,
         _mm256_loadu_si256, _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_mul_ps,
-        _mm256_packs_epi16, _mm256_packs_epi32, _mm256_permute2f128_ps, _mm256_permute2x128_si256,
+        _mm256_packs_epi16, _mm256_packs_epi32, _mm256_permute2x128_si256,
         _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi8, _mm256_set1_ps,
-        _mm256_setr_epi32, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_srli_epi16,
-        _mm256_storeu_ps, _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64,
-        _mm256_unpackhi_ps, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_ps,
+        _mm256_setr_epi32, _mm256_setzero_ps, _mm256_srli_epi16, _mm256_storeu_si256,
+        _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
         _mm256_xor_si256, _mm_add_epi32, _mm_cvtsi128_si32, _mm_cvtss_f32, _mm_loadu_si128,
         _mm_max_ps, _mm_max_ss, _mm_movehl_ps, _mm_shuffle_epi32, _mm_shuffle_ps, _CMP_UNORD_Q,
     };
@@ -519,56 +504,6 @@ mod avx2 {
             _mm256_unpacklo_epi64(t1, t3),
             _mm256_unpackhi_epi64(t1, t3),
         ]
-    }
-
-    /// [`super::transpose_group`] of a full group, eight blocks at a time (an 8 × 8
-    /// transpose in registers): the blocks written, a multiple of eight; the rest is left
-    /// to the caller.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn transpose_group(rows: &[&[f32]; GROUP], blocks: usize, out: &mut [f32]) -> usize {
-        let whole = (blocks / GROUP).min(out.len() / (GROUP * GROUP));
-        let rows = rows.map(|r| &r[..whole * GROUP]);
-        for (c, out) in out.chunks_exact_mut(GROUP * GROUP).take(whole).enumerate() {
-            // SAFETY: each row is sliced to `whole × 8` values and `c < whole`, so the
-            // unaligned load reads values `8c..8c + 8` within it.
-            let r: [__m256; GROUP] = std::array::from_fn(|i| unsafe {
-                _mm256_loadu_ps(rows[i].as_ptr().add(c * GROUP))
-            });
-            let t: [__m256; GROUP] = std::array::from_fn(|i| {
-                let (a, b) = (
-                    r[i / 4 * 4 + i % 4 / 2 * 2],
-                    r[i / 4 * 4 + i % 4 / 2 * 2 + 1],
-                );
-                if i % 2 == 0 {
-                    _mm256_unpacklo_ps(a, b)
-                } else {
-                    _mm256_unpackhi_ps(a, b)
-                }
-            });
-            // t[0] = unpacklo(r0, r1), t[1] = unpackhi(r0, r1), t[2] and t[3] of r2 and r3,
-            // t[4..8] the same of r4..r7; u[j] then holds values j % 4 and j % 4 + 4 of rows
-            // 0–3 (j < 4) or 4–7, and each output vector joins two of their halves.
-            let u: [__m256; GROUP] = std::array::from_fn(|j| {
-                let half = j / 4 * 4;
-                let (a, b) = (t[half + j % 4 / 2], t[half + j % 4 / 2 + 2]);
-                if j % 2 == 0 {
-                    _mm256_shuffle_ps::<0x44>(a, b)
-                } else {
-                    _mm256_shuffle_ps::<0xEE>(a, b)
-                }
-            });
-            let out = &mut out[..GROUP * GROUP];
-            for j in 0..GROUP {
-                let v = if j < 4 {
-                    _mm256_permute2f128_ps::<0x20>(u[j], u[j + 4])
-                } else {
-                    _mm256_permute2f128_ps::<0x31>(u[j - 4], u[j])
-                };
-                // SAFETY: `out` is 64 values (sliced above); this writes values 8j..8j + 8.
-                unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(j * GROUP), v) };
-            }
-        }
-        whole * GROUP
     }
 
     /// Stores eight vectors, `v[j]` at bytes `32j..32j + 32` of `out`.

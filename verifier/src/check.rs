@@ -221,8 +221,8 @@ async fn by_re_execution(
 /// A decoder job is checked by teacher forcing on the candidate's own tokens
 /// ([`gpuchain_compute::llama::check_generation`]): one forward pass instead of a generation,
 /// and a near-tie that flipped on another backend is told apart from tokens the model never
-/// picked. The pass runs on one thread ([`on_one_thread`]). The verdict carries the hash of the output that was checked (all zeros when it
-/// could not be fetched).
+/// picked. The pass runs on one thread ([`on_one_thread`]). The verdict carries the hash of
+/// the output that was checked (all zeros when it could not be fetched).
 async fn by_teacher_forcing(
     job: &Job,
     spec: &InferenceSpec,
