@@ -4,7 +4,8 @@
 for dense f32 and four compressed cases with seeds 1, 2, 3 (minibatch order; 400 rounds, 4
 workers, the digits MLP) and prints a Markdown table: mean and spread of test accuracy, the
 gap to dense with the same seed, bytes up and down per worker, and the ratio of both
-directions against dense f32 both ways.
+directions against dense f32 both ways. The same figures per case go to
+data/bench/compression-both.json, which scripts/plot-compression.py plots.
 
     python3 scripts/bench-compression.py
 """
@@ -31,6 +32,7 @@ def main() -> None:
         for seed in SEEDS:
             spec = dict(overrides, rounds=400, seed=seed)
             res[(name, seed)] = json.loads(subprocess.check_output([EXE, "train", json.dumps(spec)]))
+    rows = []
     print("| case | test accuracy, mean (min–max) | vs dense, same seed, points: mean (min–max) "
           "| bytes up / worker | bytes down / worker | both directions vs dense |")
     print("|---|---|---|---|---|---|")
@@ -44,6 +46,19 @@ def main() -> None:
         print(f"| {name} | {statistics.mean(acc):.2f} % ({min(acc):.2f}–{max(acc):.2f}) "
               f"| {statistics.mean(gap):+.2f} ({min(gap):+.2f} to {max(gap):+.2f}) "
               f"| {up:,.0f} | {down:,.0f} | {total:.1f}× |")
+        rows.append({
+            "case": name,
+            "test_accuracy_pct": {"mean": statistics.mean(acc), "min": min(acc), "max": max(acc)},
+            "bytes_up_per_worker": up,
+            "bytes_down_per_worker": down,
+            "bytes_total_per_worker": up + down,
+            "dense_both_ways_per_worker": 2 * runs[0]["dense_bytes_per_worker"],
+            "both_directions_vs_dense": total,
+        })
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "bench", "compression-both.json")
+    with open(out, "w") as f:
+        json.dump({"seeds": SEEDS, "rounds": 400, "workers": 4, "model": "digits MLP", "cases": rows}, f, indent=2)
+        f.write("\n")
 
 
 if __name__ == "__main__":
