@@ -5,18 +5,20 @@
 //! about a tenth more CPU time (docs/benchmarks.md, "Verification: one thread a check"). A
 //! verifier's cost is its CPU time, and a check's latency (a fraction of a second) is far
 //! inside any verdict deadline, so each check gets a thread of its own and several checks
-//! share the cores.
+//! share the cores. (That latency is a small model's: SmolLM2-135M checks in about 0.2 s;
+//! an audit's first use of a served model also loads it here.) Other work of the agent
+//! (re-executed jobs, training audits, ringers) still runs on rayon's global pool.
 //!
 //! Each thread is a single-thread rayon pool kept from one check to the next: the compute
 //! code's parallel loops then run in place, and the buffers it keeps per thread stay warm.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Semaphore;
 
 /// The idle pools and a permit for each.
 struct Pools {
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
     idle: Mutex<Vec<rayon::ThreadPool>>,
 }
 
@@ -25,7 +27,7 @@ fn pools() -> &'static Pools {
     POOLS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Pools {
-            permits: Semaphore::new(cores),
+            permits: Arc::new(Semaphore::new(cores)),
             idle: Mutex::new(Vec::new()),
         }
     })
@@ -45,9 +47,8 @@ pub(crate) async fn on_one_thread<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
     let pools = pools();
-    let _permit = pools
-        .permits
-        .acquire()
+    let permit = Arc::clone(&pools.permits)
+        .acquire_owned()
         .await
         .map_err(|e| format!("waiting for a check thread: {e}"))?;
     let kept = pools.idle.lock().ok().and_then(|mut idle| idle.pop());
@@ -55,13 +56,18 @@ pub(crate) async fn on_one_thread<T: Send + 'static>(
         Some(pool) => pool,
         None => one_thread_pool()?,
     };
-    let (out, pool) = tokio::task::spawn_blocking(move || (pool.install(work), pool))
-        .await
-        .map_err(|e| format!("the check panicked: {e}"))?;
-    if let Ok(mut idle) = pools.idle.lock() {
-        idle.push(pool);
-    }
-    Ok(out)
+    // The permit and the pool go with the work: a caller that stops waiting does not free
+    // the core while the check still runs on it.
+    tokio::task::spawn_blocking(move || {
+        let out = pool.install(work);
+        if let Ok(mut idle) = pools.idle.lock() {
+            idle.push(pool);
+        }
+        drop(permit);
+        out
+    })
+    .await
+    .map_err(|e| format!("the check panicked: {e}"))
 }
 
 #[cfg(test)]

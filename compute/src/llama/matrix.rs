@@ -58,10 +58,14 @@ thread_local! {
         std::cell::RefCell::new(kernels::PackedRows::default());
 }
 
-/// The packed blocks of a matrix packed whole, kept from one product to the next for the
-/// same reason (a few MB: the largest such matrix). A product that finds them taken by
-/// another packs into new ones.
-static PACKED_WHOLE: std::sync::Mutex<Vec<kernels::PackedRows>> = std::sync::Mutex::new(Vec::new());
+thread_local! {
+    /// The packed blocks of a matrix packed whole, kept from one product to the next for the
+    /// same reason (a few MB: the largest such matrix): one set a calling thread, so that
+    /// checks running at once on threads of their own each keep theirs. A product that
+    /// finds its thread's set taken (a pass nested in another's wait) packs into new ones.
+    static PACKED_WHOLE: std::cell::RefCell<Vec<kernels::PackedRows>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Tokens quantised to 8 bits for integer products: a long pass's tokens split across the
 /// threads (between two products a serial step leaves the other cores waiting).
@@ -472,10 +476,7 @@ impl Matrix {
                 });
             return;
         }
-        let mut kept = PACKED_WHOLE
-            .lock()
-            .map(|mut kept| std::mem::take(&mut *kept))
-            .unwrap_or_default();
+        let mut kept = PACKED_WHOLE.with_borrow_mut(std::mem::take);
         if kept.len() < starts.len() {
             kept.resize_with(starts.len(), kernels::PackedRows::default);
         }
@@ -492,11 +493,11 @@ impl Matrix {
                     product(c, part, at, p);
                 }
             });
-        if let Ok(mut pool) = PACKED_WHOLE.lock() {
+        PACKED_WHOLE.with_borrow_mut(|pool| {
             if pool.len() < kept.len() {
                 *pool = kept;
             }
-        }
+        });
     }
 
     /// Whether a product with `tokens` tokens of `activations` runs as 8-bit integer
