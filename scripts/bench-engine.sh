@@ -5,7 +5,8 @@
 #
 #   scripts/bench-engine.sh [--validators 1,4] [--rates 1000,2000,ceiling] [--seconds 20]
 #                           [--rounds 3] [--connections 64] [--senders 100] [--age N]
-#                           [--sides kvstore,gpuchain[,kvstore-socket]] [--retain-blocks N]
+#                           [--sides kvstore,gpuchain[,gpuchain-inprocess,kvstore-socket]]
+#                           [--retain-blocks N]
 #
 # Run it on an idle machine: each run reports `other cores`, the CPU used by anything but
 # the nodes and the load generator, and a figure taken beside other work is not a figure.
@@ -20,5 +21,6 @@ ABCI_CLI_BIN="$(dirname "$COMETBFT_BIN")/abci-cli"
   "github.com/cometbft/cometbft/abci/cmd/abci-cli@$COMETBFT_VERSION"
 export ABCI_CLI_BIN
 cargo build --workspace --locked --quiet --bins --examples >&2
+bash scripts/build-cometbft-gpuchain.sh
 echo "commit $(git rev-parse --short HEAD), load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 "$CARGO_TARGET_DIR/debug/examples/engine_vs_kvstore" "$@"

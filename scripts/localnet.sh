@@ -4,6 +4,8 @@
 #   scripts/localnet.sh stop        stop every process cleanly (TERM, then KILL)
 #   scripts/localnet.sh status      one line per node
 # Logs: .localnet/logs/node<i>-{app,cometbft}.log
+# GPUCHAIN_IN_PROCESS=1: each validator is one cometbft-gpuchain process, the app inside
+# CometBFT's (docs/operations.md); its log is node<i>-cometbft.log.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 NET_DIR="${GPUCHAIN_LOCALNET_DIR:-$GPUCHAIN_ROOT/.localnet}"
@@ -31,16 +33,26 @@ start() {
   rm -rf "$NET_DIR"
   "$GPUCHAIND" testnet --validators "$n" --output-dir "$NET_DIR" --base-port "${GPUCHAIN_BASE_PORT:-26600}" >/dev/null
   mkdir -p "$NET_DIR/logs"
-  for ((i = 0; i < n; i++)); do
-    node="$NET_DIR/node$i"
-    "$GPUCHAIND" start --home "$node/app" >"$NET_DIR/logs/node$i-app.log" 2>&1 &
-    echo $! >>"$NET_DIR/pids"
-  done
-  sleep 0.5
-  for ((i = 0; i < n; i++)); do
-    "$COMETBFT_BIN" start --home "$NET_DIR/node$i/cometbft" >"$NET_DIR/logs/node$i-cometbft.log" 2>&1 &
-    echo $! >>"$NET_DIR/pids"
-  done
+  if [ "${GPUCHAIN_IN_PROCESS:-0}" = 1 ]; then
+    "$GPUCHAIN_ROOT/scripts/build-cometbft-gpuchain.sh"
+    for ((i = 0; i < n; i++)); do
+      node="$NET_DIR/node$i"
+      "$CARGO_TARGET_DIR/debug/cometbft-gpuchain" start --home "$node/cometbft" --app-home "$node/app" \
+        >"$NET_DIR/logs/node$i-cometbft.log" 2>&1 &
+      echo $! >>"$NET_DIR/pids"
+    done
+  else
+    for ((i = 0; i < n; i++)); do
+      node="$NET_DIR/node$i"
+      "$GPUCHAIND" start --home "$node/app" >"$NET_DIR/logs/node$i-app.log" 2>&1 &
+      echo $! >>"$NET_DIR/pids"
+    done
+    sleep 0.5
+    for ((i = 0; i < n; i++)); do
+      "$COMETBFT_BIN" start --home "$NET_DIR/node$i/cometbft" >"$NET_DIR/logs/node$i-cometbft.log" 2>&1 &
+      echo $! >>"$NET_DIR/pids"
+    done
+  fi
   rpc=$(python3 -c "import json;print(json.load(open('$NET_DIR/localnet.json'))['nodes'][0]['rpc_url'])")
   for _ in $(seq 120); do
     h=$("$GPUCHAIND" status --node "$rpc" --output json 2>/dev/null | python3 -c "import json,sys;print(json.load(sys.stdin)['latest_block_height'])" 2>/dev/null || echo 0)

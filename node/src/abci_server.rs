@@ -78,7 +78,7 @@ fn next_request(buf: &[u8]) -> Result<Option<(Request, usize)>> {
 }
 
 /// Calls the app method a request names.
-fn dispatch<A: Application>(app: &A, request: Request) -> Response {
+pub(crate) fn dispatch<A: Application>(app: &A, request: Request) -> Response {
     use request::Value as Q;
     use response::Value as R;
     let value = match request.value {

@@ -63,9 +63,10 @@ struct Args {
     /// `min_retain_blocks`; 0 keeps all, the localnet's default).
     #[arg(long, default_value_t = 0)]
     retain_blocks: u64,
-    /// Sides to run: `kvstore` (CometBFT's built-in app, in its process), `gpuchain`, and
-    /// `kvstore-socket` (the same kvstore as a separate process over the ABCI socket, from
-    /// `abci-cli`: what the transport costs).
+    /// Sides to run: `kvstore` (CometBFT's built-in app, in its process), `gpuchain`
+    /// (gpuchaind over the ABCI socket), `gpuchain-inprocess` (`cometbft-gpuchain`, the app
+    /// inside CometBFT's process), and `kvstore-socket` (the same kvstore as a separate
+    /// process over the ABCI socket, from `abci-cli`: what the transport costs).
     #[arg(long, value_delimiter = ',', default_value = "kvstore,gpuchain")]
     sides: Vec<String>,
 }
@@ -139,7 +140,10 @@ async fn measure(
                 .await?
         }
         "gpuchain" => net.start_nodes(0..validators).await?,
-        other => anyhow::bail!("unknown side {other}: kvstore, kvstore-socket or gpuchain"),
+        "gpuchain-inprocess" => net.start_in_process_nodes(0..validators).await?,
+        other => anyhow::bail!(
+            "unknown side {other}: kvstore, kvstore-socket, gpuchain or gpuchain-inprocess"
+        ),
     }
     let measured = rate.map_or(CEILING_TXS_PER_SEC * args.seconds, |r| {
         r * (args.seconds + 1)
@@ -277,12 +281,14 @@ fn summarise(args: &Args, results: &BTreeMap<(usize, String, String), Vec<Report
                     .get(&(validators, rate.clone(), s.to_string()))
                     .map(|r| median(&r.iter().map(|r| r.committed_per_sec).collect::<Vec<_>>()))
             };
-            for anchor in ["kvstore", "kvstore-socket"] {
-                if let (Some(g), Some(k)) = (side("gpuchain"), side(anchor)) {
-                    println!(
-                        "{validators} validator(s), {rate}: gpuchain / {anchor} = {:.2}",
-                        g / k.max(1.0)
-                    );
+            for ours in ["gpuchain", "gpuchain-inprocess"] {
+                for anchor in ["kvstore", "kvstore-socket"] {
+                    if let (Some(g), Some(k)) = (side(ours), side(anchor)) {
+                        println!(
+                            "{validators} validator(s), {rate}: {ours} / {anchor} = {:.2}",
+                            g / k.max(1.0)
+                        );
+                    }
                 }
             }
         }

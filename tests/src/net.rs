@@ -42,6 +42,11 @@ fn cometbft_path() -> PathBuf {
     PathBuf::from(home).join(".cache/gpuchain/cometbft-v0.38.26/cometbft")
 }
 
+/// `cometbft-gpuchain`, built beside `gpuchaind` by scripts/build-cometbft-gpuchain.sh.
+fn cometbft_gpuchain_path() -> PathBuf {
+    gpuchaind_path().with_file_name("cometbft-gpuchain")
+}
+
 /// Runs the `gpuchaind` CLI and returns its output.
 pub fn cli(args: &[&str]) -> Result<Output> {
     let bin = gpuchaind_path();
@@ -217,6 +222,37 @@ impl TestNet {
             std::fs::write(&path, text.replace(&line, "proxy_app = \"kvstore\""))?;
         }
         self.start_comets_and_wait(nodes).await
+    }
+
+    /// Starts `nodes` as `cometbft-gpuchain` (CometBFT with the gpuchain app inside its
+    /// process, `start --app-home`), and waits until each has committed a block.
+    pub async fn start_in_process_nodes(&mut self, nodes: std::ops::Range<usize>) -> Result<()> {
+        for i in nodes.clone() {
+            self.start_in_process(i)?;
+        }
+        for i in nodes {
+            self.client(i)?
+                .wait_for_height(2, Duration::from_secs(60))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Starts node `i` as `cometbft-gpuchain`, its app inside CometBFT's process.
+    pub fn start_in_process(&mut self, i: usize) -> Result<()> {
+        let node = &self.net.nodes[i];
+        let child = Command::new(cometbft_gpuchain_path())
+            .arg("start")
+            .arg("--home")
+            .arg(&node.comet_home)
+            .arg("--app-home")
+            .arg(&node.app_home)
+            .stdout(self.log(&format!("node{i}-cometbft.log"))?)
+            .stderr(self.log(&format!("node{i}-cometbft.log"))?)
+            .spawn()
+            .context("starting cometbft-gpuchain (run scripts/build-cometbft-gpuchain.sh)")?;
+        self.procs[i].comet = Some(child);
+        Ok(())
     }
 
     /// Starts CometBFT's `kvstore` example app as a separate process (`abci-cli kvstore`,

@@ -102,6 +102,14 @@ fn dependencies_follow_the_architecture_invariants() {
                 "the load generator measures any CometBFT chain and knows nothing of gpuchain, not {deps:?}"
             );
         }
+        // The C interface cometbft-gpuchain links is a shim over the node's app, no more.
+        if name == "gpuchain-inprocess" {
+            assert!(
+                deps.iter()
+                    .all(|d| !d.starts_with("gpuchain-") || d == "gpuchain-node"),
+                "the in-process library only wraps the node's app, not {deps:?}"
+            );
+        }
         if name == "gpuchain-kernels" {
             assert!(
                 deps.iter().all(|d| d == "gemm"),
@@ -208,11 +216,26 @@ fn files_with_unsafe(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn unsafe_code_is_forbidden_everywhere_but_the_kernels_model_file_mapping_and_heap_trimming() {
+fn unsafe_code_is_forbidden_everywhere_but_the_kernels_model_file_mapping_heap_trimming_and_the_c_interface(
+) {
     for (dir, name, _) in crates() {
         let manifest: toml::Value =
             toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
         let lints = manifest.get("lints");
+        if name == "gpuchain-inprocess" {
+            let level = lints.and_then(|l| l["rust"]["unsafe_code"].as_str());
+            assert_eq!(
+                level,
+                Some("deny"),
+                "{name} allows unsafe only where it says so"
+            );
+            assert_eq!(
+                files_with_unsafe(&dir.join("src")),
+                vec![dir.join("src/lib.rs")],
+                "the in-process library's only unsafe code is its C interface"
+            );
+            continue;
+        }
         if name == "gpuchain-kernels" || name == "gpuchain-compute" {
             let level = lints.and_then(|l| l["rust"]["unsafe_code"].as_str());
             assert_eq!(

@@ -9,7 +9,7 @@ mod query;
 mod query_auction;
 mod query_staking;
 mod serving;
-mod start;
+pub(crate) mod start;
 mod status;
 mod testnet;
 mod tx;

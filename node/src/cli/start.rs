@@ -1,3 +1,4 @@
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::AppConfig;
@@ -16,19 +17,36 @@ pub(crate) struct StartArgs {
 }
 
 pub(crate) fn run(cli: &Cli, args: &StartArgs, upgrades: Upgrades) -> Result<ExitCode> {
-    tracing_subscriber::fmt()
+    init_logging();
+    let (app, config) = open(&cli.home, upgrades)?;
+    let addr = args.abci_addr.clone().unwrap_or(config.abci_addr.clone());
+    let listener = std::net::TcpListener::bind(&addr)
+        .with_context(|| format!("binding ABCI server to {addr}"))?;
+    tracing::info!(%addr, "ABCI server listening; start CometBFT with proxy_app=tcp://{addr}");
+    crate::abci_server::serve(listener, app).context("ABCI server stopped")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs to stderr at `RUST_LOG`'s level (default `info`); a second call changes nothing.
+pub(crate) fn init_logging() {
+    let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
-        .init();
-    let config = AppConfig::load(&cli.home)?;
-    let addr = args.abci_addr.clone().unwrap_or(config.abci_addr.clone());
-    let db_dir = config.db_dir(&cli.home);
+        .try_init();
+}
+
+/// Opens the app that `home`'s app.toml describes, with its metrics server when one is
+/// configured: what a node serves, whether over the ABCI socket or inside CometBFT's
+/// process.
+pub(crate) fn open(home: &Path, upgrades: Upgrades) -> Result<(MeteredApp, AppConfig)> {
+    let config = AppConfig::load(home)?;
+    let db_dir = config.db_dir(home);
     let app = MeteredApp::new(
         App::open_with_proof_window(&db_dir, config.proof_window())?
-            .with_snapshots(config.snapshot_policy(&cli.home))
+            .with_snapshots(config.snapshot_policy(home))
             .with_block_retention(config.min_retain_blocks)
             .with_event_index(config.event_index())
             .with_upgrades(upgrades)?,
@@ -37,11 +55,7 @@ pub(crate) fn run(cli: &Cli, args: &StartArgs, upgrades: Upgrades) -> Result<Exi
     if let Some(listen) = &config.metrics_listen {
         serve_metrics(listen, app.render())?;
     }
-    let listener = std::net::TcpListener::bind(&addr)
-        .with_context(|| format!("binding ABCI server to {addr}"))?;
-    tracing::info!(%addr, "ABCI server listening; start CometBFT with proxy_app=tcp://{addr}");
-    crate::abci_server::serve(listener, app).context("ABCI server stopped")?;
-    Ok(ExitCode::SUCCESS)
+    Ok((app, config))
 }
 
 /// Serves `render` at `GET /metrics` on `listen` from a thread of its own.
