@@ -25,7 +25,7 @@ cargo test --workspace --locked --no-run --message-format=json-render-diagnostic
 bash scripts/prune-target.sh "$built"
 rm -f "$built"
 # CometBFT with the app inside its process, linked from the library the build just made.
-bash scripts/build-cometbft-gpuchain.sh
+bash scripts/build-cometbft-gpuchain.sh --test
 # End-to-end tests start several CometBFT nodes each; two test binaries at a time is what
 # two cores sustain without timeouts.
 cargo test --workspace --locked -- --test-threads=2 "$@"

@@ -64,10 +64,9 @@ func newNode(config *cfg.Config, logger log.Logger) (*nm.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		// One lock per ABCI connection, as one socket connection serves one request at
-		// a time: CheckTx and queries still run beside block execution, which the app
-		// orders itself.
-		clients = proxy.NewConnSyncLocalClientCreator(app)
+		// Each ABCI connection is served in order, as a socket connection is; CheckTx
+		// and queries still run beside block execution, which the app orders itself.
+		clients = queuedChecksCreator{app: app}
 		logger.Info("gpuchain app in process", "app_home", appHome)
 	}
 	return nm.NewNode(config,

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	abci "github.com/cometbft/cometbft/abci/types"
+)
+
+// gatedApp answers CheckTx with the transaction's first byte as its code, and only once
+// the test opens the gate.
+type gatedApp struct {
+	abci.BaseApplication
+	gate chan struct{}
+}
+
+func (a gatedApp) CheckTx(_ context.Context, r *abci.RequestCheckTx) (*abci.ResponseCheckTx, error) {
+	<-a.gate
+	return &abci.ResponseCheckTx{Code: uint32(r.Tx[0])}, nil
+}
+
+func TestChecksAreQueuedAnsweredInOrderAndFlushWaitsForThem(t *testing.T) {
+	app := gatedApp{gate: make(chan struct{})}
+	client, err := queuedChecksCreator{app: app}.NewABCIClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mtx sync.Mutex
+	var global, own []uint32
+	returned := 0
+	client.SetResponseCallback(func(_ *abci.Request, res *abci.Response) {
+		mtx.Lock()
+		global = append(global, res.GetCheckTx().Code)
+		mtx.Unlock()
+	})
+
+	// Handed in while the app is still blocked: the calls return at once.
+	const n = 300 // more than the queue holds: the last senders wait for room
+	handedIn := make(chan struct{})
+	go func() {
+		for i := 0; i < n; i++ {
+			rr, err := client.CheckTxAsync(context.Background(), &abci.RequestCheckTx{Tx: []byte{byte(i)}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			rr.SetCallback(func(res *abci.Response) {
+				mtx.Lock()
+				own = append(own, res.GetCheckTx().Code)
+				mtx.Unlock()
+			})
+			mtx.Lock()
+			returned++
+			mtx.Unlock()
+		}
+		close(handedIn)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	mtx.Lock()
+	if len(global) != 0 {
+		t.Fatalf("answered before the app was: %v", global)
+	}
+	// A full queue (256) and the check the app holds: the callers did not wait for it.
+	if returned < 256 {
+		t.Fatalf("only %d of %d calls returned while the app was busy", returned, n)
+	}
+	mtx.Unlock()
+
+	flushed := make(chan struct{})
+	go func() {
+		<-handedIn
+		if err := client.Flush(context.Background()); err != nil {
+			t.Error(err)
+		}
+		close(flushed)
+	}()
+	close(app.gate)
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush did not return once every check was answered")
+	}
+	mtx.Lock()
+	defer mtx.Unlock()
+	if len(global) != n || len(own) != n {
+		t.Fatalf("%d global and %d own callbacks after Flush, want %d", len(global), len(own), n)
+	}
+	for i := 0; i < n; i++ {
+		if global[i] != uint32(byte(i)) || own[i] != uint32(byte(i)) {
+			t.Fatalf("answer %d out of order: %d / %d", i, global[i], own[i])
+		}
+	}
+}
