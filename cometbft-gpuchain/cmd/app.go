@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"unsafe"
 
 	abci "github.com/cometbft/cometbft/abci/types"
@@ -48,8 +49,24 @@ func openApp(home string) (gpuchainApp, error) {
 	return gpuchainApp{}, nil
 }
 
-// call hands one request to the app and decodes its answer.
-func call(req *abci.Request) (*abci.Response, error) {
+// fatal stops the process. The app failing to answer is what a broken ABCI socket is
+// to CometBFT, which then stops too; a node must not go on half-serving (and the app's
+// own panics and halts abort the process before they get here).
+func fatal(err error) {
+	fmt.Fprintf(os.Stderr, "FATAL: %v; halting\n", err)
+	os.Exit(1)
+}
+
+// call hands one request to the app and decodes its answer; any failure is fatal.
+func call(req *abci.Request) *abci.Response {
+	res, err := exchange(req)
+	if err != nil {
+		fatal(err)
+	}
+	return res
+}
+
+func exchange(req *abci.Request) (*abci.Response, error) {
 	in, err := req.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("encoding an ABCI request: %w", err)
@@ -78,14 +95,12 @@ func call(req *abci.Request) (*abci.Response, error) {
 
 // answer is call's result as the response type T, which the app must have answered with.
 func answer[T any](req *abci.Request, get func(*abci.Response) *T) (*T, error) {
-	res, err := call(req)
-	if err != nil {
-		return nil, err
-	}
+	res := call(req)
 	if v := get(res); v != nil {
 		return v, nil
 	}
-	return nil, fmt.Errorf("gpuchain app answered %T with %T", req.Value, res.Value)
+	fatal(fmt.Errorf("gpuchain app answered %T with %T", req.Value, res.Value))
+	return nil, nil
 }
 
 func (gpuchainApp) Info(_ context.Context, r *abci.RequestInfo) (*abci.ResponseInfo, error) {

@@ -61,8 +61,8 @@ func (q *queuedChecks) Error() error {
 }
 
 // CheckTxAsync queues the check and returns; a full queue makes the caller wait, as a
-// full socket queue does. After the app has failed a check, every call fails with its
-// error, which stops the node as a broken socket app does.
+// full socket queue does. Once the app has failed a check the client stops with its
+// error, which makes CometBFT stop the node, as a broken socket does.
 func (q *queuedChecks) CheckTxAsync(ctx context.Context, req *abci.RequestCheckTx) (*abcicli.ReqRes, error) {
 	if err := q.Error(); err != nil {
 		return nil, err
@@ -105,15 +105,19 @@ func (q *queuedChecks) run() {
 	for rr := range q.queue {
 		res, err := q.app.CheckTx(context.Background(), rr.Request.GetCheckTx())
 		if err != nil {
+			// As the socket client does: no answer and no callbacks, the waiters released,
+			// the client stopped with its error (CometBFT then stops the node).
 			q.mtx.Lock()
 			if q.err == nil {
 				q.err = err
 			}
 			q.mtx.Unlock()
-			rr.Response = abci.ToResponseException(err.Error())
-		} else {
-			rr.Response = abci.ToResponseCheckTx(res)
+			rr.Done()
+			q.markAnswered()
+			_ = q.Stop()
+			continue
 		}
+		rr.Response = abci.ToResponseCheckTx(res)
 		rr.Done()
 		q.mtx.Lock()
 		cb := q.callback

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +92,42 @@ func TestChecksAreQueuedAnsweredInOrderAndFlushWaitsForThem(t *testing.T) {
 		if global[i] != uint32(byte(i)) || own[i] != uint32(byte(i)) {
 			t.Fatalf("answer %d out of order: %d / %d", i, global[i], own[i])
 		}
+	}
+}
+
+type failingApp struct{ abci.BaseApplication }
+
+func (failingApp) CheckTx(context.Context, *abci.RequestCheckTx) (*abci.ResponseCheckTx, error) {
+	return nil, errors.New("broken")
+}
+
+func TestAFailedCheckStopsTheClientWithItsErrorAndNoAnswer(t *testing.T) {
+	client, err := queuedChecksCreator{app: failingApp{}}.NewABCIClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	client.SetResponseCallback(func(*abci.Request, *abci.Response) { answered = true })
+	rr, err := client.CheckTxAsync(context.Background(), &abci.RequestCheckTx{Tx: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Flush(context.Background()); err == nil || err.Error() != "broken" {
+		t.Fatalf("Flush after a failed check: %v", err)
+	}
+	select {
+	case <-client.Quit():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client did not stop, so CometBFT would not stop the node")
+	}
+	rr.Wait()
+	if answered || rr.Response != nil {
+		t.Fatalf("a failed check was answered: %v", rr.Response)
+	}
+	if _, err := client.CheckTxAsync(context.Background(), &abci.RequestCheckTx{Tx: []byte{2}}); err == nil {
+		t.Fatal("a stopped client took another check")
 	}
 }

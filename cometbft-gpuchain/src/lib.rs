@@ -4,8 +4,10 @@
 //!
 //! The interface is three calls: [`gpuchain_open`] once with the app's home,
 //! [`gpuchain_call`] per ABCI request (protobuf bytes in, protobuf bytes out), and
-//! [`gpuchain_free`] for every buffer handed back. No panic crosses into Go: one becomes an
-//! error, as does a call before the app is open.
+//! [`gpuchain_free`] for every buffer handed back. No panic crosses into Go: a panic while
+//! answering aborts the process, as the app's own halts do (a half-applied block must not
+//! go on being served), and a request the app cannot decode, or a call before the app is
+//! open, is an error the Go side stops the node on.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -33,6 +35,15 @@ pub struct GpuchainBuf {
 
 impl GpuchainBuf {
     fn from_vec(bytes: Vec<u8>) -> GpuchainBuf {
+        if bytes.capacity() == 0 {
+            // An empty Vec's pointer is dangling (0x1); Go's stack scan takes a pointer that
+            // low for corruption, so none is handed over.
+            return GpuchainBuf {
+                ptr: std::ptr::null_mut(),
+                len: 0,
+                cap: 0,
+            };
+        }
         let mut bytes = std::mem::ManuallyDrop::new(bytes);
         GpuchainBuf {
             ptr: bytes.as_mut_ptr(),
@@ -102,7 +113,10 @@ pub unsafe extern "C" fn gpuchain_call(
     let (code, bytes) = match result {
         Ok(Ok(response)) => (0, response),
         Ok(Err(e)) => (1, e.into_bytes()),
-        Err(_) => (1, b"the app panicked answering a request".to_vec()),
+        Err(_) => {
+            eprintln!("FATAL: the app panicked answering an ABCI request; halting");
+            std::process::abort()
+        }
     };
     // SAFETY: the caller promises `out` is writable.
     unsafe { out.write(GpuchainBuf::from_vec(bytes)) };

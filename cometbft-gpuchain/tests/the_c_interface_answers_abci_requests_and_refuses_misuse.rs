@@ -19,8 +19,12 @@ fn with_out(f: impl FnOnce(*mut GpuchainBuf) -> i32) -> (i32, Vec<u8>) {
         cap: 0,
     };
     let code = f(&mut out);
-    // SAFETY: `out` was filled by the library and is freed once, after copying.
-    let bytes = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
+    let bytes = if out.ptr.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `out` was filled by the library and is freed once, after copying.
+        unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec()
+    };
     // SAFETY: as above.
     unsafe { gpuchain_free(out) };
     (code, bytes)
@@ -60,7 +64,11 @@ fn the_c_interface_answers_abci_requests_and_refuses_misuse() {
     spec.validators = 1;
     let net = Localnet::build(&spec).unwrap();
     let home = net.nodes[0].app_home.to_str().unwrap().to_string();
-    assert_eq!(open(&home), (0, String::new()));
+    assert_eq!(
+        open(&home),
+        (0, String::new()),
+        "nothing to say, and no buffer"
+    );
 
     let (code, bytes) = call(&info());
     assert_eq!(code, 0);

@@ -240,8 +240,16 @@ impl TestNet {
 
     /// Starts node `i` as `cometbft-gpuchain`, its app inside CometBFT's process.
     pub fn start_in_process(&mut self, i: usize) -> Result<()> {
+        let binary = cometbft_gpuchain_path();
+        let library = binary.with_file_name("libgpuchain_inprocess.a");
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        anyhow::ensure!(
+            modified(&binary) >= modified(&library),
+            "{} is older than the app library it links: run scripts/build-cometbft-gpuchain.sh",
+            binary.display()
+        );
         let node = &self.net.nodes[i];
-        let child = Command::new(cometbft_gpuchain_path())
+        let child = Command::new(binary)
             .arg("start")
             .arg("--home")
             .arg(&node.comet_home)
