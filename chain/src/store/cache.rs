@@ -17,6 +17,15 @@ use super::tree::{NodeAddr, StoredNode};
 /// 5,000 transfers, about 10 MB per cache.
 pub(super) const CAPACITY: usize = 64 * 1024;
 
+/// Blocks a cache keeps at most, however few entries they wrote. A key looked up that no
+/// block wrote and no disk read cached is searched for in every block kept: with small
+/// blocks (an idle chain, or 100 senders' transfers) the entry capacity alone kept
+/// hundreds to thousands of them, and values written once at genesis (the chain id, the
+/// transaction parameters every CheckTx reads) were found only after a walk through all of
+/// them, which grew with the chain's age. Beyond this many blocks such a key is read from
+/// disk once and kept with the reads.
+pub(super) const MAX_BLOCKS: usize = 8;
+
 /// Recent committed blocks' maps `B`, newest last, and the entries read from disk
 /// (`misses`). A committed block's keys are removed from `misses`, so an entry there is
 /// always current and is looked up first: keys read every block but rarely written (module
@@ -85,12 +94,14 @@ impl<B, K: Ord, V: Clone> Recent<B, K, V> {
     }
 
     /// Adds a just-committed block of `len` entries, retiring the oldest blocks beyond
-    /// capacity.
+    /// capacity or beyond [`MAX_BLOCKS`].
     fn push(&mut self, block: B, len: usize) {
         self.epoch = self.epoch.wrapping_add(1);
         self.blocks.push_back((block, len));
         self.in_blocks = self.in_blocks.saturating_add(len);
-        while self.in_blocks > self.capacity && self.blocks.len() > 1 {
+        while (self.in_blocks > self.capacity || self.blocks.len() > MAX_BLOCKS)
+            && self.blocks.len() > 1
+        {
             if let Some((_, gone)) = self.blocks.pop_front() {
                 self.in_blocks = self.in_blocks.saturating_sub(gone);
             }
@@ -187,6 +198,25 @@ mod tests {
         commit(&mut cache, &[(4, 40)]); // 5 entries: the first block leaves
         assert_eq!(cache.get(&2, find), None);
         assert_eq!(cache.get(&1, find), Some(11));
+    }
+
+    #[test]
+    fn small_blocks_leave_after_max_blocks_so_a_genesis_value_is_read_once_and_kept() {
+        let mut cache = Recent::<BTreeMap<u64, u64>, u64, u64>::new(CAPACITY);
+        commit(&mut cache, &[(1, 10)]); // genesis
+        for height in 0..3 * MAX_BLOCKS as u64 {
+            commit(&mut cache, &[(100 + height, height)]);
+        }
+        assert_eq!(
+            cache.blocks.len(),
+            MAX_BLOCKS,
+            "a lookup walks at most this many"
+        );
+        assert_eq!(cache.get(&1, find), None, "the genesis block has left");
+        cache.fill(cache.epoch(), 1, 10); // so the reader goes to disk, once
+        assert_eq!(cache.get(&1, find), Some(10));
+        let last = 3 * MAX_BLOCKS as u64 - 1;
+        assert_eq!(cache.get(&(100 + last), find), Some(last));
     }
 
     #[test]
