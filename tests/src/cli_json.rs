@@ -30,6 +30,17 @@ impl NodeCli {
         Ok(NodeCli { home, node })
     }
 
+    /// Adds a new key `name` to the keystore and returns its address.
+    pub fn add_key(&self, name: &str) -> Result<String> {
+        let key = run_json(&[
+            "keys", "add", name, "--home", &self.home, "--output", "json",
+        ])?;
+        key["address"]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("`keys add {name}` printed no address: {key}"))
+    }
+
     /// The node's RPC URL.
     pub fn node(&self) -> &str {
         &self.node

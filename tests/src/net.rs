@@ -146,8 +146,12 @@ impl TestNet {
         for i in nodes.clone() {
             self.start_comet(i)?;
         }
-        // Every node, not just the first, must have committed a block: a node still in its
-        // handshake answers CheckTx from an empty state.
+        self.wait_for_first_blocks(nodes).await
+    }
+
+    /// Waits until each of `nodes` has committed a block. Every node, not just the first:
+    /// a node still in its handshake answers CheckTx from an empty state.
+    pub async fn wait_for_first_blocks(&self, nodes: std::ops::Range<usize>) -> Result<()> {
         for i in nodes {
             self.client(i)?
                 .wait_for_height(2, Duration::from_secs(60))
@@ -230,12 +234,7 @@ impl TestNet {
         for i in nodes.clone() {
             self.start_in_process(i)?;
         }
-        for i in nodes {
-            self.client(i)?
-                .wait_for_height(2, Duration::from_secs(60))
-                .await?;
-        }
-        Ok(())
+        self.wait_for_first_blocks(nodes).await
     }
 
     /// Starts node `i` as `cometbft-gpuchain`, its app inside CometBFT's process.

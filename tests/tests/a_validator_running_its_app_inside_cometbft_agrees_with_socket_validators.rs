@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use gpuchain_tests::{run_json, NodeCli, TestNet};
+use gpuchain_tests::{NodeCli, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_validator_running_its_app_inside_cometbft_agrees_with_socket_validators(
@@ -19,24 +19,10 @@ async fn a_validator_running_its_app_inside_cometbft_agrees_with_socket_validato
         net.start_comet(i)?;
     }
     net.start_in_process(3)?;
-    for i in 0..4 {
-        net.client(i)?
-            .wait_for_height(2, Duration::from_secs(60))
-            .await?;
-    }
+    net.wait_for_first_blocks(0..4).await?;
 
-    let home = net.keys_home();
-    let bob = run_json(&[
-        "keys",
-        "add",
-        "bob",
-        "--home",
-        home.to_str().unwrap(),
-        "--output",
-        "json",
-    ])?;
-    let bob_addr = bob["address"].as_str().unwrap().to_string();
     let in_process = NodeCli::new(&net, 3)?;
+    let bob_addr = in_process.add_key("bob")?;
     let outcome = in_process.tx(&["bank", "send", "alice", &bob_addr, "1234"])?;
     assert_eq!(outcome["code"], 0, "{outcome}");
     let height = outcome["height"].as_u64().unwrap();

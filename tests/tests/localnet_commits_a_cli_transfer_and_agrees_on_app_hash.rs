@@ -3,24 +3,14 @@
 
 use std::time::Duration;
 
-use gpuchain_tests::{cli, run_json, NodeCli, TestNet};
+use gpuchain_tests::{cli, NodeCli, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localnet_commits_a_cli_transfer_and_agrees_on_app_hash() -> anyhow::Result<()> {
     let net = TestNet::start(4, &[("alice", 5_000_000)]).await?;
-    let home = net.keys_home();
-    let bob = run_json(&[
-        "keys",
-        "add",
-        "bob",
-        "--home",
-        home.to_str().unwrap(),
-        "--output",
-        "json",
-    ])?;
-    let bob_addr = bob["address"].as_str().unwrap().to_string();
 
     let node_cli = NodeCli::new(&net, 1)?;
+    let bob_addr = node_cli.add_key("bob")?;
     let node = node_cli.node();
     let outcome = node_cli.tx(&["bank", "send", "alice", &bob_addr, "1234"])?;
     assert_eq!(outcome["code"], 0);
