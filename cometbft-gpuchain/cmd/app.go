@@ -17,6 +17,7 @@ void gpuchain_free(gpuchain_buf buf);
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +27,9 @@ import (
 	abci "github.com/cometbft/cometbft/abci/types"
 )
 
-// gpuchainApp is the linked gpuchain app as CometBFT's abci.Application: each request
-// goes over as the protobuf bytes the socket would carry, and the answer comes back the
-// same way.
+// gpuchainApp is the linked gpuchain app as CometBFT's abci.Application: requests go
+// over as the length-prefixed protobuf bytes the socket would carry (several CheckTx at
+// once from the mempool's queue), and the answers come back the same way.
 type gpuchainApp struct{}
 
 var _ abci.Application = gpuchainApp{}
@@ -67,28 +68,46 @@ func call(req *abci.Request) *abci.Response {
 }
 
 func exchange(req *abci.Request) (*abci.Response, error) {
-	in, err := req.Marshal()
+	res, err := exchangeAll([]*abci.Request{req})
 	if err != nil {
-		return nil, fmt.Errorf("encoding an ABCI request: %w", err)
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// exchangeAll hands requests to the app in one call and returns its answers, one each.
+func exchangeAll(reqs []*abci.Request) ([]*abci.Response, error) {
+	var in bytes.Buffer
+	for _, req := range reqs {
+		if err := abci.WriteMessage(req, &in); err != nil {
+			return nil, fmt.Errorf("encoding an ABCI request: %w", err)
+		}
 	}
 	var ptr *C.uint8_t
-	if len(in) > 0 {
-		ptr = (*C.uint8_t)(unsafe.Pointer(&in[0]))
+	if in.Len() > 0 {
+		ptr = (*C.uint8_t)(unsafe.Pointer(&in.Bytes()[0]))
 	}
 	var out C.gpuchain_buf
-	rc := C.gpuchain_call(ptr, C.size_t(len(in)), &out)
+	rc := C.gpuchain_call(ptr, C.size_t(in.Len()), &out)
 	defer C.gpuchain_free(out)
 	// Decoding copies every field out of the library's buffer before it is freed.
-	bytes := unsafe.Slice((*byte)(unsafe.Pointer(out.ptr)), int(out.len))
+	answers := unsafe.Slice((*byte)(unsafe.Pointer(out.ptr)), int(out.len))
 	if rc != 0 {
-		return nil, fmt.Errorf("gpuchain app: %s", string(bytes))
+		return nil, fmt.Errorf("gpuchain app: %s", string(answers))
 	}
-	res := new(abci.Response)
-	if err := res.Unmarshal(bytes); err != nil {
-		return nil, fmt.Errorf("decoding the gpuchain app's answer: %w", err)
+	reader := bytes.NewReader(answers)
+	res := make([]*abci.Response, len(reqs))
+	for i := range res {
+		res[i] = new(abci.Response)
+		if err := abci.ReadMessage(reader, res[i]); err != nil {
+			return nil, fmt.Errorf("decoding the gpuchain app's answer %d of %d: %w", i+1, len(reqs), err)
+		}
+		if e := res[i].GetException(); e != nil {
+			return nil, fmt.Errorf("gpuchain app: %s", e.Error)
+		}
 	}
-	if e := res.GetException(); e != nil {
-		return nil, fmt.Errorf("gpuchain app: %s", e.Error)
+	if reader.Len() != 0 {
+		return nil, fmt.Errorf("the gpuchain app answered %d requests with %d bytes too many", len(reqs), reader.Len())
 	}
 	return res, nil
 }
@@ -113,6 +132,26 @@ func (gpuchainApp) Query(_ context.Context, r *abci.RequestQuery) (*abci.Respons
 
 func (gpuchainApp) CheckTx(_ context.Context, r *abci.RequestCheckTx) (*abci.ResponseCheckTx, error) {
 	return answer(abci.ToRequestCheckTx(r), (*abci.Response).GetCheckTx)
+}
+
+// CheckTxs checks several transactions in one call (checkBatcher); any failure is fatal,
+// as for every other request.
+func (gpuchainApp) CheckTxs(reqs []*abci.RequestCheckTx) ([]*abci.ResponseCheckTx, error) {
+	wrapped := make([]*abci.Request, len(reqs))
+	for i, r := range reqs {
+		wrapped[i] = abci.ToRequestCheckTx(r)
+	}
+	res, err := exchangeAll(wrapped)
+	if err != nil {
+		fatal(err)
+	}
+	out := make([]*abci.ResponseCheckTx, len(res))
+	for i, r := range res {
+		if out[i] = r.GetCheckTx(); out[i] == nil {
+			fatal(fmt.Errorf("gpuchain app answered CheckTx with %T", r.Value))
+		}
+	}
+	return out, nil
 }
 
 func (gpuchainApp) InitChain(_ context.Context, r *abci.RequestInitChain) (*abci.ResponseInitChain, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	abcicli "github.com/cometbft/cometbft/abci/client"
@@ -9,9 +10,19 @@ import (
 	"github.com/cometbft/cometbft/proxy"
 )
 
+// checkBatcher is an app that answers several CheckTx requests in one call, in order:
+// the linked gpuchain app checks their signatures in one batch.
+type checkBatcher interface {
+	CheckTxs(reqs []*abci.RequestCheckTx) ([]*abci.ResponseCheckTx, error)
+}
+
+// maxCheckBatch is how many queued checks go to the app at once at most: the queue's size.
+const maxCheckBatch = 256
+
 // queuedChecksCreator gives each ABCI connection CometBFT opens a local client whose
 // CheckTxAsync is asynchronous, as it is over the socket: the check is queued and runs
 // on the connection's own goroutine, in order, and its callbacks fire when it is done.
+// The checks waiting when the goroutine gets to them go to the app together.
 // CometBFT's local client would run it inline instead, and a transaction gossiped by a
 // peer is checked inside the p2p reactor that also carries votes and block parts: a
 // signature check per transaction there stalled consensus on a 4-validator localnet.
@@ -27,7 +38,7 @@ func (c queuedChecksCreator) NewABCIClient() (abcicli.Client, error) {
 		Client: abcicli.NewLocalClient(nil, c.app),
 		app:    c.app,
 		// As many checks may wait as the socket client's request queue holds.
-		queue: make(chan *abcicli.ReqRes, 256),
+		queue: make(chan *abcicli.ReqRes, maxCheckBatch),
 	}
 	q.answeredCond = sync.NewCond(&q.mtx)
 	go q.run()
@@ -102,8 +113,22 @@ func (q *queuedChecks) Flush(context.Context) error {
 }
 
 func (q *queuedChecks) run() {
+	batch := make([]*abcicli.ReqRes, 0, maxCheckBatch)
 	for rr := range q.queue {
-		res, err := q.app.CheckTx(context.Background(), rr.Request.GetCheckTx())
+		batch = append(batch[:0], rr)
+	waiting:
+		for len(batch) < maxCheckBatch {
+			select {
+			case more, ok := <-q.queue:
+				if !ok {
+					break waiting
+				}
+				batch = append(batch, more)
+			default:
+				break waiting
+			}
+		}
+		responses, err := q.check(batch)
 		if err != nil {
 			// As the socket client does: no answer and no callbacks, the waiters released,
 			// the client stopped with its error (CometBFT then stops the node).
@@ -112,20 +137,48 @@ func (q *queuedChecks) run() {
 				q.err = err
 			}
 			q.mtx.Unlock()
-			rr.Done()
-			q.markAnswered()
+			for _, rr := range batch {
+				rr.Done()
+				q.markAnswered()
+			}
 			_ = q.Stop()
 			continue
 		}
-		rr.Response = abci.ToResponseCheckTx(res)
-		rr.Done()
-		q.mtx.Lock()
-		cb := q.callback
-		q.mtx.Unlock()
-		if cb != nil {
-			cb(rr.Request, rr.Response)
+		for i, rr := range batch {
+			rr.Response = abci.ToResponseCheckTx(responses[i])
+			rr.Done()
+			q.mtx.Lock()
+			cb := q.callback
+			q.mtx.Unlock()
+			if cb != nil {
+				cb(rr.Request, rr.Response)
+			}
+			rr.InvokeCallback()
+			q.markAnswered()
 		}
-		rr.InvokeCallback()
-		q.markAnswered()
 	}
+}
+
+// check has the app answer every check in batch, one answer each, in order.
+func (q *queuedChecks) check(batch []*abcicli.ReqRes) ([]*abci.ResponseCheckTx, error) {
+	reqs := make([]*abci.RequestCheckTx, len(batch))
+	for i, rr := range batch {
+		reqs[i] = rr.Request.GetCheckTx()
+	}
+	if b, ok := q.app.(checkBatcher); ok {
+		responses, err := b.CheckTxs(reqs)
+		if err == nil && len(responses) != len(reqs) {
+			err = fmt.Errorf("%d checks got %d answers", len(reqs), len(responses))
+		}
+		return responses, err
+	}
+	responses := make([]*abci.ResponseCheckTx, len(reqs))
+	for i, req := range reqs {
+		res, err := q.app.CheckTx(context.Background(), req)
+		if err != nil {
+			return nil, err
+		}
+		responses[i] = res
+	}
+	return responses, nil
 }

@@ -131,3 +131,69 @@ func TestAFailedCheckStopsTheClientWithItsErrorAndNoAnswer(t *testing.T) {
 		t.Fatal("a stopped client took another check")
 	}
 }
+
+// batchingApp answers checks as gatedApp does, but several at a time, and records how many
+// each call got.
+type batchingApp struct {
+	gatedApp
+	mtx   sync.Mutex
+	sizes []int
+}
+
+func (a *batchingApp) CheckTxs(reqs []*abci.RequestCheckTx) ([]*abci.ResponseCheckTx, error) {
+	<-a.gate
+	a.mtx.Lock()
+	a.sizes = append(a.sizes, len(reqs))
+	a.mtx.Unlock()
+	out := make([]*abci.ResponseCheckTx, len(reqs))
+	for i, r := range reqs {
+		out[i] = &abci.ResponseCheckTx{Code: uint32(r.Tx[0])}
+	}
+	return out, nil
+}
+
+func TestChecksWaitingTogetherGoToABatchingAppInOneCallAndAreAnsweredInOrder(t *testing.T) {
+	app := &batchingApp{gatedApp: gatedApp{gate: make(chan struct{})}}
+	client, err := queuedChecksCreator{app: app}.NewABCIClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mtx sync.Mutex
+	var codes []uint32
+	client.SetResponseCallback(func(_ *abci.Request, res *abci.Response) {
+		mtx.Lock()
+		codes = append(codes, res.GetCheckTx().Code)
+		mtx.Unlock()
+	})
+	const n = 200
+	for i := 0; i < n; i++ {
+		if _, err := client.CheckTxAsync(context.Background(), &abci.RequestCheckTx{Tx: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(app.gate)
+	if err := client.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mtx.Lock()
+	defer mtx.Unlock()
+	if len(codes) != n {
+		t.Fatalf("%d answers after Flush, want %d", len(codes), n)
+	}
+	for i, c := range codes {
+		if c != uint32(byte(i)) {
+			t.Fatalf("answer %d out of order: %d", i, c)
+		}
+	}
+	app.mtx.Lock()
+	defer app.mtx.Unlock()
+	total := 0
+	for _, s := range app.sizes {
+		total += s
+	}
+	// The first call takes what was queued when it started; everything queued while the
+	// app was busy goes in the next one.
+	if total != n || len(app.sizes) > 2 {
+		t.Fatalf("calls of %v checks: the waiting checks did not go together", app.sizes)
+	}
+}

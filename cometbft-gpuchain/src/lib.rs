@@ -3,7 +3,8 @@
 //! the app answers inside CometBFT's process instead of over the ABCI socket.
 //!
 //! The interface is three calls: [`gpuchain_open`] once with the app's home,
-//! [`gpuchain_call`] per ABCI request (protobuf bytes in, protobuf bytes out), and
+//! [`gpuchain_call`] per ABCI request, or per run of CheckTx requests (length-prefixed
+//! protobuf bytes in and out, as on the socket), and
 //! [`gpuchain_free`] for every buffer handed back. No panic crosses into Go: a panic while
 //! answering aborts the process, as the app's own halts do (a half-applied block must not
 //! go on being served), and a request the app cannot decode, or a call before the app is
@@ -87,8 +88,8 @@ pub unsafe extern "C" fn gpuchain_open(
     code
 }
 
-/// Answers the encoded ABCI `Request` in the `len` bytes at `request`: returns 0 with the
-/// encoded `Response` in `*out`, or 1 with the reason.
+/// Answers the length-prefixed ABCI `Request`s in the `len` bytes at `request`, in order:
+/// returns 0 with the length-prefixed `Response`s in `*out`, or 1 with the reason.
 ///
 /// # Safety
 /// `request` points to `len` readable bytes (or `len` is 0) and `out` to writable memory

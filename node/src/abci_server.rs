@@ -2,8 +2,10 @@
 //! snapshot), each served on its own thread with a clone of the app. CometBFT pipelines
 //! requests (many CheckTx before it waits), so a connection answers every request already
 //! in its read buffer and writes the answers together before it reads again: one write per
-//! batch instead of one per transaction, and no copy of the buffer per message. Nagle's
-//! algorithm is off: an answer must not wait for the acknowledgement of the one before.
+//! batch instead of one per transaction, and no copy of the buffer per message. The CheckTx
+//! requests that follow one another in a read are checked together, their signatures in one
+//! batch. Nagle's algorithm is off: an answer must not wait for the acknowledgement of the
+//! one before.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -11,13 +13,27 @@ use std::net::{TcpListener, TcpStream};
 use anyhow::{Context, Result};
 use prost::Message;
 use tendermint_abci::Application;
-use tendermint_proto::v0_38::abci::{request, response, Request, Response};
+use tendermint_proto::v0_38::abci::{
+    request, response, Request, RequestCheckTx, Response, ResponseCheckTx,
+};
 
 /// Bytes read at a time; a block's FinalizeBlock may span many reads.
 const READ_CHUNK: usize = 1 << 20;
 
+/// CheckTx requests answered together at most: past a few hundred a signature batch gets
+/// little cheaper per signature, and the first answer waits for the last check.
+const MAX_CHECK_BATCH: usize = 256;
+
+/// An app that can answer consecutive CheckTx requests together.
+pub(crate) trait BatchedChecks: Application {
+    /// The answers to `requests`, in order; by default one `check_tx` each.
+    fn check_tx_batch(&self, requests: Vec<RequestCheckTx>) -> Vec<ResponseCheckTx> {
+        requests.into_iter().map(|r| self.check_tx(r)).collect()
+    }
+}
+
 /// Serves `app` on `listener` until the listener fails.
-pub(crate) fn serve<A: Application>(listener: TcpListener, app: A) -> Result<()> {
+pub(crate) fn serve<A: BatchedChecks>(listener: TcpListener, app: A) -> Result<()> {
     loop {
         let (stream, peer) = listener.accept().context("accepting an ABCI connection")?;
         let app = app.clone();
@@ -34,17 +50,13 @@ pub(crate) fn serve<A: Application>(listener: TcpListener, app: A) -> Result<()>
 }
 
 /// Answers one connection's requests in order until CometBFT closes it.
-fn serve_connection<A: Application>(mut stream: TcpStream, app: &A) -> Result<()> {
+fn serve_connection<A: BatchedChecks>(mut stream: TcpStream, app: &A) -> Result<()> {
     stream.set_nodelay(true)?;
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut input: Vec<u8> = Vec::new();
     let mut output: Vec<u8> = Vec::new();
     loop {
-        let mut consumed = 0;
-        while let Some((request, used)) = next_request(&input[consumed..])? {
-            consumed += used;
-            dispatch(app, request).encode_length_delimited(&mut output)?;
-        }
+        let consumed = answer_buffered(app, &input, &mut output)?;
         input.drain(..consumed);
         if !output.is_empty() {
             stream.write_all(&output)?;
@@ -55,6 +67,82 @@ fn serve_connection<A: Application>(mut stream: TcpStream, app: &A) -> Result<()
             return Ok(());
         }
         input.extend_from_slice(&chunk[..read]);
+    }
+}
+
+/// Answers every whole length-prefixed request at the start of `input`, in order, appending
+/// the length-prefixed answers to `output`; returns the bytes of `input` used. Consecutive
+/// CheckTx requests are answered together, and so are the Flush requests between them
+/// (CometBFT's socket client sends one after each CheckTx): a Flush is answered after every
+/// check sent before it, as it must be.
+pub(crate) fn answer_buffered<A: BatchedChecks>(
+    app: &A,
+    input: &[u8],
+    output: &mut Vec<u8>,
+) -> Result<usize> {
+    let mut consumed = 0;
+    let mut run = CheckRun::default();
+    while let Some((request, used)) = next_request(input.get(consumed..).unwrap_or_default())? {
+        consumed += used;
+        match request.value {
+            Some(request::Value::CheckTx(check)) => {
+                run.checks.push(check);
+                run.order.push(Pending::Check);
+                if run.checks.len() >= MAX_CHECK_BATCH {
+                    run.answer(app, output)?;
+                }
+            }
+            Some(request::Value::Flush(_)) if !run.checks.is_empty() => {
+                run.order.push(Pending::Flush);
+            }
+            value => {
+                run.answer(app, output)?;
+                dispatch(app, Request { value }).encode_length_delimited(output)?;
+            }
+        }
+    }
+    run.answer(app, output)?;
+    Ok(consumed)
+}
+
+#[derive(Clone, Copy)]
+enum Pending {
+    Check,
+    Flush,
+}
+
+/// CheckTx requests waiting to be answered together, and the Flush requests among them.
+#[derive(Default)]
+struct CheckRun {
+    checks: Vec<RequestCheckTx>,
+    order: Vec<Pending>,
+}
+
+impl CheckRun {
+    fn answer<A: BatchedChecks>(&mut self, app: &A, output: &mut Vec<u8>) -> Result<()> {
+        if self.order.is_empty() {
+            return Ok(());
+        }
+        let count = self.checks.len();
+        let mut answers = app
+            .check_tx_batch(std::mem::take(&mut self.checks))
+            .into_iter();
+        anyhow::ensure!(
+            answers.len() == count,
+            "{count} CheckTx requests got {} answers",
+            answers.len()
+        );
+        for pending in std::mem::take(&mut self.order) {
+            let value = match pending {
+                Pending::Check => match answers.next() {
+                    Some(answer) => response::Value::CheckTx(answer),
+                    None => anyhow::bail!("a CheckTx request without an answer"),
+                },
+                Pending::Flush => response::Value::Flush(app.flush()),
+            };
+            Response { value: Some(value) }.encode_length_delimited(output)?;
+        }
+        Ok(())
     }
 }
 
@@ -108,10 +196,12 @@ pub(crate) fn dispatch<A: Application>(app: &A, request: Request) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tendermint_proto::v0_38::abci::{RequestCheckTx, RequestEcho, ResponseCheckTx};
+    use tendermint_proto::v0_38::abci::RequestEcho;
 
     #[derive(Clone)]
     struct Echoing;
+
+    impl BatchedChecks for Echoing {}
 
     impl Application for Echoing {
         fn check_tx(&self, req: RequestCheckTx) -> ResponseCheckTx {
@@ -175,6 +265,67 @@ mod tests {
             Some(response::Value::Echo(e)) => assert_eq!(e.message, "last"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Answers as `Echoing` does and records how many checks each call got.
+    #[derive(Clone, Default)]
+    struct Recording(std::sync::Arc<std::sync::Mutex<Vec<usize>>>);
+
+    impl Application for Recording {}
+
+    impl BatchedChecks for Recording {
+        fn check_tx_batch(&self, requests: Vec<RequestCheckTx>) -> Vec<ResponseCheckTx> {
+            self.0.lock().unwrap().push(requests.len());
+            requests.into_iter().map(|r| Echoing.check_tx(r)).collect()
+        }
+    }
+
+    #[test]
+    fn checks_and_the_flushes_between_them_are_answered_together_in_order() {
+        let mut input = Vec::new();
+        for i in 0..10u8 {
+            input.extend(framed(request::Value::CheckTx(RequestCheckTx {
+                tx: vec![i].into(),
+                r#type: 0,
+            })));
+            input.extend(framed(request::Value::Flush(Default::default())));
+        }
+        input.extend(framed(request::Value::Echo(RequestEcho {
+            message: "between".into(),
+        })));
+        input.extend(framed(request::Value::CheckTx(RequestCheckTx {
+            tx: vec![10].into(),
+            r#type: 0,
+        })));
+        let app = Recording::default();
+        let mut output = Vec::new();
+        assert_eq!(
+            answer_buffered(&app, &input, &mut output).unwrap(),
+            input.len()
+        );
+        let mut rest = &output[..];
+        let mut answers = Vec::new();
+        while !rest.is_empty() {
+            answers.push(Response::decode_length_delimited(&mut rest).unwrap().value);
+        }
+        assert_eq!(answers.len(), 22);
+        for (i, pair) in answers[..20].chunks(2).enumerate() {
+            assert!(
+                matches!(&pair[0], Some(response::Value::CheckTx(c)) if c.code == i as u32),
+                "{pair:?}"
+            );
+            assert!(
+                matches!(&pair[1], Some(response::Value::Flush(_))),
+                "{pair:?}"
+            );
+        }
+        assert!(matches!(&answers[20], Some(response::Value::Echo(e)) if e.message == "between"));
+        assert!(matches!(&answers[21], Some(response::Value::CheckTx(c)) if c.code == 10));
+        assert_eq!(
+            *app.0.lock().unwrap(),
+            vec![10, 1],
+            "one call for the first ten"
+        );
     }
 
     #[test]

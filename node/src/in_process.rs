@@ -1,14 +1,13 @@
 //! The app served inside CometBFT's own process (`cometbft-gpuchain start --app-home`):
-//! CometBFT hands each ABCI request over as the same protobuf bytes it would write to the
-//! socket, and gets the encoded answer back. Nothing is framed, flushed or copied through a
+//! CometBFT hands ABCI requests over as the same length-prefixed protobuf bytes it would
+//! write to the socket (one, or several CheckTx at once), and gets the answers back framed
+//! the same way. Nothing is framed, flushed or copied through a
 //! kernel socket, which is what the socket transport cost CometBFT per transaction
 //! (docs/benchmarks.md). The app is the one `gpuchaind start` serves, opened the same way.
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use prost::Message;
-use tendermint_proto::v0_38::abci::Request;
+use anyhow::Result;
 
 use crate::metrics::MeteredApp;
 
@@ -27,9 +26,16 @@ impl InProcess {
         Ok(InProcess { app })
     }
 
-    /// Answers one encoded `Request` (no length prefix) with an encoded `Response`.
-    pub fn answer(&self, request: &[u8]) -> Result<Vec<u8>> {
-        let request = Request::decode(request).context("decoding an ABCI request")?;
-        Ok(crate::abci_server::dispatch(&self.app, request).encode_to_vec())
+    /// Answers length-prefixed `Request`s with the length-prefixed `Response`s, in order;
+    /// the input must be whole requests, at least one.
+    pub fn answer(&self, requests: &[u8]) -> Result<Vec<u8>> {
+        let mut answers = Vec::new();
+        let used = crate::abci_server::answer_buffered(&self.app, requests, &mut answers)?;
+        anyhow::ensure!(
+            used == requests.len() && used > 0,
+            "{} bytes are not whole length-prefixed ABCI requests ({used} bytes used)",
+            requests.len()
+        );
+        Ok(answers)
     }
 }

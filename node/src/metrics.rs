@@ -251,6 +251,30 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (value, start.elapsed())
 }
 
+impl MeteredApp {
+    fn count_checks(&self, results: &[ResponseCheckTx]) {
+        self.with_counts(|c| {
+            for res in results {
+                if res.code == 0 {
+                    c.check_accepted += 1;
+                } else {
+                    *c.check_rejected
+                        .entry((res.codespace.clone(), res.code))
+                        .or_default() += 1;
+                }
+            }
+        });
+    }
+}
+
+impl crate::abci_server::BatchedChecks for MeteredApp {
+    fn check_tx_batch(&self, requests: Vec<RequestCheckTx>) -> Vec<ResponseCheckTx> {
+        let results = self.app.check_tx_requests(&requests);
+        self.count_checks(&results);
+        results
+    }
+}
+
 impl tendermint_abci::Application for MeteredApp {
     fn info(&self, req: RequestInfo) -> ResponseInfo {
         self.app.info(req)
@@ -266,15 +290,7 @@ impl tendermint_abci::Application for MeteredApp {
 
     fn check_tx(&self, req: RequestCheckTx) -> ResponseCheckTx {
         let res = tendermint_abci::Application::check_tx(&self.app, req);
-        self.with_counts(|c| {
-            if res.code == 0 {
-                c.check_accepted += 1;
-            } else {
-                *c.check_rejected
-                    .entry((res.codespace.clone(), res.code))
-                    .or_default() += 1;
-            }
-        });
+        self.count_checks(std::slice::from_ref(&res));
         res
     }
 

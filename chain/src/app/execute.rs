@@ -1,9 +1,9 @@
 //! Deterministic execution of transactions and blocks, independent of ABCI and storage:
 //! FinalizeBlock, CheckTx, the simulator and the benchmarks all run this code.
 
-use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use gpuchain_slashing::Evidence;
 use gpuchain_staking::{ConsensusAddress, ValidatorUpdate};
+use gpuchain_tx::signature::{self, PublicKey};
 use gpuchain_tx::{Tx, TxError, TxParams};
 use gpuchain_types::{
     AppError, BlockCtx, Event, EventSink, ModuleError, Overlay, StateRead, StateReadExt,
@@ -164,41 +164,55 @@ pub(crate) fn run_tx(
     result
 }
 
-/// One transaction's signature, verified alone as [`Tx::verify_signature`] does, with the
+/// One transaction's signature by the chain's rule ([`gpuchain_tx::signature`]), with the
 /// signer's key parsed once per account instead of once per transaction.
 pub(super) fn signature_ok(tx: &Tx) -> bool {
-    super::keycache::verifying_key(&tx.public_key).is_some_and(|key| {
-        key.verify(
-            &gpuchain_tx::sign_bytes(&tx.body),
-            &Signature::from_bytes(&tx.signature),
-        )
-        .is_ok()
+    super::keycache::public_key(&tx.public_key).is_some_and(|key| {
+        signature::verify(&key, &gpuchain_tx::sign_bytes(&tx.body), &tx.signature)
     })
 }
 
-/// Verifies every decoded signature, in one batch when all are valid.
-fn verify_signatures(txs: &[Result<Tx, TxError>]) -> Vec<bool> {
-    let mut messages = Vec::new();
-    let mut signatures: Vec<Signature> = Vec::new();
-    let mut keys: Vec<VerifyingKey> = Vec::new();
-    let mut parsed = vec![false; txs.len()];
-    for (tx, parsed) in txs.iter().zip(parsed.iter_mut()) {
-        if let Ok(tx) = tx {
-            if let Some(key) = super::keycache::verifying_key(&tx.public_key) {
-                messages.push(gpuchain_tx::sign_bytes(&tx.body));
-                signatures.push(Signature::from_bytes(&tx.signature));
-                keys.push(key);
-                *parsed = true;
-            }
-        }
+/// Below this many signatures a batch costs more than checking them one by one.
+const MIN_BATCH: usize = 3;
+
+/// Each transaction's signature verdict, the same [`signature_ok`] gives it alone: one batch
+/// when every signature passes, one by one when the batch holds a bad one. The rule's batch
+/// decides exactly what the single checks would, so the verdicts do not depend on which
+/// transactions share the call.
+pub(super) fn verify_signatures(txs: &[&Tx]) -> Vec<bool> {
+    if txs.len() < MIN_BATCH {
+        return txs.iter().map(|tx| signature_ok(tx)).collect();
     }
-    let refs: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
-    if ed25519_dalek::verify_batch(&refs, &signatures, &keys).is_ok() {
-        return parsed;
+    let keys: Vec<Option<PublicKey>> = txs
+        .iter()
+        .map(|tx| super::keycache::public_key(&tx.public_key))
+        .collect();
+    let messages: Vec<Vec<u8>> = txs
+        .iter()
+        .map(|tx| gpuchain_tx::sign_bytes(&tx.body))
+        .collect();
+    let items: Vec<signature::Item<'_>> = txs
+        .iter()
+        .zip(&keys)
+        .zip(&messages)
+        .filter_map(|((tx, key), message)| {
+            key.as_ref().map(|key| signature::Item {
+                key,
+                message,
+                signature: &tx.signature,
+            })
+        })
+        .collect();
+    if signature::verify_batch(&items) {
+        return keys.iter().map(Option::is_some).collect();
     }
-    // Some signature is bad: find which, one by one.
     txs.iter()
-        .map(|tx| matches!(tx, Ok(tx) if signature_ok(tx)))
+        .zip(&keys)
+        .zip(&messages)
+        .map(|((tx, key), message)| {
+            key.as_ref()
+                .is_some_and(|key| signature::verify(key, message, &tx.signature))
+        })
         .collect()
 }
 
@@ -235,7 +249,12 @@ pub fn execute_block(
             }
         })
         .collect();
-    let signatures_ok = verify_signatures(&decoded);
+    let signed: Vec<&Tx> = decoded.iter().filter_map(|tx| tx.as_ref().ok()).collect();
+    let mut verdicts = verify_signatures(&signed).into_iter();
+    let signatures_ok: Vec<bool> = decoded
+        .iter()
+        .map(|tx| tx.is_ok() && verdicts.next().unwrap_or(false))
+        .collect();
     let tx_results = input
         .txs
         .iter()

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use anyhow::Result;
 use gpuchain_genesis::AppGenesis;
 use gpuchain_staking::ValidatorUpdate;
-use gpuchain_tx::Tx;
+use gpuchain_tx::{Tx, TxError};
 use gpuchain_types::{BlockCtx, Write};
 use tendermint_proto::v0_38::abci::{
     CheckTxType as CheckTxKind, RequestApplySnapshotChunk, RequestCheckTx, RequestFinalizeBlock,
@@ -276,12 +276,35 @@ impl App {
     /// before a block: the bytes, and so the signature, are unchanged, so only the stateful
     /// checks run again (as the Cosmos SDK's ante handler does on recheck).
     fn check_tx(&self, raw: &[u8], recheck: bool) -> TxResult {
-        // Decoding and the signature need no state, so they run before the lock is taken:
-        // a CheckTx verifying a signature does not hold up FinalizeBlock or Commit.
-        let decoded = Tx::decode(raw);
-        let sig_ok = decoded
-            .as_ref()
-            .is_ok_and(|tx| recheck || execute::signature_ok(tx));
+        let mut results = self.check_txs(&[(raw, recheck)]);
+        results
+            .pop()
+            .unwrap_or_else(|| halt("CheckTx", "no result for one transaction"))
+    }
+
+    /// CheckTx for several transactions in the order CometBFT sent them, `(bytes, recheck)`
+    /// each: the same results as one call each, with the signatures checked in one batch
+    /// (the rule's batch decides exactly what single checks would).
+    pub fn check_txs(&self, txs: &[(&[u8], bool)]) -> Vec<TxResult> {
+        // Decoding and the signatures need no state, so they run before the lock is taken:
+        // CheckTx verifying signatures does not hold up FinalizeBlock or Commit.
+        let decoded: Vec<Result<Tx, TxError>> =
+            txs.iter().map(|(raw, _)| Tx::decode(raw)).collect();
+        let to_verify: Vec<&Tx> = decoded
+            .iter()
+            .zip(txs)
+            .filter_map(|(tx, (_, recheck))| tx.as_ref().ok().filter(|_| !recheck))
+            .collect();
+        let mut verdicts = execute::verify_signatures(&to_verify).into_iter();
+        let signatures_ok: Vec<bool> = decoded
+            .iter()
+            .zip(txs)
+            .map(|(tx, (_, recheck))| match tx {
+                Err(_) => false,
+                Ok(_) if *recheck => true,
+                Ok(_) => verdicts.next().unwrap_or(false),
+            })
+            .collect();
         let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
         // No transaction's validity depends on the block's time; the last block's stands in.
@@ -291,27 +314,37 @@ impl App {
             entropy: [0; 32],
             time_ms: node.last_block_time_ms,
         };
-        let mut top = Write::new();
         let mut check_writes = self.check_writes();
-        let result = {
-            let accepted = layered::Layered {
-                top: &check_writes,
-                base: &node.store,
-            };
-            execute::run_tx(
-                &accepted,
-                &mut top,
-                &ctx,
-                &params,
-                raw,
-                decoded.as_ref(),
-                sig_ok,
-            )
-        };
-        if result.code == 0 {
-            check_writes.extend(top);
-        }
-        result
+        txs.iter()
+            .zip(decoded.iter().zip(signatures_ok))
+            .map(|((raw, _), (tx, sig_ok))| {
+                let mut top = Write::new();
+                let result = {
+                    let accepted = layered::Layered {
+                        top: &check_writes,
+                        base: &node.store,
+                    };
+                    execute::run_tx(&accepted, &mut top, &ctx, &params, raw, tx.as_ref(), sig_ok)
+                };
+                if result.code == 0 {
+                    check_writes.extend(top);
+                }
+                result
+            })
+            .collect()
+    }
+
+    /// ABCI CheckTx for requests CometBFT sent one after the other, answered in their order
+    /// as one [`App::check_txs`].
+    pub fn check_tx_requests(&self, requests: &[RequestCheckTx]) -> Vec<ResponseCheckTx> {
+        let txs: Vec<(&[u8], bool)> = requests
+            .iter()
+            .map(|r| (r.tx.as_ref(), r.r#type == CheckTxKind::Recheck as i32))
+            .collect();
+        self.check_txs(&txs)
+            .into_iter()
+            .map(convert::check_tx_response)
+            .collect()
     }
 }
 

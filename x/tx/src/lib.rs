@@ -22,6 +22,7 @@ mod error;
 mod gas;
 mod msg;
 mod params;
+pub mod signature;
 mod tx;
 
 pub use build::build_signed_tx;

@@ -1,8 +1,9 @@
 use borsh::{BorshDeserialize, BorshSerialize};
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signer, SigningKey};
 use gpuchain_types::{Address, Amount};
 use serde::{Deserialize, Serialize};
 
+use crate::signature::{self, PublicKey};
 use crate::{Msg, TxError};
 
 /// Prefix of the bytes that are signed, so a signature over a gpuchain body can never be
@@ -71,17 +72,14 @@ impl Tx {
         Address::from_public_key(&self.public_key)
     }
 
-    /// Checks the signature alone.
+    /// Checks the signature alone, by the chain's rule ([`crate::signature`]).
     pub fn verify_signature(&self) -> Result<(), TxError> {
-        let (key, signature) = self.key_and_signature()?;
-        key.verify(&sign_bytes(&self.body), &signature)
-            .map_err(|_| TxError::BadSignature)
-    }
-
-    /// The parsed key and signature, for batch verification.
-    pub fn key_and_signature(&self) -> Result<(VerifyingKey, Signature), TxError> {
-        let key = VerifyingKey::from_bytes(&self.public_key).map_err(|_| TxError::BadSignature)?;
-        Ok((key, Signature::from_bytes(&self.signature)))
+        let key = PublicKey::from_bytes(&self.public_key).ok_or(TxError::BadSignature)?;
+        if signature::verify(&key, &sign_bytes(&self.body), &self.signature) {
+            Ok(())
+        } else {
+            Err(TxError::BadSignature)
+        }
     }
 }
 
