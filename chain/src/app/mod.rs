@@ -10,6 +10,7 @@ mod execute;
 mod genesis;
 pub mod invariants;
 mod keycache;
+mod known_signatures;
 mod layered;
 mod modules;
 mod query;
@@ -40,6 +41,7 @@ pub use upgrade::{released, Migration, MigrationFn, Upgrades};
 
 use crate::store::snapshot::{Restore, SnapshotPolicy, Snapshotter};
 use crate::store::{PreparedBlock, Store};
+use known_signatures::KnownSignatures;
 
 /// Everything the connections share.
 struct Node {
@@ -71,6 +73,8 @@ pub struct App {
     /// Mempool view: writes of transactions accepted by CheckTx since the last commit.
     /// Taken after the node's lock, never before it.
     check_writes: Arc<Mutex<Write>>,
+    /// Transactions CheckTx found validly signed, not checked again in their block.
+    known_signatures: Arc<KnownSignatures>,
 }
 
 /// A broken invariant: stop loudly rather than diverge from the network.
@@ -97,6 +101,7 @@ impl App {
         tracing::info!(height = store.height(), app_hash = %hex::encode(store.app_hash()), "state opened");
         Ok(App {
             check_writes: Arc::new(Mutex::new(Write::new())),
+            known_signatures: Arc::default(),
             node: Arc::new(RwLock::new(Node {
                 store,
                 genesis: None,
@@ -228,11 +233,12 @@ impl App {
         // Only the consensus connection finalizes and commits, one call after the other:
         // nothing changes `pending` between this read and the write below.
         let node = self.read();
-        let mut outcome = execute_block(
+        let mut outcome = execute::execute_block_knowing(
             &node.store,
             genesis.clone().unwrap_or_default(),
             input,
             &node.upgrades,
+            Some(&self.known_signatures),
         )
         .map_err(|e| anyhow::anyhow!("block {}: {e}", input.height))?;
         // Genesis becomes tree version 0; the block's writes (a superset) version 1.
@@ -305,6 +311,14 @@ impl App {
                 Ok(_) => verdicts.next().unwrap_or(false),
             })
             .collect();
+        self.known_signatures.remember(
+            txs.iter()
+                .zip(&decoded)
+                .zip(&signatures_ok)
+                .filter(|((_, tx), ok)| tx.is_ok() && **ok)
+                .filter(|(((_, recheck), _), _)| !recheck)
+                .map(|(((raw, _), _), _)| *raw),
+        );
         let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
         // No transaction's validity depends on the block's time; the last block's stands in.
