@@ -90,6 +90,45 @@ mod tests {
     }
 
     #[test]
+    fn only_the_transactions_checktx_admits_are_remembered() {
+        use gpuchain_bank::{BankMsg, MsgSend};
+        use gpuchain_tx::{build_signed_tx, Msg, TxParams};
+
+        let dir = tempfile::tempdir().unwrap();
+        let key = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
+        let me = gpuchain_types::Address::from_public_key(&key.verifying_key().to_bytes());
+        let mut genesis = gpuchain_genesis::AppGenesis::default();
+        genesis.bank.balances = vec![(me, 1_000_000)];
+        let app = crate::App::open(dir.path()).unwrap();
+        app.init_chain_with("known", &genesis).unwrap();
+        let first_block = crate::BlockInput {
+            height: 1,
+            hash: b"block one",
+            time_ms: 1_000,
+            txs: &[],
+            misbehavior: &[],
+            votes: &[],
+        };
+        app.finalize(&first_block).unwrap();
+        app.commit().unwrap();
+
+        let send = |nonce| {
+            let msgs = vec![Msg::Bank(BankMsg::Send(MsgSend { to: me, amount: 1 }))];
+            build_signed_tx(&key, "known", nonce, &TxParams::default(), msgs, "").encode()
+        };
+        let admitted = send(0);
+        let stale_nonce = send(7);
+        let results = app.check_txs(&[(&admitted, false), (&stale_nonce, false)]);
+        assert_eq!(results[0].code, 0, "{results:?}");
+        assert_ne!(results[1].code, 0, "{results:?}");
+        assert!(
+            !app.known_signatures.take(&stale_nonce),
+            "refused, though validly signed"
+        );
+        assert!(app.known_signatures.take(&admitted));
+    }
+
+    #[test]
     fn memory_is_bounded_by_two_generations_and_the_newest_verdicts_stay() {
         let known = KnownSignatures::with_generation(4);
         let txs: Vec<Vec<u8>> = (0u8..11).map(|i| vec![i; 8]).collect();

@@ -311,14 +311,6 @@ impl App {
                 Ok(_) => verdicts.next().unwrap_or(false),
             })
             .collect();
-        self.known_signatures.remember(
-            txs.iter()
-                .zip(&decoded)
-                .zip(&signatures_ok)
-                .filter(|((_, tx), ok)| tx.is_ok() && **ok)
-                .filter(|(((_, recheck), _), _)| !recheck)
-                .map(|(((raw, _), _), _)| *raw),
-        );
         let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
         // No transaction's validity depends on the block's time; the last block's stands in.
@@ -329,7 +321,8 @@ impl App {
             time_ms: node.last_block_time_ms,
         };
         let mut check_writes = self.check_writes();
-        txs.iter()
+        let results: Vec<TxResult> = txs
+            .iter()
             .zip(decoded.iter().zip(signatures_ok))
             .map(|((raw, _), (tx, sig_ok))| {
                 let mut top = Write::new();
@@ -345,7 +338,18 @@ impl App {
                 }
                 result
             })
-            .collect()
+            .collect();
+        drop(check_writes);
+        drop(node);
+        // Only what enters the mempool can land in a block: a flood of validly signed but
+        // refused transactions (stale nonces) does not push the admitted ones' verdicts out.
+        self.known_signatures.remember(
+            txs.iter()
+                .zip(&results)
+                .filter(|((_, recheck), result)| !recheck && result.code == 0)
+                .map(|((raw, _), _)| *raw),
+        );
+        results
     }
 
     /// ABCI CheckTx for requests CometBFT sent one after the other, answered in their order
