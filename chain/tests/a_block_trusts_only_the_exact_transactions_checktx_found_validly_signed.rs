@@ -8,15 +8,17 @@
 mod common;
 
 use common::*;
+use gpuchain_bank::BankMsg;
 use gpuchain_chain::{App, TxResult};
-use gpuchain_tx::Tx;
+use gpuchain_tx::{Msg, Tx};
 
-/// `tx` with its transfer's amount changed and its signature kept.
+/// `tx`, a transfer, with its amount changed and its key and signature kept.
 fn with_copied_signature(tx: &[u8], amount: u128) -> Vec<u8> {
-    let original = Tx::decode(tx).unwrap();
-    let mut copy = Tx::decode(&transfer(0, 0, address(7), amount)).unwrap();
-    copy.public_key = original.public_key;
-    copy.signature = original.signature;
+    let mut copy = Tx::decode(tx).unwrap();
+    let [Msg::Bank(BankMsg::Send(send))] = copy.body.msgs.as_mut_slice() else {
+        panic!("not one transfer: {:?}", copy.body.msgs);
+    };
+    send.amount = amount;
     copy.encode()
 }
 
@@ -43,12 +45,8 @@ fn a_block_trusts_only_the_exact_transactions_checktx_found_validly_signed() {
     // Included once; the same bytes again are a replay.
     let block_3: Vec<&[u8]> = vec![&honest];
 
-    let checked_dir = tempfile::tempdir().unwrap();
-    let checked = open(checked_dir.path(), &genesis(2, 1_000_000));
-    run_block(&checked, 1, &[]);
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let fresh = open(fresh_dir.path(), &genesis(2, 1_000_000));
-    run_block(&fresh, 1, &[]);
+    let (_checked_dir, checked) = started(2, 1_000_000);
+    let (_fresh_dir, fresh) = started(2, 1_000_000);
 
     let admitted = checked.check_txs(&[(&honest, false), (&other, false)]);
     assert!(admitted.iter().all(|r| r.code == 0), "{admitted:?}");

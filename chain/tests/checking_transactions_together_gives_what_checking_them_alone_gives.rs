@@ -42,12 +42,8 @@ fn checking_transactions_together_gives_what_checking_them_alone_gives() {
         transfer(3, 0, address(1), 4),
     ];
 
-    let together_dir = tempfile::tempdir().unwrap();
-    let together = open(together_dir.path(), &genesis(4, 1_000_000));
-    run_block(&together, 1, &[]);
-    let alone_dir = tempfile::tempdir().unwrap();
-    let alone = open(alone_dir.path(), &genesis(4, 1_000_000));
-    run_block(&alone, 1, &[]);
+    let (_together_dir, together) = started(4, 1_000_000);
+    let (_alone_dir, alone) = started(4, 1_000_000);
 
     let mut verdicts_together = Vec::new();
     for group in [&honest, &mixed] {

@@ -180,7 +180,7 @@ const MIN_BATCH: usize = 3;
 /// when every signature passes, one by one when the batch holds a bad one. The rule's batch
 /// decides exactly what the single checks would, so the verdicts do not depend on which
 /// transactions share the call.
-pub(super) fn verify_signatures(txs: &[&Tx]) -> Vec<bool> {
+fn verify_signatures(txs: &[&Tx]) -> Vec<bool> {
     if txs.len() < MIN_BATCH {
         return txs.iter().map(|tx| signature_ok(tx)).collect();
     }
@@ -213,6 +213,30 @@ pub(super) fn verify_signatures(txs: &[&Tx]) -> Vec<bool> {
         .map(|((tx, key), message)| {
             key.as_ref()
                 .is_some_and(|key| signature::verify(key, message, &tx.signature))
+        })
+        .collect()
+}
+
+/// Each transaction's signature verdict: `false` for one that did not decode, `true` for one
+/// `checked_before` marks (its bytes' signature was found valid already), and
+/// [`verify_signatures`]' verdict, all the others checked together, for the rest.
+pub(super) fn signature_verdicts(
+    decoded: &[Result<Tx, TxError>],
+    checked_before: &[bool],
+) -> Vec<bool> {
+    let to_verify: Vec<&Tx> = decoded
+        .iter()
+        .zip(checked_before)
+        .filter_map(|(tx, before)| tx.as_ref().ok().filter(|_| !before))
+        .collect();
+    let mut verdicts = verify_signatures(&to_verify).into_iter();
+    decoded
+        .iter()
+        .zip(checked_before)
+        .map(|(tx, before)| match tx {
+            Err(_) => false,
+            Ok(_) if *before => true,
+            Ok(_) => verdicts.next().unwrap_or(false),
         })
         .collect()
 }
@@ -267,21 +291,7 @@ pub(super) fn execute_block_knowing(
         .zip(input.txs)
         .map(|(tx, raw)| tx.is_ok() && known.is_some_and(|k| k.take(raw)))
         .collect();
-    let to_verify: Vec<&Tx> = decoded
-        .iter()
-        .zip(&known_valid)
-        .filter_map(|(tx, known)| tx.as_ref().ok().filter(|_| !known))
-        .collect();
-    let mut verdicts = verify_signatures(&to_verify).into_iter();
-    let signatures_ok: Vec<bool> = decoded
-        .iter()
-        .zip(known_valid)
-        .map(|(tx, known)| match tx {
-            Err(_) => false,
-            Ok(_) if known => true,
-            Ok(_) => verdicts.next().unwrap_or(false),
-        })
-        .collect();
+    let signatures_ok = signature_verdicts(&decoded, &known_valid);
     let tx_results = input
         .txs
         .iter()

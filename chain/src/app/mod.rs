@@ -296,21 +296,9 @@ impl App {
         // CheckTx verifying signatures does not hold up FinalizeBlock or Commit.
         let decoded: Vec<Result<Tx, TxError>> =
             txs.iter().map(|(raw, _)| Tx::decode(raw)).collect();
-        let to_verify: Vec<&Tx> = decoded
-            .iter()
-            .zip(txs)
-            .filter_map(|(tx, (_, recheck))| tx.as_ref().ok().filter(|_| !recheck))
-            .collect();
-        let mut verdicts = execute::verify_signatures(&to_verify).into_iter();
-        let signatures_ok: Vec<bool> = decoded
-            .iter()
-            .zip(txs)
-            .map(|(tx, (_, recheck))| match tx {
-                Err(_) => false,
-                Ok(_) if *recheck => true,
-                Ok(_) => verdicts.next().unwrap_or(false),
-            })
-            .collect();
+        // A re-check's bytes, and so its signature, are the ones checked before.
+        let rechecks: Vec<bool> = txs.iter().map(|(_, recheck)| *recheck).collect();
+        let signatures_ok = execute::signature_verdicts(&decoded, &rechecks);
         let node = self.read();
         let (chain_id, params) = execute::chain_settings(&node.store);
         // No transaction's validity depends on the block's time; the last block's stands in.

@@ -37,6 +37,15 @@ pub fn open(dir: &std::path::Path, g: &AppGenesis) -> App {
     app
 }
 
+/// An app past its first (empty) block on a fresh store, with `accounts` funded with `each`;
+/// the directory lives as long as the caller keeps it.
+pub fn started(accounts: u32, each: u128) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path(), &genesis(accounts, each));
+    run_block(&app, 1, &[]);
+    (dir, app)
+}
+
 /// Executes and commits one block; returns the app hash.
 pub fn run_block(app: &App, height: u64, txs: &[Vec<u8>]) -> [u8; 32] {
     let refs: Vec<&[u8]> = txs.iter().map(Vec::as_slice).collect();
