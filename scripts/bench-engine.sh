@@ -6,7 +6,7 @@
 #   scripts/bench-engine.sh [--validators 1,4] [--rates 1000,2000,ceiling] [--seconds 20]
 #                           [--rounds 3] [--connections 64] [--senders 100] [--age N]
 #                           [--sides kvstore,gpuchain[,gpuchain-inprocess,kvstore-socket]]
-#                           [--retain-blocks N]
+#                           [--retain-blocks N] [--no-tx-index]
 #
 # Run it on an idle machine: each run reports `other cores`, the CPU used by anything but
 # the nodes and the load generator, and a figure taken beside other work is not a figure.

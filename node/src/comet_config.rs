@@ -13,6 +13,7 @@ pub(crate) struct NodeConfig<'a> {
     pub(crate) abci_port: u16,
     pub(crate) persistent_peers: &'a str,
     pub(crate) timeout_commit_ms: u64,
+    pub(crate) index_transactions: bool,
 }
 
 /// A config.toml holding only what differs from CometBFT's defaults.
@@ -57,7 +58,7 @@ create_empty_blocks_interval = "0s"
 peer_gossip_sleep_duration = "20ms"
 
 [tx_index]
-indexer = "kv"
+indexer = "{indexer}"
 
 [instrumentation]
 prometheus = false
@@ -68,7 +69,37 @@ prometheus = false
         p2p = c.p2p_port,
         peers = c.persistent_peers,
         commit = c.timeout_commit_ms,
+        indexer = if c.index_transactions { "kv" } else { "null" },
     );
     let path = comet_home.join("config").join("config.toml");
     fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn indexer(index_transactions: bool) -> String {
+        let home = tempfile::tempdir().unwrap();
+        fs::create_dir(home.path().join("config")).unwrap();
+        let config = NodeConfig {
+            moniker: "node0",
+            p2p_port: 26656,
+            rpc_port: 26657,
+            abci_port: 26658,
+            persistent_peers: "",
+            timeout_commit_ms: 300,
+            index_transactions,
+        };
+        write_config_toml(home.path(), &config).unwrap();
+        let text = fs::read_to_string(home.path().join("config").join("config.toml")).unwrap();
+        let parsed: toml::Value = toml::from_str(&text).unwrap();
+        parsed["tx_index"]["indexer"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_node_keeps_the_transaction_index_unless_told_not_to() {
+        assert_eq!(indexer(true), "kv");
+        assert_eq!(indexer(false), "null");
+    }
 }

@@ -58,6 +58,10 @@ pub struct LocalnetSpec {
     /// Event attributes CometBFT's indexer indexes (app.toml `index_events`); `None`: the
     /// app's default ([`crate::config::DEFAULT_INDEX_EVENTS`]).
     pub index_events: Option<Vec<String>>,
+    /// Whether CometBFT keeps its transaction index (`[tx_index] indexer = "kv"`; `false`:
+    /// `"null"`). Clients look their transactions up by hash (`/tx`), so a node they use
+    /// needs it; a validator no client asks can go without, and skip its writes.
+    pub index_transactions: bool,
 }
 
 impl LocalnetSpec {
@@ -79,6 +83,7 @@ impl LocalnetSpec {
             snapshot_chunk_bytes: 4 << 20,
             min_retain_blocks: 0,
             index_events: None,
+            index_transactions: true,
         }
     }
 }
@@ -204,6 +209,7 @@ impl Localnet {
                     abci_port: ports(i, 2),
                     persistent_peers: &peers.join(","),
                     timeout_commit_ms: spec.timeout_commit_ms,
+                    index_transactions: spec.index_transactions,
                 },
             )?;
             fs::write(

@@ -8,9 +8,10 @@
 //! side and their ratio.
 //!
 //! `engine_vs_kvstore [--validators 1,4] [--rates 1000,2000,ceiling] [--seconds 20]
-//! [--rounds 3] [--connections 64] [--senders 100] [--age N] [--retain-blocks N]` — with
-//! `--age`, each chain first commits N transactions at its ceiling and the measurement
-//! follows on the aged chain; `--retain-blocks` sets gpuchain's `min_retain_blocks`.
+//! [--rounds 3] [--connections 64] [--senders 100] [--age N] [--retain-blocks N]
+//! [--no-tx-index]` — with `--age`, each chain first commits N transactions at its ceiling
+//! and the measurement follows on the aged chain; `--retain-blocks` sets gpuchain's
+//! `min_retain_blocks`; `--no-tx-index` runs both sides without CometBFT's transaction index.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,6 +66,10 @@ struct Args {
     /// `min_retain_blocks`; 0 keeps all, the localnet's default).
     #[arg(long, default_value_t = 0)]
     retain_blocks: u64,
+    /// Runs every node of both sides without CometBFT's transaction index (`indexer =
+    /// "null"`), as a validator no client queries may.
+    #[arg(long)]
+    no_tx_index: bool,
     /// Sides to run: `kvstore` (CometBFT's built-in app, in its process), `gpuchain`
     /// (gpuchaind over the ABCI socket), `gpuchain-inprocess` (`cometbft-gpuchain`, the app
     /// inside CometBFT's process), and `kvstore-socket` (the same kvstore as a separate
@@ -126,6 +131,7 @@ async fn measure(
     let mut net = TestNet::build_with(validators, &accounts, |spec| {
         spec.timeout_commit_ms = 300;
         spec.min_retain_blocks = args.retain_blocks;
+        spec.index_transactions = !args.no_tx_index;
         if let Some(events) = &args.index_events {
             spec.index_events = Some(match events.as_str() {
                 "none" => Vec::new(),
