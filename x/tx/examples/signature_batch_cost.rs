@@ -7,6 +7,8 @@
 //! min–max of each side and the load average before the first run. Run it on an idle
 //! machine.
 
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)] // a benchmark, not consensus code
+
 use std::time::Instant;
 
 use ed25519_dalek::{Signer, SigningKey};
