@@ -74,7 +74,7 @@ func newNode(config *cfg.Config, logger log.Logger) (*nm.Node, error) {
 		nodeKey,
 		clients,
 		nm.DefaultGenesisDocProviderFunc(config),
-		cfg.DefaultDBProvider,
+		databases,
 		nm.DefaultMetricsProvider(config.Instrumentation),
 		logger,
 	)
