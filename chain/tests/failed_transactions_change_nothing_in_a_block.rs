@@ -24,9 +24,7 @@ fn execute_one(state: &MemState, raw: &[u8]) -> BlockOutcome {
 }
 
 fn state_after_genesis() -> MemState {
-    let dir = tempfile::tempdir().unwrap();
-    let app = open(dir.path(), &genesis(2, 1_000_000));
-    run_block(&app, 1, &[]);
+    let (dir, app) = started(2, 1_000_000);
     drop(app);
     // Copy the committed state into memory and execute against it directly.
     let store = gpuchain_chain::Store::open(dir.path()).unwrap();
