@@ -15,8 +15,9 @@
 //! (`dots.rs`: a row with up to six tokens at once) and a query's scores against cached keys
 //! (`attention.rs`: eight keys at once); the last two add their sums in another order than
 //! the plain loops, so results differ in f32 rounding. Products of 4- and 8-bit rows with
-//! many tokens quantised to 8 bits ([`int8_product`], `int8.rs`) run in AVX-512 VNNI integer
-//! dot products where the CPU has them, to the same bits as their plain loops.
+//! many tokens quantised to 8 bits ([`int8_product`], `int8/`) run in AVX-512 VNNI's integer
+//! dot products where the CPU has them and in AVX2's byte multiply-adds elsewhere, both to
+//! the same bits as their plain loops.
 
 mod attention;
 mod dots;

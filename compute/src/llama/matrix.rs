@@ -8,9 +8,10 @@
 //! Products dequantise inside the dot product (a few tokens) or widen a block of rows for a
 //! tiled matrix product (6 tokens or more), and keep the activations in f32. A verifier's
 //! teacher-forced pass may ask for [`Activations::Int8`]: 4- and 8-bit rows then meet the
-//! tokens quantised to 8 bits a 32-value block in integer dot products (AVX-512 VNNI;
-//! `gpuchain_kernels::int8_product`), as llama.cpp runs every product. That pass is 1.6–1.8
-//! times as fast, and its logits sit one activation rounding from those the answer was
+//! tokens quantised to 8 bits a 32-value block in integer dot products (AVX-512 VNNI, or
+//! AVX2's byte multiply-adds, to the same bits; `gpuchain_kernels::int8_product`), as
+//! llama.cpp runs every product. That pass is 1.6–1.8 times as fast with VNNI, about 1.5
+//! times with AVX2 alone, and its logits sit one activation rounding from those the answer was
 //! picked from: enough to move a near-tie, so generation keeps f32 and a fault the fast pass
 //! finds is confirmed in f32 (`check.rs`).
 
@@ -94,8 +95,8 @@ pub enum Activations {
     /// f32 in every product: how generation runs, and the pass that confirms a fault.
     F32,
     /// 4- and 8-bit rows meet the tokens quantised to 8 bits a 32-value block, in integer
-    /// dot products where the CPU has them (AVX-512 VNNI), however many tokens; f32
-    /// elsewhere. A verifier's fast pass.
+    /// dot products where the CPU has them (AVX-512 VNNI, or AVX2), however many tokens;
+    /// f32 elsewhere. A verifier's fast pass.
     Int8,
 }
 
