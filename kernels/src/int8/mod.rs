@@ -387,7 +387,7 @@ pub fn product_tokens(
     product_plain(w, x, tokens, out, stride)
 }
 
-/// [`product`] in plain loops: the reference the vector build matches bit for bit.
+/// [`product`] in plain loops: the reference both vector builds match bit for bit.
 fn product_plain(
     w: &PackedRows,
     x: &QuantisedTokens,
