@@ -300,3 +300,35 @@ fn byte_multiply_adds_give_the_plain_bits_at_the_extremes() {
         }
     }
 }
+
+/// AVX2's 4-bit products broadcast a tile of tokens for a chunk of groups, over spans of
+/// blocks: rows longer than a span (one of 50 blocks: spans of 13 and a last of 11), more
+/// groups than a chunk holds and a partial last group give the plain loops' bits too.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn byte_multiply_adds_over_spans_and_chunks_give_the_plain_bits() {
+    if !crate::wide() {
+        return;
+    }
+    for (rows, cols) in [(141, 1536), (45, 1600), (333, 576)] {
+        let (s, m, qs) = q4_rows(rows, cols);
+        let mut w = PackedRows::default();
+        w.pack_q4(&s, &m, &qs, cols);
+        let x = QuantisedTokens::new(&values(11 * cols, 5), cols);
+        for tokens in [0..11, 3..5, 10..11] {
+            let n = tokens.len();
+            let (mut madd, mut plain) = (vec![f32::NAN; n * rows], vec![0.0; n * rows]);
+            // SAFETY: the CPU has AVX2 and FMA (checked above).
+            #[allow(unsafe_code)]
+            unsafe {
+                super::madd::product(&w, &x, tokens.clone(), &mut madd, rows)
+            };
+            product_plain(&w, &x, tokens.clone(), &mut plain, rows);
+            assert_eq!(
+                madd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                plain.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{rows} rows of {cols}, tokens {tokens:?}"
+            );
+        }
+    }
+}

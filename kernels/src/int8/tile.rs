@@ -80,8 +80,8 @@ impl<'a, const T: usize> Tokens<'a, T> {
 /// `out[(t0 − first + t) × stride + 8g..]`, the rows the group holds.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn store<const T: usize>(
-    acc: &[__m256; T],
+pub(super) fn store(
+    acc: &[__m256],
     (w, g): (&PackedRows, usize),
     (t0, first): (usize, usize),
     out: &mut [f32],
@@ -90,6 +90,11 @@ pub(super) fn store<const T: usize>(
     let rows = GROUP.min(w.rows - g * GROUP);
     for (t, acc) in acc.iter().enumerate() {
         let at = (t0 - first + t) * stride + g * GROUP;
+        if let Some(out) = out.get_mut(at..at + GROUP).filter(|_| rows == GROUP) {
+            // SAFETY: `out` is 8 values, which an unaligned store writes.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), *acc) };
+            continue;
+        }
         let mut lanes = [0.0f32; GROUP];
         // SAFETY: `lanes` is 8 values, which an unaligned store writes.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), *acc) };
