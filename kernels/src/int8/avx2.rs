@@ -6,12 +6,13 @@ use std::arch::x86_64::{
     _mm256_castsi256_ps, _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtps_epi32,
     _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_inserti128_si256, _mm256_loadu_ps,
     _mm256_loadu_si256, _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_mul_ps,
-    _mm256_packs_epi16, _mm256_packs_epi32, _mm256_permute2x128_si256, _mm256_permutevar8x32_epi32,
-    _mm256_set1_epi32, _mm256_set1_epi8, _mm256_set1_ps, _mm256_setr_epi32, _mm256_setzero_ps,
-    _mm256_srli_epi16, _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64,
-    _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_xor_si256, _mm_add_epi32,
-    _mm_cvtsi128_si32, _mm_cvtss_f32, _mm_loadu_si128, _mm_max_ps, _mm_max_ss, _mm_movehl_ps,
-    _mm_shuffle_epi32, _mm_shuffle_ps, _CMP_UNORD_Q,
+    _mm256_packs_epi16, _mm256_packs_epi32, _mm256_permute2f128_ps, _mm256_permute2x128_si256,
+    _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi8, _mm256_set1_ps,
+    _mm256_setr_epi32, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_srli_epi16, _mm256_storeu_ps,
+    _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_ps,
+    _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_ps, _mm256_xor_si256,
+    _mm_add_epi32, _mm_cvtsi128_si32, _mm_cvtss_f32, _mm_loadu_si128, _mm_max_ps, _mm_max_ss,
+    _mm_movehl_ps, _mm_shuffle_epi32, _mm_shuffle_ps, _CMP_UNORD_Q,
 };
 
 use super::{BLOCK, GROUP, PACKED_BLOCK};
@@ -98,6 +99,53 @@ fn store(v: [__m256i; 8], out: &mut [u8]) {
         // SAFETY: `out` is 256 bytes (sliced above); this writes bytes 32j..32j + 32.
         unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(j * 32).cast::<__m256i>(), v) };
     }
+}
+
+/// Blocks `8k..8k + 8` of eight rows (a value a block) to `out[b × 8 + i]` for block `b`
+/// of row `i`, eight blocks at a time; returns the blocks done (all but fewer than eight).
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn transpose_group(out: &mut [f32], rows: &[&[f32]; GROUP], blocks: usize) -> usize {
+    let full = blocks / 8 * 8;
+    if rows.iter().any(|r| r.len() < full) || out.len() < full * GROUP {
+        return 0;
+    }
+    for (b0, out) in (0..full).step_by(8).zip(out.chunks_exact_mut(64)) {
+        // SAFETY: each row holds at least `full` values (checked above) and `b0 + 8 ≤ full`.
+        let r: [__m256; GROUP] =
+            std::array::from_fn(|i| unsafe { _mm256_loadu_ps(rows[i].as_ptr().add(b0)) });
+        // For rows 4q..4q + 4: `pairs[4q + m]` interleaves rows 4q + m / 2 × 2 and the next
+        // (the low or high values of each half), `s[4q + c]` holds block `c` of the four
+        // rows in its low half and block `c + 4` in its high half.
+        let pairs: [__m256; 8] = std::array::from_fn(|k| {
+            let (q, m) = (k / 4, k % 4);
+            let (a, b) = (r[4 * q + m / 2 * 2], r[4 * q + m / 2 * 2 + 1]);
+            if m % 2 == 0 {
+                _mm256_unpacklo_ps(a, b)
+            } else {
+                _mm256_unpackhi_ps(a, b)
+            }
+        });
+        let s: [__m256; 8] = std::array::from_fn(|k| {
+            let (q, c) = (k / 4, k % 4);
+            let (lo, hi) = (pairs[4 * q + c / 2], pairs[4 * q + c / 2 + 2]);
+            if c % 2 == 0 {
+                _mm256_shuffle_ps(lo, hi, 0x44)
+            } else {
+                _mm256_shuffle_ps(lo, hi, 0xEE)
+            }
+        });
+        for (b, out) in out.chunks_exact_mut(GROUP).enumerate() {
+            let k = b % 4;
+            let v = if b < 4 {
+                _mm256_permute2f128_ps(s[k], s[k + 4], 0x20)
+            } else {
+                _mm256_permute2f128_ps(s[k], s[k + 4], 0x31)
+            };
+            // SAFETY: `out` is 8 values (`chunks_exact_mut`), which an unaligned store writes.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), v) };
+        }
+    }
+    full
 }
 
 /// Eight 4-bit rows (16 bytes a block) packed into `out`, block after block.

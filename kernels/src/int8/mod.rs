@@ -318,7 +318,21 @@ fn transpose_group(out: &mut [f32], values: &[f32], first: usize, n: usize, bloc
             .get((first + i) * blocks..(first + i + 1) * blocks)
             .unwrap_or(&[])
     });
-    for (b, out) in out.chunks_exact_mut(GROUP).take(blocks).enumerate() {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if n == GROUP && super::wide() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        #[allow(unsafe_code)]
+        {
+            done = unsafe { avx2::transpose_group(out, &rows, blocks) };
+        }
+    }
+    for (b, out) in out
+        .chunks_exact_mut(GROUP)
+        .take(blocks)
+        .enumerate()
+        .skip(done)
+    {
         for (o, row) in out.iter_mut().zip(&rows[..n]) {
             *o = row[b];
         }

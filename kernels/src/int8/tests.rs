@@ -332,3 +332,26 @@ fn byte_multiply_adds_over_spans_and_chunks_give_the_plain_bits() {
         }
     }
 }
+
+/// The scales and minimums of a group are laid out block by block as the plain loop lays
+/// them, eight blocks at a time in AVX2 and the rest one by one, for rows of 3 to 50 blocks.
+#[test]
+fn packed_scales_are_those_of_the_plain_loop() {
+    for cols in [96, 256, 288, 512, 576, 1600] {
+        let rows = 21;
+        let (s, m, qs) = q4_rows(rows, cols);
+        let mut wide = PackedRows::default();
+        wide.pack_q4(&s, &m, &qs, cols);
+        crate::force_baseline(true);
+        let mut plain = PackedRows::default();
+        plain.pack_q4(&s, &m, &qs, cols);
+        crate::force_baseline(false);
+        assert_eq!((&wide.scales, &wide.mins), (&plain.scales, &plain.mins), "{cols}");
+        // Block 9 of row 2 (group 0), and of row 17 (group 2, lane 1).
+        let blocks = cols / BLOCK;
+        if blocks > 9 {
+            assert_eq!(wide.scales[9 * GROUP + 2], s[2 * blocks + 9]);
+            assert_eq!(wide.mins[(2 * blocks + 9) * GROUP + 1], m[17 * blocks + 9]);
+        }
+    }
+}
