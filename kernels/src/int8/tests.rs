@@ -346,7 +346,11 @@ fn packed_scales_are_those_of_the_plain_loop() {
         let mut plain = PackedRows::default();
         plain.pack_q4(&s, &m, &qs, cols);
         crate::force_baseline(false);
-        assert_eq!((&wide.scales, &wide.mins), (&plain.scales, &plain.mins), "{cols}");
+        assert_eq!(
+            (&wide.scales, &wide.mins),
+            (&plain.scales, &plain.mins),
+            "{cols}"
+        );
         // Block 9 of row 2 (group 0), and of row 17 (group 2, lane 1).
         let blocks = cols / BLOCK;
         if blocks > 9 {
