@@ -195,24 +195,19 @@ fn eight_bit_product(
     stride: usize,
 ) {
     let first = tokens.start;
-    for g in 0..w.rows.div_ceil(GROUP) {
-        let mut t0 = first;
-        while t0 < tokens.end {
-            let n = TILE.min(tokens.end - t0);
-            let args = (w, x, g, t0, first, &mut *out, stride);
-            match n {
-                1 => eight_bit_tile::<1>(args),
-                2 => eight_bit_tile::<2>(args),
-                3 => eight_bit_tile::<3>(args),
-                4 => eight_bit_tile::<4>(args),
-                5 => eight_bit_tile::<5>(args),
-                6 => eight_bit_tile::<6>(args),
-                7 => eight_bit_tile::<7>(args),
-                _ => eight_bit_tile::<TILE>(args),
-            }
-            t0 += n;
+    tile::each_tile(w.rows, tokens, |g, t0, n| {
+        let args = (w, x, g, t0, first, &mut *out, stride);
+        match n {
+            1 => eight_bit_tile::<1>(args),
+            2 => eight_bit_tile::<2>(args),
+            3 => eight_bit_tile::<3>(args),
+            4 => eight_bit_tile::<4>(args),
+            5 => eight_bit_tile::<5>(args),
+            6 => eight_bit_tile::<6>(args),
+            7 => eight_bit_tile::<7>(args),
+            _ => eight_bit_tile::<TILE>(args),
         }
-    }
+    });
 }
 
 /// Group `g` of 8-bit rows `w` times tokens `t0..t0 + T` of `x` (all present: the caller's

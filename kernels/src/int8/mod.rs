@@ -437,8 +437,8 @@ fn product_plain(
 }
 
 /// A vector build's [`product`], `product(w, x, tokens, out, stride)` compiled with
-/// `$features`: group after group, its tokens in tiles of up to [`TILE`], each tile by the
-/// module's `tile::<tokens, 8-bit rows>(w, x, g, t0, first, out, stride)`.
+/// `$features`: group after group, its tokens in tiles of up to [`TILE`] ([`tile::each_tile`]),
+/// each tile by the module's `tile::<tokens, 8-bit rows>(w, x, g, t0, first, out, stride)`.
 #[cfg(target_arch = "x86_64")]
 macro_rules! product_in_tiles {
     ($features:literal) => {
@@ -451,32 +451,27 @@ macro_rules! product_in_tiles {
             stride: usize,
         ) {
             let first = tokens.start;
-            for g in 0..w.rows.div_ceil(GROUP) {
-                let mut t0 = first;
-                while t0 < tokens.end {
-                    let n = TILE.min(tokens.end - t0);
-                    let args = (w, x, g, t0, first, &mut *out, stride);
-                    match (n, w.eight_bit) {
-                        (1, false) => tile::<1, false>(args),
-                        (2, false) => tile::<2, false>(args),
-                        (3, false) => tile::<3, false>(args),
-                        (4, false) => tile::<4, false>(args),
-                        (5, false) => tile::<5, false>(args),
-                        (6, false) => tile::<6, false>(args),
-                        (7, false) => tile::<7, false>(args),
-                        (_, false) => tile::<TILE, false>(args),
-                        (1, true) => tile::<1, true>(args),
-                        (2, true) => tile::<2, true>(args),
-                        (3, true) => tile::<3, true>(args),
-                        (4, true) => tile::<4, true>(args),
-                        (5, true) => tile::<5, true>(args),
-                        (6, true) => tile::<6, true>(args),
-                        (7, true) => tile::<7, true>(args),
-                        (_, true) => tile::<TILE, true>(args),
-                    }
-                    t0 += n;
+            tile::each_tile(w.rows, tokens, |g, t0, n| {
+                let args = (w, x, g, t0, first, &mut *out, stride);
+                match (n, w.eight_bit) {
+                    (1, false) => tile::<1, false>(args),
+                    (2, false) => tile::<2, false>(args),
+                    (3, false) => tile::<3, false>(args),
+                    (4, false) => tile::<4, false>(args),
+                    (5, false) => tile::<5, false>(args),
+                    (6, false) => tile::<6, false>(args),
+                    (7, false) => tile::<7, false>(args),
+                    (_, false) => tile::<TILE, false>(args),
+                    (1, true) => tile::<1, true>(args),
+                    (2, true) => tile::<2, true>(args),
+                    (3, true) => tile::<3, true>(args),
+                    (4, true) => tile::<4, true>(args),
+                    (5, true) => tile::<5, true>(args),
+                    (6, true) => tile::<6, true>(args),
+                    (7, true) => tile::<7, true>(args),
+                    (_, true) => tile::<TILE, true>(args),
                 }
-            }
+            });
         }
     };
 }

@@ -283,22 +283,33 @@ fn byte_multiply_adds_give_the_plain_bits_at_the_extremes() {
         },
     ] {
         for tokens in [0..1, 0..2, 1..4, 0..4, 2..7, 0..9] {
-            let n = tokens.len();
-            let (mut madd, mut plain) = (vec![f32::NAN; n * rows], vec![0.0; n * rows]);
-            // SAFETY: the CPU has AVX2 and FMA (checked above).
-            #[allow(unsafe_code)]
-            unsafe {
-                super::madd::product(&w, &x, tokens.clone(), &mut madd, rows)
-            };
-            product_plain(&w, &x, tokens.clone(), &mut plain, rows);
-            assert_eq!(
-                madd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                plain.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "8-bit rows {}, tokens {tokens:?}",
-                w.eight_bit
-            );
+            let what = format!("8-bit rows {}, tokens {tokens:?}", w.eight_bit);
+            assert_madd_gives_plain_bits(&w, &x, tokens, &what);
         }
     }
+}
+
+/// AVX2's byte multiply-adds over `tokens` of `x` give the plain loops' bits for `w`.
+#[cfg(target_arch = "x86_64")]
+fn assert_madd_gives_plain_bits(
+    w: &PackedRows,
+    x: &QuantisedTokens,
+    tokens: std::ops::Range<usize>,
+    what: &str,
+) {
+    let (rows, n) = (w.rows, tokens.len());
+    let (mut madd, mut plain) = (vec![f32::NAN; n * rows], vec![0.0; n * rows]);
+    // SAFETY: callers check that the CPU has AVX2 and FMA.
+    #[allow(unsafe_code)]
+    unsafe {
+        super::madd::product(w, x, tokens.clone(), &mut madd, rows)
+    };
+    product_plain(w, x, tokens, &mut plain, rows);
+    assert_eq!(
+        madd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        plain.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "{what}"
+    );
 }
 
 /// AVX2's 4-bit products broadcast a tile of tokens for a chunk of groups, over spans of
@@ -316,19 +327,8 @@ fn byte_multiply_adds_over_spans_and_chunks_give_the_plain_bits() {
         w.pack_q4(&s, &m, &qs, cols);
         let x = QuantisedTokens::new(&values(11 * cols, 5), cols);
         for tokens in [0..11, 3..5, 10..11] {
-            let n = tokens.len();
-            let (mut madd, mut plain) = (vec![f32::NAN; n * rows], vec![0.0; n * rows]);
-            // SAFETY: the CPU has AVX2 and FMA (checked above).
-            #[allow(unsafe_code)]
-            unsafe {
-                super::madd::product(&w, &x, tokens.clone(), &mut madd, rows)
-            };
-            product_plain(&w, &x, tokens.clone(), &mut plain, rows);
-            assert_eq!(
-                madd.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                plain.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "{rows} rows of {cols}, tokens {tokens:?}"
-            );
+            let what = format!("{rows} rows of {cols}, tokens {tokens:?}");
+            assert_madd_gives_plain_bits(&w, &x, tokens, &what);
         }
     }
 }

@@ -3,7 +3,27 @@
 
 use std::arch::x86_64::{__m256, __m256i, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_storeu_ps};
 
-use super::{PackedRows, QuantisedTokens, BLOCK, GROUP, PACKED_BLOCK};
+use std::ops::Range;
+
+use super::{PackedRows, QuantisedTokens, BLOCK, GROUP, PACKED_BLOCK, TILE};
+
+/// `tile(g, t0, n)` for each group `g` of `rows` rows and each tile of `n` tokens (up to
+/// [`TILE`]) of `tokens` from `t0`: group after group, a group's tiles in order.
+#[inline(always)]
+pub(super) fn each_tile(
+    rows: usize,
+    tokens: Range<usize>,
+    mut tile: impl FnMut(usize, usize, usize),
+) {
+    for g in 0..rows.div_ceil(GROUP) {
+        let mut t0 = tokens.start;
+        while t0 < tokens.end {
+            let n = TILE.min(tokens.end - t0);
+            tile(g, t0, n);
+            t0 += n;
+        }
+    }
+}
 
 /// Group `g` of a matrix's packed rows.
 pub(super) struct Group<'a> {

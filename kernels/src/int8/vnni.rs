@@ -7,7 +7,7 @@ use std::arch::x86_64::{
 };
 
 use super::tile::{self, Group, Tokens};
-use super::{PackedRows, QuantisedTokens, TileArgs, GROUP, TILE};
+use super::{PackedRows, QuantisedTokens, TileArgs, TILE};
 
 product_in_tiles!("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni");
 
