@@ -104,14 +104,20 @@ pub(super) fn product(
         return eight_bit_product(w, x, tokens, out, stride);
     }
     let groups = w.rows.div_ceil(GROUP);
-    let chunk = (CHUNK_BYTES / (w.blocks * PACKED_BLOCK).max(1)).max(1);
+    let per_chunk = (CHUNK_BYTES / (w.blocks * PACKED_BLOCK).max(1)).max(1);
     BROADCAST.with_borrow_mut(|xs| {
-        for c in (0..groups).step_by(chunk) {
-            let mut t0 = tokens.start;
-            while t0 < tokens.end {
-                let n = TILE_4BIT.min(tokens.end - t0);
-                let chunk = c..(c + chunk).min(groups);
-                let args = (w, x, chunk, (t0, tokens.start), &mut *out, stride, &mut *xs);
+        for c in (0..groups).step_by(per_chunk) {
+            let chunk = c..(c + per_chunk).min(groups);
+            for (t0, n) in tile::tiles(tokens.clone(), TILE_4BIT) {
+                let args = (
+                    w,
+                    x,
+                    chunk.clone(),
+                    (t0, tokens.start),
+                    &mut *out,
+                    stride,
+                    &mut *xs,
+                );
                 match n {
                     1 => four_bit_tile::<1>(args),
                     2 => four_bit_tile::<2>(args),
@@ -119,7 +125,6 @@ pub(super) fn product(
                     4 => four_bit_tile::<4>(args),
                     _ => four_bit_tile::<TILE_4BIT>(args),
                 }
-                t0 += n;
             }
         }
     });

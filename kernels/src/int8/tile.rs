@@ -16,13 +16,17 @@ pub(super) fn each_tile(
     mut tile: impl FnMut(usize, usize, usize),
 ) {
     for g in 0..rows.div_ceil(GROUP) {
-        let mut t0 = tokens.start;
-        while t0 < tokens.end {
-            let n = TILE.min(tokens.end - t0);
+        for (t0, n) in tiles(tokens.clone(), TILE) {
             tile(g, t0, n);
-            t0 += n;
         }
     }
+}
+
+/// `tokens` in tiles of `size` (the last may be shorter): each tile's first token and length.
+#[inline(always)]
+pub(super) fn tiles(tokens: Range<usize>, size: usize) -> impl Iterator<Item = (usize, usize)> {
+    let end = tokens.end;
+    tokens.step_by(size).map(move |t0| (t0, size.min(end - t0)))
 }
 
 /// Group `g` of a matrix's packed rows.
