@@ -15,7 +15,15 @@
 //! whole of a verifier's check of the answers as a job (`check_generation`: reading and
 //! checking the job's weights blob, building the decoder, the pass, judging each token;
 //! the decoder is built in the first run only), `next_check_cpu_s` the same check again, as
-//! the next job of the same model.
+//! the next job of the same model. Each check starts with no prompt read before
+//! (`forget_checked_prompts`).
+//!
+//! With `--chat QUESTION` the prompt is that question in the model's chat template (its
+//! default system message included; `--prompt-tokens` is then not read), and
+//! `verify_warm_cpu_s` is the pass's CPU time once the prompt of another question
+//! (`--chat-before`, default "Name a prime number.") has been checked: a verifier's check of
+//! a chat answer after the first, starting past the system message and the turn's opening
+//! the two share (`warm_prompt_tokens_read_before` of them).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -24,7 +32,9 @@ use std::sync::Mutex;
 
 use gpuchain_compute::blob::BlobStore;
 use gpuchain_compute::gguf;
-use gpuchain_compute::llama::{check_generation, Activations, PrefixCache, RowDecoder};
+use gpuchain_compute::llama::{
+    check_generation, forget_checked_prompts, Activations, PrefixCache, RowDecoder,
+};
 use gpuchain_compute::serving::{ChatModel, DEFAULT_PREFIX_CACHE_BYTES};
 use gpuchain_compute::tensor_io::encode_u32;
 use gpuchain_compute::Backend;
@@ -70,6 +80,8 @@ fn main() -> anyhow::Result<()> {
         ("weights", "quantised"),
         ("verify-runs", "1"),
         ("verify-threads", "0"),
+        ("chat", ""),
+        ("chat-before", "Name a prime number."),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -135,7 +147,16 @@ fn main() -> anyhow::Result<()> {
         .plain
         .encode(text.as_str(), false)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let prompt: Vec<u32> = ids.get_ids()[..plen].to_vec();
+    let chat_ids =
+        |question: &str| -> anyhow::Result<Vec<u32>> { Ok(model.chat.ids(&[("user", question)])?) };
+    let (prompt, before): (Vec<u32>, Option<Vec<u32>>) = match opts["chat"].as_str() {
+        "" => (ids.get_ids()[..plen].to_vec(), None),
+        question => (
+            chat_ids(question)?,
+            Some(chat_ids(opts["chat-before"].as_str())?),
+        ),
+    };
+    let plen = prompt.len();
     let prompts = prompt.repeat(batch);
     for run in 0..runs {
         // As the anchor counts: the prefill reads the prompt and picks one token; the decode
@@ -154,18 +175,39 @@ fn main() -> anyhow::Result<()> {
             .chunks(new + 1)
             .map(|answer| (prompt.as_slice(), answer))
             .collect();
-        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+        let (mut walls, mut cpus, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+        let mut started_past = 0;
         for _ in 0..verify_runs {
+            decoder.forget_checked_prompts();
             let (t, cpu) = (Instant::now(), cpu_seconds());
             let _ = verify_pool.install(|| decoder.teacher_forced_rows(&rows, Activations::Int8));
             walls.push(t.elapsed().as_secs_f64());
             cpus.push(cpu_seconds() - cpu);
+            if let Some(before) = &before {
+                decoder.forget_checked_prompts();
+                let seen = [(before.as_slice(), &out[..1])];
+                let _ =
+                    verify_pool.install(|| decoder.teacher_forced_rows(&seen, Activations::Int8));
+                let (cpu, reused) = (cpu_seconds(), decoder.checked_prompt_tokens_reused());
+                let _ =
+                    verify_pool.install(|| decoder.teacher_forced_rows(&rows, Activations::Int8));
+                warm.push(cpu_seconds() - cpu);
+                started_past = decoder.checked_prompt_tokens_reused() - reused;
+            }
         }
         let (verify_s, verify_cpu_s) = (median(&mut walls), median(&mut cpus));
+        let warm = if warm.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ",\"verify_warm_cpu_s\":{:.4},\"warm_prompt_tokens_read_before\":{started_past}",
+                median(&mut warm)
+            )
+        };
         let [check_cpu_s, next_check_cpu_s] =
             verify_pool.install(|| check_as_a_job(path, &prompt, batch, &out))?;
         println!(
-            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"generate_cpu_s\":{generate_cpu_s:.4},\"verify_cpu_s\":{verify_cpu_s:.4},\"check_cpu_s\":{check_cpu_s:.4},\"next_check_cpu_s\":{next_check_cpu_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}}}",
+            "{{\"prefill_tokens\":{plen},\"prefill_s\":{prefill_s:.4},\"decode_tokens\":{new},\"decode_s\":{decode_s:.4},\"verify_s\":{verify_s:.4},\"generate_cpu_s\":{generate_cpu_s:.4},\"verify_cpu_s\":{verify_cpu_s:.4},\"check_cpu_s\":{check_cpu_s:.4},\"next_check_cpu_s\":{next_check_cpu_s:.4},\"batch\":{batch},\"threads\":{threads},\"weights\":\"{}\",\"weight_bytes\":{},\"resident_bytes\":{resident},\"file_bytes\":{file_bytes}{warm}}}",
             opts["weights"],
             decoder.weight_bytes()
         );
@@ -209,6 +251,7 @@ fn check_as_a_job(
     };
     let mut spent = [0.0; 2];
     for s in &mut spent {
+        forget_checked_prompts();
         let cpu = cpu_seconds();
         let verdict = check_generation(
             &spec,

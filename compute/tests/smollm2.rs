@@ -439,3 +439,125 @@ fn rows_teacher_forced_together_get_what_each_gets_alone() {
         }
     }
 }
+
+/// A verifier's fast pass starts each prompt from the keys and values of the longest
+/// beginning read before (the chat template's system message every chat prompt opens with,
+/// or the whole prompt when the same job is checked for another replica), and reads a
+/// beginning its rows share once for all of them. Its logits are the bits a decoder that
+/// reads every prompt whole gives: a verdict cannot depend on what the verifier checked
+/// before.
+#[test]
+fn checks_that_start_from_prompts_read_before_give_the_bits_of_whole_prompts() {
+    if !gpuchain_kernels::int8_products_fast() {
+        // 8-bit activations run as f32 products here, which read every prompt whole.
+        eprintln!("no integer dot products on this CPU: prompts are read whole");
+        return;
+    }
+    let bytes = std::fs::read(common::smollm2_file()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let chat = gguf::ChatTemplate::of(&g).unwrap();
+    let decoder = gguf::llama::row_decoder(&g).unwrap();
+    let questions = [
+        "What is the capital of France?",
+        "Name a prime number.",
+        "What colour is the sky?",
+        "How many legs has a spider?",
+    ];
+    let prompts: Vec<Vec<u32>> = questions
+        .iter()
+        .map(|q| chat.ids(&[("user", q)]).unwrap())
+        .collect();
+    let answers: Vec<Vec<u32>> = prompts
+        .iter()
+        .map(|p| decoder.generate(p, 1, 6, &Sampling::Greedy))
+        .collect();
+    let rows: Vec<(&[u32], &[u32])> = prompts
+        .iter()
+        .zip(&answers)
+        .map(|(p, a)| (p.as_slice(), a.as_slice()))
+        .collect();
+    // Each row on its own, nothing read before.
+    let whole: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|&(p, a)| {
+            decoder.forget_checked_prompts();
+            let logits = decoder.teacher_forced_logits_with(p, a, Activations::Int8);
+            assert_eq!(decoder.checked_prompt_tokens_reused(), 0);
+            logits.concat()
+        })
+        .collect();
+    let same_bits = |got: &[f32], want: &[f32], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        let differ = got
+            .iter()
+            .zip(want)
+            .filter(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(
+            differ.count(),
+            0,
+            "{what}: logits differ from the whole prompts'"
+        );
+    };
+
+    // The first three together: the system message read once for the three.
+    decoder.forget_checked_prompts();
+    let together = decoder.teacher_forced_rows(&rows[..3], Activations::Int8);
+    let system = shared_len(&prompts[..3]);
+    assert!(system >= 20, "the chat prompts share {system} tokens");
+    assert_eq!(
+        decoder.checked_prompt_tokens_reused(),
+        3 * system as u64,
+        "each row starts past the beginning read once"
+    );
+    for (i, want) in whole.iter().take(3).enumerate() {
+        same_bits(together.row(i), want, "rows sharing a beginning");
+    }
+
+    // A later check of another question: its system message read before.
+    let reused = decoder.checked_prompt_tokens_reused();
+    let later = decoder.teacher_forced_rows(&rows[3..], Activations::Int8);
+    let longest_held = (0..3)
+        .map(|i| shared_len(&[&prompts[i][..], &prompts[3][..]]))
+        .max();
+    assert_eq!(
+        decoder.checked_prompt_tokens_reused() - reused,
+        longest_held.unwrap() as u64
+    );
+    same_bits(
+        later.row(0),
+        &whole[3],
+        "a prompt that begins as one read before",
+    );
+
+    // The same job checked again (another replica's answers): all but each prompt's last
+    // token read before.
+    let reused = decoder.checked_prompt_tokens_reused();
+    let again = decoder.teacher_forced_rows(&rows, Activations::Int8);
+    let all_but_last: usize = prompts.iter().map(|p| p.len() - 1).sum();
+    assert_eq!(
+        decoder.checked_prompt_tokens_reused() - reused,
+        all_but_last as u64
+    );
+    for (i, want) in whole.iter().enumerate() {
+        same_bits(again.row(i), want, "a prompt read before");
+    }
+
+    // Passes in f32 read every prompt whole.
+    let reused = decoder.checked_prompt_tokens_reused();
+    let _ = decoder.teacher_forced_rows(&rows, Activations::F32);
+    assert_eq!(decoder.checked_prompt_tokens_reused(), reused);
+}
+
+/// Tokens all of `prompts` begin with.
+fn shared_len(prompts: &[impl AsRef<[u32]>]) -> usize {
+    let first = prompts[0].as_ref();
+    prompts.iter().fold(first.len(), |n, p| {
+        n.min(
+            first
+                .iter()
+                .zip(p.as_ref())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        )
+    })
+}

@@ -58,6 +58,16 @@ fn kept_model(hash: &BlobHash) -> Option<Arc<KeptModel>> {
         .map(|(_, m)| Arc::clone(m))
 }
 
+/// Forgets the prompts the kept model's checks have read (a benchmark's check of prompts
+/// never seen; see `forced.rs`).
+pub fn forget_checked_prompts() {
+    if let Ok(last) = LAST_MODEL.lock() {
+        if let Some((_, kept)) = last.as_ref() {
+            kept.decoder.forget_checked_prompts();
+        }
+    }
+}
+
 impl KeptModel {
     /// Its chat template, built from the weights blob by the first job with text prompts.
     fn chat(&self, store: &BlobStore, blob: &BlobRef) -> Result<Arc<ChatTemplate>> {

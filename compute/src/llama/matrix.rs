@@ -511,7 +511,7 @@ impl Matrix {
     /// times activations quantised to 8 bits, where the CPU has integer dot products (see
     /// `multiply_int8`), for any number of tokens (a token's value then does not depend on
     /// how many share its pass).
-    fn int8(&self, activations: Activations) -> bool {
+    pub(super) fn int8(&self, activations: Activations) -> bool {
         activations == Activations::Int8
             && matches!(self.store, Store::Q4 { .. } | Store::Q8 { .. })
             && kernels::int8_products_fast()
@@ -698,6 +698,11 @@ impl<const N: usize> Stacked<N> {
     /// Bytes the weights hold in memory.
     pub(super) fn bytes(&self) -> usize {
         self.parts.iter().map(Matrix::bytes).sum()
+    }
+
+    /// Whether every projection runs as 8-bit integer products ([`Matrix::int8`]).
+    pub(super) fn int8(&self, activations: Activations) -> bool {
+        self.parts.iter().all(|m| m.int8(activations))
     }
 
     /// Each token's projections side by side (`t × Σ rows`) into `out` (see

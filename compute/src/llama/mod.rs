@@ -22,12 +22,12 @@ mod prompts;
 
 pub use answer_check::{first_unjustified, first_unjustified_with};
 pub use check::{check_generation, TOKEN_MARGIN_PPM};
-pub use forced::ForcedLogits;
+pub use forced::{ForcedLogits, TEACHER_FORCED_TOKENS};
 pub use generate::{generate, generate_at, pick_token};
-pub use job::{answer_texts, run_job};
+pub use job::{answer_texts, forget_checked_prompts, run_job};
 pub use matrix::{Activations, Matrix};
 pub use model::{random_params, KvCache, Llama, LlamaConfig};
 pub use prefix::{PrefixCache, MIN_REUSED_TOKENS};
 pub use prompts::input_is_text;
-pub use rows::{DecoderWeights, RowDecoder, TEACHER_FORCED_TOKENS};
+pub use rows::{DecoderWeights, RowDecoder};
 pub use sequence::Sequence;

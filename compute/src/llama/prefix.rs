@@ -56,6 +56,22 @@ impl PrefixCache {
     /// tokens, and short of the whole prompt: its last token is always read, for the logits
     /// that pick the first new token), with its length.
     pub(super) fn reuse(&mut self, prompt: &[u32]) -> Option<(usize, Cache)> {
+        let (at, shared) = self.longest(prompt)?;
+        self.clock += 1;
+        let entry = self.entries.get_mut(at)?;
+        entry.used = self.clock;
+        self.reused_tokens += shared as u64;
+        Some((shared, entry.cache.first(shared)))
+    }
+
+    /// How many of `prompt`'s first tokens [`Self::reuse`] would give (0: none).
+    pub(super) fn held(&self, prompt: &[u32]) -> usize {
+        self.longest(prompt).map_or(0, |(_, shared)| shared)
+    }
+
+    /// The entry sharing the longest beginning with `prompt` (at least
+    /// [`MIN_REUSED_TOKENS`] tokens, short of the whole prompt), and that length.
+    fn longest(&self, prompt: &[u32]) -> Option<(usize, usize)> {
         let most = prompt.len().checked_sub(1)?;
         let (at, shared) = self
             .entries
@@ -66,14 +82,7 @@ impl PrefixCache {
                 (i, common.count().min(most))
             })
             .max_by_key(|&(i, shared)| (shared, std::cmp::Reverse(i)))?;
-        if shared < MIN_REUSED_TOKENS {
-            return None;
-        }
-        self.clock += 1;
-        let entry = self.entries.get_mut(at)?;
-        entry.used = self.clock;
-        self.reused_tokens += shared as u64;
-        Some((shared, entry.cache.first(shared)))
+        (shared >= MIN_REUSED_TOKENS).then_some((at, shared))
     }
 
     /// Keeps `cache` as the cache of `prompt` (which it holds at least), making room by

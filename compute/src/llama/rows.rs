@@ -14,11 +14,13 @@
 use gpuchain_jobspec::Sampling;
 use gpuchain_kernels as kernels;
 use rayon::prelude::*;
+use std::sync::Mutex;
 
-use super::forced::ForcedLogits;
+use super::forced::CHECKED_PROMPTS_BYTES;
 use super::generate::{pick_token, row_rng};
 use super::matrix::{Activations, Matrix, Stacked};
 use super::model::LlamaConfig;
+use super::prefix::PrefixCache;
 use crate::gguf::llama::ROPE_FACTORS;
 use crate::models::init::SplitMix64;
 use crate::params::Params;
@@ -89,6 +91,9 @@ pub struct RowDecoder {
     lm_head: Option<Matrix>,
     /// Angular frequency of each rotated pair of a head.
     rope_freqs: Vec<f32>,
+    /// Keys and values of the prompts that teacher-forced passes with 8-bit activations
+    /// have read, for later passes over prompts that begin the same way (`forced.rs`).
+    pub(super) checked_prompts: Mutex<PrefixCache>,
 }
 
 /// Keys and values of one sequence, per layer: `[t, kv_heads × head_dim]`.
@@ -191,10 +196,6 @@ fn rope(x: &mut [f32], d: usize, angles: &[(f32, f32)]) {
     }
 }
 
-/// Most tokens one teacher-forced pass over several rows takes (its activations: a few MB a
-/// layer), unless one row alone is longer.
-pub const TEACHER_FORCED_TOKENS: usize = 2048;
-
 impl RowDecoder {
     /// The decoder of `cfg` from HuggingFace-named weights.
     pub fn new(cfg: LlamaConfig, w: &impl DecoderWeights) -> Result<RowDecoder> {
@@ -245,6 +246,19 @@ impl RowDecoder {
             lm_head,
             layers,
             cfg,
+            checked_prompts: Mutex::new(PrefixCache::new(CHECKED_PROMPTS_BYTES)),
+        })
+    }
+
+    /// Whether every layer's products run as 8-bit integer products with `activations`:
+    /// then a token's keys, values and hidden states are the same bits whichever tokens
+    /// share its pass, and whether its prompt's beginning was read in an earlier one.
+    pub(super) fn layers_int8(&self, activations: Activations) -> bool {
+        self.layers.iter().all(|l| {
+            l.qkv.int8(activations)
+                && l.o.int8(activations)
+                && l.gate_up.int8(activations)
+                && l.down.int8(activations)
         })
     }
 
@@ -300,7 +314,7 @@ impl RowDecoder {
 
     /// [`Self::forward_keeping`] with every product's activations treated as `activations`
     /// says, the logits in one buffer (`vocab` values a kept position, in order).
-    fn forward_with(
+    pub(super) fn forward_with(
         &self,
         steps: &mut [(&[u32], &mut Cache)],
         keep: &[usize],
@@ -478,78 +492,6 @@ impl RowDecoder {
                 o[head * d..(head + 1) * d].copy_from_slice(s);
             }
         }
-    }
-
-    /// Teacher forcing in one pass: the logits the model has, after `prompt`, at each token
-    /// of `continuation` (before it is fed): entry `j` is what picks `continuation[j]`.
-    /// The pass runs the fast products ([`Activations::Int8`]), so its logits sit one
-    /// activation rounding from those generation had: a check confirms a fault in f32.
-    pub fn teacher_forced_logits(&self, prompt: &[u32], continuation: &[u32]) -> Vec<Vec<f32>> {
-        self.teacher_forced_logits_with(prompt, continuation, Activations::Int8)
-    }
-
-    /// [`Self::teacher_forced_logits`] with every product's activations treated as
-    /// `activations` says ([`Activations::F32`]: as generation has them).
-    pub fn teacher_forced_logits_with(
-        &self,
-        prompt: &[u32],
-        continuation: &[u32],
-        activations: Activations,
-    ) -> Vec<Vec<f32>> {
-        self.teacher_forced_rows(&[(prompt, continuation)], activations)
-            .positions(0)
-            .map(<[f32]>::to_vec)
-            .collect()
-    }
-
-    /// [`Self::teacher_forced_logits_with`] for several `(prompt, continuation)` rows,
-    /// passes of up to [`TEACHER_FORCED_TOKENS`] tokens: the rows of a pass go through each
-    /// projection together, each weight read (and packed, for 8-bit activations) once for
-    /// all of them. Row `i` holds row `i`'s logits, as its own pass gives them.
-    pub fn teacher_forced_rows(
-        &self,
-        rows: &[(&[u32], &[u32])],
-        activations: Activations,
-    ) -> ForcedLogits {
-        let fed: Vec<Vec<u32>> = rows
-            .iter()
-            .map(|(prompt, continuation)| match continuation.split_last() {
-                Some((_, fed)) => [*prompt, fed].concat(),
-                None => Vec::new(),
-            })
-            .collect();
-        let mut out = ForcedLogits::new(self.cfg.vocab);
-        let mut first = 0;
-        while first < rows.len() {
-            // At least one row a pass, then as many as fit.
-            let mut end = first + 1;
-            let mut tokens = fed[first].len();
-            while end < rows.len() && tokens + fed[end].len() <= TEACHER_FORCED_TOKENS {
-                tokens += fed[end].len();
-                end += 1;
-            }
-            // As `forward_with` keeps them: no more than the row feeds (nothing for a row
-            // without tokens to check).
-            let positions: Vec<usize> = (first..end)
-                .map(|i| rows[i].1.len().min(fed[i].len()))
-                .collect();
-            let live: Vec<usize> = (first..end).filter(|&i| !fed[i].is_empty()).collect();
-            let mut caches: Vec<Cache> = live.iter().map(|_| self.empty_cache()).collect();
-            let mut steps: Vec<(&[u32], &mut Cache)> = live
-                .iter()
-                .map(|&i| fed[i].as_slice())
-                .zip(caches.iter_mut())
-                .collect();
-            let keep: Vec<usize> = live.iter().map(|&i| rows[i].1.len()).collect();
-            let logits = if live.is_empty() {
-                Vec::new()
-            } else {
-                self.forward_with(&mut steps, &keep, activations)
-            };
-            out.push_pass(logits, &positions);
-            first = end;
-        }
-        out
     }
 
     pub(super) fn empty_cache(&self) -> Cache {
