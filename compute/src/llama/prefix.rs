@@ -101,11 +101,12 @@ impl PrefixCache {
             e.used = self.clock;
             return;
         }
-        let cache = cache.first(prompt.len());
-        let bytes = cache.bytes();
+        // Weighed before it is copied: a long prompt over the budget costs no copy.
+        let bytes = cache.bytes() / cache.len().max(1) * prompt.len();
         if bytes > self.budget_bytes {
             return;
         }
+        let cache = cache.first(prompt.len());
         // A held prompt that this one begins with is covered by it.
         self.entries.retain(|e| !prompt.starts_with(&e.tokens));
         self.held_bytes = self.entries.iter().map(|e| e.bytes).sum();
