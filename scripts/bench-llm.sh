@@ -67,6 +67,9 @@ for side in ("llama.cpp", "gpuchain", "pytorch"):
     if "verify_cpu_s" in rs[0]:
         cpu = [r["verify_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
         extra += f", {100 * statistics.median(cpu):.1f}% ({100 * min(cpu):.1f}–{100 * max(cpu):.1f}%) in CPU time"
+    if "verify_again_cpu_s" in rs[0]:
+        again = [r["verify_again_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
+        extra += f" (checked again, as for another replica of the job: {100 * statistics.median(again):.1f}%)"
     if "check_cpu_s" in rs[0]:
         job = [r["check_cpu_s"] / r["generate_cpu_s"] for r in rs if r["generate_cpu_s"] > 0]
         extra += f"; checking them as a job (weights read and checked, decoder built, tokens judged) {100 * statistics.median(job):.1f}% ({100 * min(job):.1f}–{100 * max(job):.1f}%)"
