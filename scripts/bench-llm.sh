@@ -12,6 +12,7 @@
 #       (scripts/torch-requirements.txt, about 6 GB once). VERIFY_RUNS (default 3): how
 #       many times our side checks each run's answers, the median counting; VERIFY_THREADS
 #       (default 1, as the verifier agent runs each check): the threads a check runs on.
+#       A batch's rows share one prompt, which the check reads once for all of them.
 #
 # Run it on an idle machine: a figure taken while other work runs is not a figure.
 set -euo pipefail

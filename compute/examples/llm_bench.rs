@@ -4,7 +4,9 @@
 //! anchor's: "The quick brown fox jumps over the lazy dog. " repeated, cut to N tokens.
 //! `verify_s` is what a verifier spends on the run's answers (teacher forcing);
 //! `generate_cpu_s` and `verify_cpu_s` are the CPU time of generating the answers (prefill
-//! included) and of checking them, all threads together.
+//! included) and of checking them, all threads together. A batch's rows share one prompt
+//! (as a job sampling several answers to one question does), which the check reads once
+//! for all of them where its pass has 8-bit activations.
 //!
 //! `llm_bench FILE.gguf [--threads T] [--prompt-tokens N] [--new-tokens M] [--runs R]
 //! [--batch B] [--weights quantised|f32] [--verify-runs K] [--verify-threads V]`
