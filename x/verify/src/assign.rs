@@ -10,7 +10,7 @@
 //! verifier on its own dispute needs that share of all verifier stake at risk.
 
 use gpuchain_auction::settlement::hold_lease;
-use gpuchain_auction::AuctionRead;
+use gpuchain_auction::{AuctionError, AuctionRead};
 use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 
 use crate::{AssignedEvent, Case, CaseStage, VerifyError, VerifyRead, VerifyWrite};
@@ -43,6 +43,22 @@ pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Optio
     )
 }
 
+/// Holds `lease_id` until `until_height` (see `hold_lease`) while it can still take a
+/// verdict. A lease can end while a case about it is open: a replica faulted through its
+/// twin's verdict (the same result) while it appeals its own ringer case. Its case goes on,
+/// since who was right still decides which verifiers are slashed and whether the deposit
+/// comes back, but there is nothing left to hold (and `settle` leaves the lease alone).
+pub(crate) fn hold_open_lease(
+    state: &mut impl StateWrite,
+    lease_id: u64,
+    until_height: u64,
+) -> Result<(), AuctionError> {
+    match state.lease(lease_id) {
+        Some(lease) if !lease.state.takes_verdict() => Ok(()),
+        _ => hold_lease(state, lease_id, until_height),
+    }
+}
+
 /// Assigns `verifier` to `case`'s current round: deadline, timer, hold on the lease, the
 /// verifier's open-case count, the event. The caller stores the case.
 pub(crate) fn assign_to(
@@ -64,7 +80,7 @@ pub(crate) fn assign_to(
         .open_cases
         .checked_add(1)
         .ok_or(VerifyError::Overflow)?;
-    hold_lease(state, case.lease_id, hold)?;
+    hold_open_lease(state, case.lease_id, hold)?;
     state.put_verifier(&record);
     case.assignee = Some(verifier);
     case.deadline_height = deadline;

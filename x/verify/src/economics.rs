@@ -269,6 +269,34 @@ pub fn false_faulty_verdict(c: &Economy, pt: &Point) -> Option<i128> {
     })
 }
 
+/// One owner holds a verifier at the minimum bond, a poster, a provider that computes its
+/// answer (at no cost), and [`OWN_VERIFIER_SHARE_PPM`] of all verifier bond. Its verifier
+/// reveals a ringer that calls the answer wrong, its provider appeals (the deposit comes
+/// back), and two verifiers overturn the ringer and share the case's fee, its own with that
+/// share. A ringer's case exists whether or not an audit was drawn, so its jurors are paid
+/// out of what the ringer owner's slash put into the pool, never more; the appellant's share
+/// of that slash comes back to the owner.
+pub fn false_ringer_for_the_fee(c: &Economy, pt: &Point) -> Option<i128> {
+    (pt.k == 1).then(|| {
+        let slash = mul_ppm(
+            c.verify.min_verifier_stake,
+            c.verify.verifier_wrong_slash_ppm,
+        )
+        .unwrap();
+        let harmed = mul_ppm(slash, c.verify.wrong_slash_harmed_share_ppm).unwrap();
+        let fee = audit_fee(pt.price, &c.auction).min(slash - harmed);
+        let (x, to_fee_pool) = c.payout(pt.price, 0);
+        // Post, bid, commit, reveal, commit and reveal the ringer, appeal.
+        -signed(pt.price) - signed(c.verification_fee(pt.price))
+            + signed(x)
+            + signed(c.validators_back(to_fee_pool))
+            - signed(slash)
+            + signed(harmed)
+            + times(OWN_VERIFIER_SHARE_PPM, signed(fee))
+            - c.txs(7)
+    })
+}
+
 /// A replica that committed leaves (release or no reveal) after another replica revealed:
 /// slashed like a wrong result, payment refunded.
 pub fn exit_after_reveal(c: &Economy, pt: &Point) -> Option<i128> {
@@ -277,7 +305,7 @@ pub fn exit_after_reveal(c: &Economy, pt: &Point) -> Option<i128> {
 }
 
 /// Every strategy, by name.
-pub const STRATEGIES: [(&str, Strategy); 8] = [
+pub const STRATEGIES: [(&str, Strategy); 9] = [
     ("lone wrong result", lone_wrong_result),
     (
         "lone wrong result, own verifier",
@@ -288,6 +316,7 @@ pub const STRATEGIES: [(&str, Strategy); 8] = [
     ("self-dispute for the fee", self_dispute_fee),
     ("self-fault for the fee", self_fault_fee),
     ("false faulty verdict", false_faulty_verdict),
+    ("false ringer for the fee", false_ringer_for_the_fee),
     ("exit after a reveal", exit_after_reveal),
 ];
 

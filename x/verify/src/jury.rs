@@ -97,5 +97,5 @@ pub fn slash(
         Misjudgement::Missed => Offence::Missed,
         Misjudgement::Overturned { harmed } => Offence::Wrong(Some(harmed)),
     };
-    slash_verifier(state, ctx, verifier, offence, subject)
+    slash_verifier(state, ctx, verifier, offence, subject).map(|_| ())
 }

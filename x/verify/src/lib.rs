@@ -56,7 +56,9 @@
 //! side rewarded as the prover; `honest`: paid after the challenge window), one audit fee
 //! (the auction's `audit_fee_ppm` of the lease price) is shared by the verifiers on the
 //! standing side, each part at most what the verification pool holds (for `honest` the pool
-//! pays it, funded by the leases' verification charges; for `faulty` it is at most the
+//! pays it, funded by the leases' verification charges, but for a ringer overturned on
+//! appeal only up to what its owner's slash put into the pool, since a ringer's case exists
+//! whether or not an audit was drawn; for `faulty` it is at most the
 //! provider's wrong-result slash, which pays it back to the pool first), every verifier on
 //! the losing side loses
 //! `verifier_wrong_slash_ppm` of its bond (`wrong_slash_harmed_share_ppm` of it to the
@@ -65,6 +67,12 @@
 //! differs from the first one, to the verification pool otherwise. The chain never
 //! compares outputs itself: tolerance is the verifier agents' job, and the majority of
 //! independent bonded verifiers on the canonical path is the final word.
+//!
+//! A lease can end while a case about it is still open: a replica whose twin (the same
+//! result) let a ringer's `faulty` verdict stand is faulted with it, even while it appeals
+//! its own case. The case goes on to its verdict, which still slashes the verifiers who were
+//! wrong and decides the deposit; it holds nothing and applies nothing to the ended lease,
+//! and pays no fee.
 //!
 //! **Spot checks.** When the appeal window of an unappealed `honest` first verdict closes,
 //! `spot_check_ppm` of them (drawn from that block's seed) become an appeal round with no

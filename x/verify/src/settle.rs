@@ -37,14 +37,14 @@ pub(crate) enum Offence {
 }
 
 /// Takes the offence's ppm of `verifier`'s bond (the harmed share to the appellant, the
-/// rest to the verification pool), jails it and counts the offence.
+/// rest to the verification pool), jails it and counts the offence; what went to the pool.
 pub(crate) fn slash_verifier(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     verifier: &Address,
     offence: Offence,
     lease_id: u64,
-) -> Result<(), VerifyError> {
+) -> Result<Amount, VerifyError> {
     let params = state.verify_params();
     let mut record = state
         .verifier(verifier)
@@ -90,7 +90,7 @@ pub(crate) fn slash_verifier(
         }
         .into(),
     );
-    Ok(())
+    Ok(to_pool)
 }
 
 /// Lowers a verifier's open-case count (its part in a case is over).
@@ -112,6 +112,7 @@ pub(crate) fn settle(
     let first = case.verdicts.first().map(|v| v.verdict);
     let overturned = standing.is_some() && first.is_some() && standing != first;
     let mut standing_side = Vec::new();
+    let mut slashed_into_pool: Amount = 0;
     for (i, posted) in case.verdicts.clone().iter().enumerate() {
         release(state, &posted.verifier);
         let Some(s) = standing else { continue };
@@ -123,13 +124,16 @@ pub(crate) fn settle(
             } else {
                 None
             };
-            slash_verifier(
+            let to_pool = slash_verifier(
                 state,
                 ctx,
                 &posted.verifier,
                 Offence::Wrong(harmed),
                 case.lease_id,
             )?;
+            slashed_into_pool = slashed_into_pool
+                .checked_add(to_pool)
+                .ok_or(VerifyError::Overflow)?;
         }
     }
     if let Some(appellant) = case.appellant {
@@ -147,6 +151,12 @@ pub(crate) fn settle(
     if let (Some(s), Some(lease)) = (standing, open_lease) {
         let fee = case_fee(&lease, &state.auction_params());
         let (verdict, fee) = match s {
+            // A ringer's case exists whether or not an audit was drawn, and the lease paid
+            // only the audit's chance of its fee: the jurors who overturned the ringer's
+            // owner are paid out of what its slash put into the pool, never more.
+            VerdictKind::Honest if case.challenge_id.is_some() => {
+                (Verdict::Honest, fee.min(slashed_into_pool))
+            }
             // Funded by the verification charges every judged lease pays.
             VerdictKind::Honest => (Verdict::Honest, fee),
             // Paid back to the pool out of the slash, so never more than the slash.

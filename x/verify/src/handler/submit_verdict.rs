@@ -65,7 +65,7 @@ pub(super) fn execute(
     let first = case.verdicts.first().map(|v| v.verdict);
     match case.round {
         0 => {
-            gpuchain_auction::settlement::hold_lease(state, case.lease_id, hold)?;
+            crate::assign::hold_open_lease(state, case.lease_id, hold)?;
             case.stage = CaseStage::AppealWindow;
             case.appeal_end_height = Some(appeal_end);
             state.set_case_timer(appeal_end, case.lease_id);

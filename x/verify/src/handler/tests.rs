@@ -699,12 +699,17 @@ fn disputed_replicas_each_get_a_verifier_that_is_not_a_replica() {
 /// A ringer: verifier 30 commits at 1 for poster client 2, which posts a k = 1 order at 2,
 /// won by provider 10, which returns `result` at 6. Audits are off, so the lease is accepted.
 fn ringer(result: [u8; 32]) -> (Chain, u64, u64) {
+    ringer_with(verify_params(), result)
+}
+
+/// [`ringer`] on a chain with `verify` parameters.
+fn ringer_with(verify: VerifyParams, result: [u8; 32]) -> (Chain, u64, u64) {
     let no_audits = AuctionParams {
         audit_min_ppm: 0,
         audit_max_ppm: 0,
         ..auction_params()
     };
-    let mut chain = Chain::with(no_audits, verify_params(), &VERIFIERS);
+    let mut chain = Chain::with(no_audits, verify, &VERIFIERS);
     let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
     chain
         .exec(
@@ -1019,4 +1024,136 @@ fn the_pool_pays_at_most_its_outflow_cap_per_block_and_owes_the_rest_in_order() 
         ..verify_params()
     };
     assert!(bad.validate().is_err(), "a cap of zero would never pay");
+}
+
+/// A k = 2 ringer whose two replicas (providers 10 and 11) returned the same wrong-looking
+/// bytes: verifier 30's reveal at 7 opens a faulty case on each. Provider 10 lets its verdict
+/// stand; provider 11 appeals on the last height of the window (10), and the end-block of 10
+/// faults 11's lease through 10's verdict (the same result) while 11's appeal is still open.
+/// Returns the chain, 11's lease and the verifier drawn for its appeal.
+fn twin_faulted_while_appealing() -> (Chain, u64, u8) {
+    let no_audits = AuctionParams {
+        audit_min_ppm: 0,
+        audit_max_ppm: 0,
+        ..auction_params()
+    };
+    let mut chain = Chain::with(no_audits, verify_params(), &VERIFIERS);
+    let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
+    chain
+        .exec(
+            1,
+            30,
+            VerifyMsg::CommitChallenge(MsgCommitChallenge { commitment: c }),
+        )
+        .unwrap();
+    chain.end_block(1);
+    let order = chain.cleared_order(2, 2, &[10, 11]);
+    chain.deliver(6, order, &[[6; 32], [6; 32]]);
+    let leases: Vec<u64> = chain
+        .state
+        .leases_of_order(order)
+        .iter()
+        .map(|l| l.id)
+        .collect();
+    let twin = *leases
+        .iter()
+        .find(|l| chain.state.lease(**l).unwrap().provider == addr(11))
+        .unwrap();
+    chain.exec(7, 30, reveal(0, order, 8)).unwrap();
+    chain.run_to(7, 9);
+    chain
+        .exec(10, 11, VerifyMsg::Appeal(MsgAppeal { lease_id: twin }))
+        .unwrap();
+    chain.end_block(10);
+    for l in &leases {
+        assert_eq!(chain.state.lease(*l).unwrap().state, LeaseState::Faulted);
+    }
+    let case = chain.state.case(twin).unwrap();
+    assert_eq!((case.round, case.stage), (1, CaseStage::AwaitingVerdict));
+    (chain, twin, seed(&case.assignee.unwrap()))
+}
+
+#[test]
+fn an_appeal_outlived_by_its_lease_is_still_judged_and_never_halts_the_chain() {
+    // The appeal's verifier disagrees with the ringer: a tie-breaker is drawn for a lease
+    // that is already final, and its verdict settles the case.
+    let (mut chain, twin, r1) = twin_faulted_while_appealing();
+    let pool = chain.balance(&verification_pool());
+    chain
+        .exec(11, r1, verdict(twin, VerdictKind::Honest))
+        .unwrap();
+    let case = chain.state.case(twin).unwrap();
+    assert_eq!(case.round, 2);
+    let r2 = seed(&case.assignee.unwrap());
+    chain
+        .exec(12, r2, verdict(twin, VerdictKind::Honest))
+        .unwrap();
+    chain.run_to(11, 20);
+    let case = chain.state.case(twin).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
+    assert_eq!(
+        chain.state.verifier(&addr(30)).unwrap().overturned,
+        1,
+        "the ringer's owner is slashed for the verdict that did not stand"
+    );
+    assert_eq!(chain.state.lease(twin).unwrap().state, LeaseState::Faulted);
+    // Nothing of the lease is left to judge, so nobody earns its audit fee: the pool only
+    // takes in the ringer owner's slash.
+    assert!(chain.balance(&verification_pool()) >= pool);
+
+    // The appeal's verifier stays silent: its round is reassigned, for a final lease too.
+    let (mut chain, twin, r1) = twin_faulted_while_appealing();
+    chain.run_to(11, 15);
+    let case = chain.state.case(twin).unwrap();
+    assert!(case.reassigned);
+    assert_eq!(chain.state.verifier(&addr(r1)).unwrap().misses, 1);
+    let again = seed(&case.assignee.unwrap());
+    chain
+        .exec(16, again, verdict(twin, VerdictKind::Faulty))
+        .unwrap();
+    chain.run_to(16, 30);
+    let case = chain.state.case(twin).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Faulty));
+}
+
+#[test]
+fn an_overturned_ringer_pays_its_jurors_out_of_its_owners_slash_not_the_pool() {
+    // Verifier 30's ringer says provider 10's answer is wrong; 10 appeals and two verifiers
+    // agree with it. The lease paid the pool only an audit's chance of a fee (none here:
+    // audits are off), so a full fee from the pool would let an owner of verifiers drain it
+    // with false ringers against its own providers. A slash of 0.1% of 200 GPU (0.2 GPU,
+    // half to the appellant) is less than the 0.5 GPU lease's audit fee.
+    let small_slash = VerifyParams {
+        verifier_wrong_slash_ppm: 1_000,
+        ..verify_params()
+    };
+    let (mut chain, id, order) = ringer_with(small_slash, [6; 32]);
+    let lease = chain.state.leases_of_order(order)[0].id;
+    let pool = chain.balance(&verification_pool());
+    chain.exec(7, 30, reveal(id, order, 8)).unwrap();
+    chain
+        .exec(8, 10, VerifyMsg::Appeal(MsgAppeal { lease_id: lease }))
+        .unwrap();
+    let r1 = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    chain
+        .exec(9, r1, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    let r2 = seed(&chain.state.case(lease).unwrap().assignee.unwrap());
+    let (before_1, before_2) = (chain.balance(&addr(r1)), chain.balance(&addr(r2)));
+    chain
+        .exec(10, r2, verdict(lease, VerdictKind::Honest))
+        .unwrap();
+    let case = chain.state.case(lease).unwrap();
+    assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Honest));
+    let paid = chain.balance(&addr(r1)) - before_1 + chain.balance(&addr(r2)) - before_2;
+    assert_eq!(
+        paid,
+        GPU / 10,
+        "the slash's half that went to the pool, all of it"
+    );
+    assert_eq!(chain.balance(&verification_pool()), pool);
+    assert_eq!(
+        chain.state.lease(lease).unwrap().state,
+        LeaseState::Accepted
+    );
 }
