@@ -444,6 +444,37 @@ struct Answered<'a> {
     usage: Option<&'a Value>,
 }
 
+/// Prompt tokens a provider may count beyond one a byte of the request body: the chat
+/// template's own text (a default system message, role markers) and a start token. The
+/// tokenizers the market runs (byte-level BPE, SentencePiece with byte fallback) never give
+/// more than one token a byte of text, and a JSON body is at least as long as its text.
+const TEMPLATE_TOKENS_MAX: u64 = 256;
+
+/// The tokens an answer is charged, from its usage: the prompt's and the completion's. The
+/// completion must be the token ids that arrived, and the prompt at most what the request
+/// could hold: the gateway runs no tokenizer, and an audit draws one receipt of a batch
+/// whatever its units, so a count inflated on one receipt would be caught only when that
+/// very receipt is drawn.
+fn charged_tokens(usage: &Value, ids: usize, request_bytes: usize) -> Result<u64, String> {
+    let count = |k: &str| usage.get(k).and_then(Value::as_u64);
+    let (Some(prompt), Some(completion)) = (count("prompt_tokens"), count("completion_tokens"))
+    else {
+        return Err("the answer's token counts are malformed".into());
+    };
+    if completion != ids as u64 {
+        return Err("the token counts disagree with the token ids".into());
+    }
+    let most = (request_bytes as u64).saturating_add(TEMPLATE_TOKENS_MAX);
+    if prompt > most {
+        return Err(format!(
+            "{prompt} prompt tokens for a request of {request_bytes} bytes (at most {most})"
+        ));
+    }
+    prompt
+        .checked_add(completion)
+        .ok_or_else(|| "the token counts overflow".into())
+}
+
 /// Keeps the receipt a provider sent for its answer on a lease, if it matches what arrived:
 /// the request sent, the text streamed with the token ids and seed it names, the token
 /// counts. A receipt that does not match is logged and never acknowledged.
@@ -460,26 +491,13 @@ fn keep_receipt(g: &Gateway, u: &Upstream, req: &Generation, receipt: &Value, a:
             .ok_or("the answer's token ids are missing")?;
         let seed: Option<u64> = a.seed.and_then(|s| serde_json::from_value(s.clone()).ok());
         let usage = a.usage.ok_or("the answer's token counts are missing")?;
-        let count = |k: &str| usage.get(k).and_then(Value::as_u64);
-        let (Some(prompt), Some(completion)) = (count("prompt_tokens"), count("completion_tokens"))
-        else {
-            return Err("the answer's token counts are malformed".into());
-        };
-        if completion != tokens.len() as u64 {
-            return Err("the token counts disagree with the token ids".into());
-        }
+        let units = charged_tokens(usage, tokens.len(), req.body.len())?;
         let record = gpuchain_serving::receipt::AnswerRecord {
             text: a.text.to_string(),
             tokens,
             seed,
         };
-        leases.keep(
-            lease,
-            receipt,
-            &req.body,
-            &record.bytes(),
-            prompt + completion,
-        )
+        leases.keep(lease, receipt, &req.body, &record.bytes(), units)
     })();
     if let Err(why) = kept {
         tracing::warn!(upstream = %u.spec.url, lease, %why, "receipt refused: that answer is not acknowledged");
@@ -573,6 +591,25 @@ impl Chunker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_charged_no_more_prompt_tokens_than_its_request_could_hold() {
+        let usage = |prompt: u64| json!({"prompt_tokens": prompt, "completion_tokens": 2});
+        let body = br#"{"model":"smollm2","messages":[{"role":"user","content":"Hi"}]}"#.len();
+        // SmolLM2's template, its default system message included, makes about 30 tokens of
+        // this 63-byte request.
+        assert_eq!(charged_tokens(&usage(30), 2, body), Ok(32));
+        let most = body as u64 + TEMPLATE_TOKENS_MAX;
+        assert_eq!(charged_tokens(&usage(most), 2, body), Ok(most + 2));
+        assert!(charged_tokens(&usage(most + 1), 2, body)
+            .unwrap_err()
+            .contains("prompt tokens"));
+        assert!(charged_tokens(&usage(u64::MAX), 2, body).is_err());
+        assert!(charged_tokens(&usage(30), 3, body)
+            .unwrap_err()
+            .contains("token ids"));
+        assert!(charged_tokens(&json!({"prompt_tokens": 30}), 2, body).is_err());
+    }
 
     #[test]
     fn a_resumed_answer_passes_on_only_what_the_client_has_not_seen() {

@@ -15,6 +15,11 @@ use gpuchain_agent_kit::chain::AgentChain;
 use gpuchain_serving::receipt::{request_sign_bytes, AckedBatch, BatchAck, Receipt, SignedAck};
 use gpuchain_serving::ServingLease;
 
+/// How far past the acknowledged range a receipt's number may be. A provider numbers a
+/// lease's answers 0, 1, 2, …, so a gap is answers that never arrived; a number billions
+/// ahead is a provider's mistake or attack (`u64::MAX` would end no range), never kept.
+const RECEIPTS_AHEAD_MAX: u64 = 1 << 32;
+
 /// A receipt kept and not yet acknowledged.
 struct Pending {
     receipt: Receipt,
@@ -143,6 +148,12 @@ impl Leases {
                 receipt.seq, book.next_first
             ));
         }
+        if receipt.seq - book.next_first >= RECEIPTS_AHEAD_MAX {
+            return Err(format!(
+                "receipt {} is too far past the acknowledged range ({})",
+                receipt.seq, book.next_first
+            ));
+        }
         book.pending.insert(
             receipt.seq,
             Pending {
@@ -180,11 +191,10 @@ impl Leases {
             } else {
                 continue;
             };
-            let Some(last) = batch.last().map(|r| r.seq) else {
+            let Some(end) = batch.last().and_then(|r| r.seq.checked_add(1)) else {
                 continue;
             };
-            let Some(ack) =
-                BatchAck::of(&self.chain_id, *lease_id, book.next_first, last + 1, &batch)
+            let Some(ack) = BatchAck::of(&self.chain_id, *lease_id, book.next_first, end, &batch)
             else {
                 continue;
             };
@@ -334,4 +344,64 @@ fn last_acked_end(dir: &std::path::Path, lease_id: u64) -> u64 {
         .map(|b| b.signed.ack.end_seq)
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gateway paying on lease 4 with a fresh key (the node is never reached), acknowledging
+    /// whatever waits at once.
+    fn leases(dir: &std::path::Path) -> Leases {
+        gpuchain_client::keys::Keystore::open(&dir.join("keys"))
+            .unwrap()
+            .create("client", None)
+            .unwrap();
+        let chain = AgentChain::connect("http://127.0.0.1:9", dir, "client", "test").unwrap();
+        let book = Book {
+            url: "http://127.0.0.1:9".into(),
+            next_first: 0,
+            pending: BTreeMap::new(),
+        };
+        Leases {
+            chain,
+            chain_id: "gpuchain-test".into(),
+            dir: dir.join("receipts"),
+            policy: AckPolicy {
+                every: 16,
+                after: Duration::ZERO,
+            },
+            books: Mutex::new(BTreeMap::from([(4, book)])),
+        }
+    }
+
+    fn receipt(seq: u64) -> Receipt {
+        Receipt {
+            lease_id: 4,
+            seq,
+            request_hash: *blake3::hash(b"question").as_bytes(),
+            response_hash: *blake3::hash(b"answer").as_bytes(),
+            units: 3,
+        }
+    }
+
+    #[test]
+    fn a_receipt_numbered_past_any_range_is_refused_and_acknowledging_goes_on() {
+        let dir = std::env::temp_dir().join(format!("gpuchain-gateway-{}", std::process::id()));
+        let leases = leases(&dir);
+        let keep = |seq| leases.keep(4, receipt(seq), b"question", b"answer", 3);
+        keep(0).unwrap();
+        assert!(keep(u64::MAX).unwrap_err().contains("too far past"));
+        assert!(keep(RECEIPTS_AHEAD_MAX).is_err());
+        keep(1).unwrap();
+        let due = leases.due(true);
+        assert_eq!(due.len(), 1);
+        assert_eq!(
+            due[0].1.seqs,
+            vec![0, 1],
+            "the refused receipts wait nowhere"
+        );
+        assert_eq!(due[0].1.signed.ack.end_seq, 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use gpuchain_client::follow::FollowedBlock;
 use gpuchain_serving::receipt::{merkle_proof, AckedBatch, Receipt};
 use gpuchain_serving::{
-    ClaimStage, MsgAppealServing, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat,
+    Claim, ClaimStage, MsgAppealServing, MsgBidServing, MsgRevealReceipt, MsgServingHeartbeat,
     ServingAuditEvent, ServingLeaseState, ServingMsg, ServingOrder, ServingOrderOpenedEvent,
     ServingOrderState, ServingReportEvent, ServingVerdictStandsEvent,
 };
@@ -33,8 +33,38 @@ fn acked_batches(receipts: &Path, lease_id: u64) -> Vec<AckedBatch> {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .filter_map(|b| serde_json::from_slice(&b).ok())
             .collect();
-    batches.sort_by_key(|b| b.signed.ack.first_seq);
+    // Of batches starting at the same request, the one paying most first: the one claimed.
+    batches.sort_by_key(|b| {
+        (
+            b.signed.ack.first_seq,
+            std::cmp::Reverse(b.signed.ack.units),
+        )
+    });
     batches
+}
+
+/// The acknowledged batch `claim` was made from: the same range, count, units and root.
+/// A client may acknowledge a range more than once, and the reveal must prove against the
+/// batch that was claimed, not another that starts at the same request.
+fn batch_of_claim(batches: Vec<AckedBatch>, claim: &Claim) -> Option<AckedBatch> {
+    batches.into_iter().find(|b| {
+        let ack = &b.signed.ack;
+        (
+            ack.lease_id,
+            ack.first_seq,
+            ack.end_seq,
+            ack.count,
+            ack.units,
+            ack.root,
+        ) == (
+            claim.lease_id,
+            claim.first_seq,
+            claim.end_seq,
+            claim.count,
+            claim.units,
+            claim.root,
+        )
+    })
 }
 
 /// Every receipt written for a lease, by request number.
@@ -257,10 +287,8 @@ impl Agent {
         let ClaimStage::AwaitingReveal { index, .. } = claim.stage else {
             anyhow::bail!("the claim waits for no reveal");
         };
-        let batch = acked_batches(&config.receipts, lease_id)
-            .into_iter()
-            .find(|b| b.signed.ack.first_seq == claim.first_seq)
-            .context("no acknowledged batch starts at the claim's first request")?;
+        let batch = batch_of_claim(acked_batches(&config.receipts, lease_id), &claim)
+            .context("no acknowledged batch is the one claimed")?;
         let all = receipts_of(&config.receipts, lease_id);
         let batch_receipts: Vec<Receipt> = batch
             .seqs
@@ -286,5 +314,65 @@ impl Agent {
             response: read("response")?,
             receipt,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuchain_serving::receipt::{BatchAck, SignedAck};
+
+    fn batch(seqs: &[u64], root: u8) -> AckedBatch {
+        AckedBatch {
+            signed: SignedAck {
+                ack: BatchAck {
+                    chain_id: "gpuchain-test".into(),
+                    lease_id: 4,
+                    first_seq: 0,
+                    end_seq: 16,
+                    count: seqs.len() as u64,
+                    units: 10 * seqs.len() as u128,
+                    root: [root; 32],
+                },
+                client_key: [0; 32],
+                signature: [0; 64],
+            },
+            seqs: seqs.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_second_acknowledgement_of_a_claimed_range_never_replaces_the_claimed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = batch(&(0..16).collect::<Vec<_>>(), 1);
+        crate::serve::keep_acked(&lease_dir(dir.path(), 4), &whole).unwrap();
+        let claimed = whole.signed.claim();
+        // After the claim, the client acknowledges the same range again with one receipt.
+        let one = batch(&[0], 2);
+        crate::serve::keep_acked(&lease_dir(dir.path(), 4), &one).unwrap();
+        let kept = acked_batches(dir.path(), 4);
+        assert_eq!(kept.len(), 2, "both kept");
+        assert_eq!(
+            kept[0], whole,
+            "of one range, the batch paying most is claimed"
+        );
+        let claim = Claim {
+            id: 0,
+            lease_id: claimed.lease_id,
+            first_seq: claimed.first_seq,
+            end_seq: claimed.end_seq,
+            count: claimed.count,
+            units: claimed.units,
+            root: claimed.root,
+            amount: 160,
+            audit_reserve: 0,
+            height: 9,
+            stage: ClaimStage::Posted,
+        };
+        assert_eq!(
+            batch_of_claim(kept, &claim),
+            Some(whole),
+            "the reveal proves against it"
+        );
     }
 }

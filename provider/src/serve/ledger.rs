@@ -290,12 +290,25 @@ impl Ledger {
         if &expected != ack {
             return Err("the acknowledgement does not match this provider's receipts".into());
         }
-        let dir = self.lease_dir(ack.lease_id).join("acks");
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let file = dir.join(format!("{:020}.json", ack.first_seq));
-        let bytes = serde_json::to_vec_pretty(&batch).map_err(|e| e.to_string())?;
-        std::fs::write(file, bytes).map_err(|e| format!("keeping the acknowledgement: {e}"))
+        keep_acked(&self.lease_dir(ack.lease_id), &batch)
     }
+}
+
+/// Keeps a checked acknowledged batch in its lease's directory for the agent, named by its
+/// first request and its root: a second acknowledgement of the same range (a retry with more
+/// receipts, or a smaller batch sent after the claim so that its reveal would fail) is kept
+/// beside the first, never over it.
+pub(crate) fn keep_acked(lease_dir: &Path, batch: &AckedBatch) -> Result<(), String> {
+    let ack = &batch.signed.ack;
+    let dir = lease_dir.join("acks");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join(format!(
+        "{:020}-{}.json",
+        ack.first_seq,
+        hex::encode(ack.root)
+    ));
+    let bytes = serde_json::to_vec_pretty(batch).map_err(|e| e.to_string())?;
+    std::fs::write(file, bytes).map_err(|e| format!("keeping the acknowledgement: {e}"))
 }
 
 /// One line of `receipts.jsonl`.

@@ -17,6 +17,8 @@ mod embeddings;
 mod http;
 mod ledger;
 
+#[cfg(test)]
+pub(crate) use ledger::keep_acked;
 pub(crate) use ledger::Entry as LedgerEntry;
 mod stats;
 
