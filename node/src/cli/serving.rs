@@ -1,6 +1,7 @@
 //! `tx serving …` and `query serving …`: clients open and end serving orders and report
 //! leases; providers bid, claim acknowledged batches and answer reports; the provider or
-//! client reveals an audited receipt; drawn verifiers judge it; the party a standing verdict
+//! client reveals an audited receipt; drawn verifiers judge it (or step down from a model
+//! they do not run); the party a standing verdict
 //! goes against appeals it; anyone lists orders, leases and open claims.
 
 use std::path::PathBuf;
@@ -10,8 +11,8 @@ use gpuchain_client::ChainClient;
 use gpuchain_serving::receipt::{merkle_proof, Receipt, SignedAck};
 use gpuchain_serving::{
     ClaimStage, ModelRef, MsgAppealServing, MsgBidServing, MsgEndServing, MsgOpenServing,
-    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingVerdict, ServingKind,
-    ServingMsg, ServingRead,
+    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingRecuse,
+    MsgServingVerdict, ServingKind, ServingMsg, ServingRead,
 };
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount};
@@ -119,6 +120,14 @@ pub(crate) enum ServingTx {
         /// `honest` or `faulty`.
         #[arg(value_parser = parse_honest)]
         verdict: bool,
+    },
+    /// As the drawn verifier, step down from a revealed receipt this verifier cannot judge
+    /// (a model it does not run): no slash and no fee; another verifier is drawn.
+    Recuse {
+        /// Verifier key.
+        from: String,
+        /// Claim id.
+        claim_id: u64,
     },
     /// Appeal a claim's standing verdict within its appeal window: as the client of an
     /// `honest` verdict or the provider of a `faulty` one. Locks the appeal deposit, lost if
@@ -278,6 +287,12 @@ pub(crate) async fn serving_msg<'a>(
         ServingTx::Appeal { from, claim_id } => (
             from,
             ServingMsg::Appeal(MsgAppealServing {
+                claim_id: *claim_id,
+            }),
+        ),
+        ServingTx::Recuse { from, claim_id } => (
+            from,
+            ServingMsg::Recuse(MsgServingRecuse {
                 claim_id: *claim_id,
             }),
         ),

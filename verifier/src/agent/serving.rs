@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Context, Result};
 use gpuchain_compute::embed::Embedder;
 use gpuchain_compute::serving::{audit_answer, ChatModel};
-use gpuchain_serving::{ClaimStage, ModelRef, MsgServingVerdict, ServingKind, ServingMsg};
+use gpuchain_serving::{
+    ClaimStage, ModelRef, MsgServingRecuse, MsgServingVerdict, ServingKind, ServingMsg,
+};
 use gpuchain_tx::Msg;
 
 use super::{Agent, Done};
@@ -111,10 +113,17 @@ fn judge_embeddings(
     response: &[u8],
     units: u64,
 ) -> Result<bool> {
-    let request: serde_json::Value = serde_json::from_slice(request)?;
+    // A request the model cannot take has no answer an honest endpoint would have served
+    // and been acknowledged for: faulty, not a receipt this verifier cannot judge.
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(request) else {
+        return Ok(false);
+    };
     let inputs: Vec<String> = match request.get("input") {
         Some(serde_json::Value::String(s)) => vec![s.clone()],
-        Some(v) => serde_json::from_value(v.clone())?,
+        Some(v) => match serde_json::from_value(v.clone()) {
+            Ok(inputs) => inputs,
+            Err(_) => return Ok(false),
+        },
         None => return Ok(false),
     };
     if inputs.len() as u64 != units {
@@ -203,17 +212,21 @@ impl Agent {
         claim_id: u64,
         found: Result<bool, String>,
     ) -> Result<()> {
-        let honest = match found {
-            Ok(h) => h,
+        // A receipt this verifier cannot judge (a model it does not run, or one it could not
+        // load) is stepped down from rather than left to its deadline, which slashes.
+        let (msg, what) = match found {
+            Ok(honest) => (
+                ServingMsg::Verdict(MsgServingVerdict { claim_id, honest }),
+                if honest { "honest" } else { "faulty" },
+            ),
             Err(why) => {
-                tracing::error!(claim_id, %why, "cannot judge a drawn serving audit");
-                return Ok(());
+                tracing::error!(claim_id, %why, "cannot judge a drawn serving audit: recusing");
+                (ServingMsg::Recuse(MsgServingRecuse { claim_id }), "recused")
             }
         };
-        let msg = Msg::Serving(ServingMsg::Verdict(MsgServingVerdict { claim_id, honest }));
-        match self.chain.submit(msg).await {
+        match self.chain.submit(Msg::Serving(msg)).await {
             Ok(o) if o.code == 0 => {
-                tracing::info!(claim_id, honest, "serving verdict posted");
+                tracing::info!(claim_id, verdict = what, "serving verdict posted");
             }
             Ok(o) => {
                 tracing::warn!(claim_id, code = o.code, log = %o.log, "serving verdict refused")

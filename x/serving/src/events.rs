@@ -129,6 +129,18 @@ typed_event!(
 );
 
 typed_event!(
+    /// A drawn verifier stepped down from judging a revealed receipt it cannot judge.
+    ServingRecusedEvent = "serving.recused" {
+        /// Claim.
+        claim_id: u64,
+        /// Lease.
+        lease_id: u64,
+        /// Verifier.
+        verifier: Address,
+    }
+);
+
+typed_event!(
     /// A claim was settled: paid to the provider or refunded to the client.
     ServingSettledEvent = "serving.claim_settled" {
         /// Claim.

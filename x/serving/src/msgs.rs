@@ -115,6 +115,16 @@ pub struct MsgAppealServing {
     pub claim_id: u64,
 }
 
+/// A drawn verifier that cannot judge a revealed receipt (its model is not one the verifier
+/// runs) steps down before its deadline: let go without a slash or a fee, and the next
+/// juror drawn, the recusal counting as one of the claim's `max_jury_draws`. Signed by the
+/// assigned verifier.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgServingRecuse {
+    /// Claim.
+    pub claim_id: u64,
+}
+
 /// Every serving message. The borsh variant index is part of the wire format.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -137,6 +147,8 @@ pub enum ServingMsg {
     Verdict(MsgServingVerdict),
     /// Variant 8.
     Appeal(MsgAppealServing),
+    /// Variant 9.
+    Recuse(MsgServingRecuse),
 }
 
 impl ServingMsg {
@@ -152,6 +164,7 @@ impl ServingMsg {
             ServingMsg::Reveal(_) => "serving.reveal",
             ServingMsg::Verdict(_) => "serving.verdict",
             ServingMsg::Appeal(_) => "serving.appeal",
+            ServingMsg::Recuse(_) => "serving.recuse",
         }
     }
 }

@@ -581,6 +581,54 @@ fn a_verifier_that_misses_its_deadline_is_slashed_and_replaced() {
 }
 
 #[test]
+fn a_verifier_that_cannot_judge_a_model_steps_down_unslashed_and_a_claim_nobody_can_judge_ends() {
+    // One owner of the client and the provider orders a model no verifier runs: every juror
+    // drawn recuses, none is slashed or jailed, and the claim ends paid after the draws.
+    let (mut chain, a, _) = serving(1_000_000);
+    claim(&mut chain, 5, 10, &receipts(a.id, 0, 2, 1_000)).unwrap();
+    chain.end_block(5);
+    let claim = chain.state.serving_claims().pop().unwrap();
+    reveal(&mut chain, 6, 10).unwrap();
+    let bonds: Vec<_> = VERIFIERS
+        .iter()
+        .map(|v| chain.state.verifier(&addr(*v)).unwrap().bonded)
+        .collect();
+    let recuse = ServingMsg::Recuse(MsgServingRecuse { claim_id: claim.id });
+    let first = assignee(&chain).unwrap();
+    let other = *VERIFIERS.iter().find(|v| **v != first).unwrap();
+    assert_eq!(
+        chain.exec(7, other, recuse.clone()),
+        Err(ServingError::NotAssigned(addr(other))),
+        "only the assigned verifier may step down"
+    );
+    let mut recused = Vec::new();
+    let mut height = 7;
+    while let Some(v) = assignee(&chain) {
+        assert!(
+            !recused.contains(&v),
+            "a verifier that stepped down is never drawn again"
+        );
+        chain.exec(height, v, recuse.clone()).unwrap();
+        recused.push(v);
+        height += 1;
+    }
+    assert!(recused.len() >= 2);
+    let recusals = chain.events.iter().filter(|e| e.kind == "serving.recused");
+    assert_eq!(recusals.count(), recused.len());
+    assert!(chain.state.serving_claims().is_empty(), "paid: no verdict");
+    assert!(chain.state.slash_records().is_empty());
+    chain.run(height, height + 30);
+    for (v, bond) in VERIFIERS.iter().zip(bonds) {
+        let record = chain.state.verifier(&addr(*v)).unwrap();
+        assert_eq!(
+            (record.bonded, record.misses, record.open_cases),
+            (bond, 0, 0)
+        );
+        assert!(record.jailed_until <= height, "never jailed");
+    }
+}
+
+#[test]
 fn without_eligible_verifiers_a_revealed_claim_is_paid_and_nobody_slashed() {
     let (mut chain, a, _) = serving(1_000_000);
     // Every verifier funded the client first: tied to a party, none may judge.
@@ -715,6 +763,12 @@ fn messages_round_trip_through_borsh_and_json_with_fixed_variant_indexes() {
     assert_eq!(serde_json::from_str::<ServingMsg>(&json).unwrap(), reveal);
     let appeal = ServingMsg::Appeal(MsgAppealServing { claim_id: 4 });
     assert_eq!(borsh::to_vec(&appeal).unwrap()[0], 8);
+    let recuse = ServingMsg::Recuse(MsgServingRecuse { claim_id: 4 });
+    assert_eq!(borsh::to_vec(&recuse).unwrap()[0], 9);
+    assert_eq!(
+        serde_json::to_value(&recuse).unwrap(),
+        serde_json::json!({"type": "recuse", "claim_id": 4})
+    );
     assert_eq!(
         serde_json::to_value(&appeal).unwrap(),
         serde_json::json!({"type": "appeal", "claim_id": 4})

@@ -2,8 +2,9 @@ use gpuchain_types::{Address, BlockCtx, StateWrite};
 
 use crate::receipt::{verify_proof, MAX_PROOF_LEN};
 use crate::{
-    audit, ClaimStage, Judgement, JuryVerdict, MsgRevealReceipt, MsgServingVerdict, ServingError,
-    ServingParams, ServingRead, ServingWrite, Timer,
+    audit, ClaimStage, Judgement, JuryVerdict, MsgRevealReceipt, MsgServingRecuse,
+    MsgServingVerdict, ServingError, ServingParams, ServingRead, ServingRecusedEvent, ServingWrite,
+    Timer,
 };
 
 pub(super) fn check_reveal(
@@ -94,4 +95,40 @@ pub(super) fn verdict(
     });
     gpuchain_verify::jury::count_verdict(state, signer);
     audit::next_step(state, ctx, claim, judgement)
+}
+
+/// The assigned verifier steps down: let go (no slash, no fee, never drawn again for the
+/// claim) and the next juror drawn, as after a missed deadline. A verifier that cannot run
+/// a claim's model (any model name may be ordered) would otherwise be slashed for a miss:
+/// one owner of a client and a provider could jail every verifier with claims on a model
+/// nobody runs. A recusal is one of the claim's draws, so a claim nobody can judge still
+/// ends (paid, nobody slashed) after `max_jury_draws`.
+pub(super) fn recuse(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    signer: &Address,
+    m: &MsgServingRecuse,
+) -> Result<(), ServingError> {
+    let mut claim = state
+        .serving_claim(m.claim_id)
+        .ok_or(ServingError::UnknownClaim(m.claim_id))?;
+    let stage = std::mem::replace(&mut claim.stage, ClaimStage::Posted);
+    let ClaimStage::Judging(mut judgement) = stage else {
+        return Err(ServingError::NotAssigned(*signer));
+    };
+    if judgement.assignee != Some(*signer) || ctx.height > judgement.deadline {
+        return Err(ServingError::NotAssigned(*signer));
+    }
+    state.cancel_serving_timer(judgement.deadline, Timer::Verdict(claim.id));
+    judgement.assignee = None;
+    gpuchain_verify::jury::release(state, signer);
+    state.emit(
+        ServingRecusedEvent {
+            claim_id: claim.id,
+            lease_id: claim.lease_id,
+            verifier: *signer,
+        }
+        .into(),
+    );
+    audit::assign_next(state, ctx, claim, judgement)
 }

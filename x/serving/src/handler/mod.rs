@@ -87,5 +87,6 @@ pub fn execute(
         ServingMsg::Reveal(m) => judge::reveal(state, ctx, signer, m),
         ServingMsg::Verdict(m) => judge::verdict(state, ctx, signer, m),
         ServingMsg::Appeal(m) => appeal::execute(state, ctx, signer, m),
+        ServingMsg::Recuse(m) => judge::recuse(state, ctx, signer, m),
     }
 }
