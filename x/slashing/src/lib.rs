@@ -93,6 +93,17 @@ pub enum FaultKind {
     ExitAfterReveal,
 }
 
+impl FaultKind {
+    /// Whether the harmed client gets `client_share_ppm` of the slash: only for a wrong
+    /// result, which the provider alone decides. A lease missed, abandoned or left after
+    /// another replica revealed can be the client's own doing (a training coordinator it
+    /// stops, a lease it reports while flooding the endpoint); the client's payment comes
+    /// back in full, and its share is burned, so that failing its providers never pays it.
+    pub fn pays_the_client(self) -> bool {
+        matches!(self, FaultKind::WrongResult)
+    }
+}
+
 /// Why stake was slashed.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize,

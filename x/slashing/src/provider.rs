@@ -40,7 +40,7 @@ pub fn slash_provider(
         record.bonded,
         params.fault_slash_ppm(reason),
         &params,
-        prover.is_some(),
+        (reason.pays_the_client(), prover.is_some()),
         costs.map_or(0, |c| c.amount),
     )?;
     let pool = module_account::bonded_pool();
@@ -99,19 +99,24 @@ pub fn slash_provider(
     Ok(outcome)
 }
 
-/// The amounts of a slash of `ppm` of `bond` that first pays `costs`; the burn takes every
-/// rounding remainder, so the parts always add up to the whole.
+/// The amounts of a slash of `ppm` of `bond` that first pays `costs`, with shares for the
+/// client and the prover where they get one; the burn takes every rounding remainder, so
+/// the parts always add up to the whole.
 fn split(
     bond: u128,
     ppm: u32,
     params: &crate::SlashingParams,
-    has_prover: bool,
+    (to_the_client, has_prover): (bool, bool),
     costs: Amount,
 ) -> Result<SlashOutcome, SlashingError> {
     let slashed = mul_ppm(bond, ppm).ok_or(SlashingError::Overflow)?;
     let to_costs = costs.min(slashed);
     let rest = slashed.saturating_sub(to_costs);
-    let to_client = mul_ppm(rest, params.client_share_ppm).ok_or(SlashingError::Overflow)?;
+    let to_client = if to_the_client {
+        mul_ppm(rest, params.client_share_ppm).ok_or(SlashingError::Overflow)?
+    } else {
+        0
+    };
     let to_prover = if has_prover {
         mul_ppm(rest, params.prover_share_ppm).ok_or(SlashingError::Overflow)?
     } else {
@@ -148,10 +153,14 @@ mod tests {
             u128::MAX / 1_000_000,
         ] {
             for ppm in [0u32, 1, 20_000, 300_000, 1_000_000] {
-                for (has_prover, costs) in
-                    [(false, 0), (true, 0), (true, 5_000), (false, u128::MAX)]
-                {
-                    let o = split(bond, ppm, &params, has_prover, costs).unwrap();
+                for (client, has_prover, costs) in [
+                    (true, false, 0),
+                    (true, true, 0),
+                    (true, true, 5_000),
+                    (true, false, u128::MAX),
+                    (false, true, 0),
+                ] {
+                    let o = split(bond, ppm, &params, (client, has_prover), costs).unwrap();
                     assert_eq!(
                         o.to_costs + o.to_client + o.to_prover + o.burned,
                         o.slashed,
@@ -162,10 +171,13 @@ mod tests {
                     if !has_prover {
                         assert_eq!(o.to_prover, 0);
                     }
+                    if !client {
+                        assert_eq!(o.to_client, 0);
+                    }
                 }
             }
         }
-        let o = split(1_000_003, 300_000, &params, true, 0).unwrap();
+        let o = split(1_000_003, 300_000, &params, (true, true), 0).unwrap();
         // 300_000 slashed (rounded down from 300_000.9); half to the client, 30% to the prover.
         assert_eq!(
             o,
@@ -177,7 +189,7 @@ mod tests {
                 burned: 60_000
             }
         );
-        let o = split(33, 1_000_000, &params, true, 0).unwrap();
+        let o = split(33, 1_000_000, &params, (true, true), 0).unwrap();
         assert_eq!(
             o,
             SlashOutcome {
@@ -189,7 +201,7 @@ mod tests {
             }
         );
         // The costs come first; the shares apply to what is left.
-        let o = split(1_000_000, 300_000, &params, true, 100_000).unwrap();
+        let o = split(1_000_000, 300_000, &params, (true, true), 100_000).unwrap();
         assert_eq!(
             o,
             SlashOutcome {

@@ -245,9 +245,12 @@ fn a_released_lease_refunds_at_once_and_slashes_less_than_a_miss() {
     );
     assert_eq!(
         chain.balance(1),
-        client_after_clearing + 900_000 + slash[0].outcome.to_client,
+        client_after_clearing + 900_000,
         "the replica is refunded at once"
     );
+    // A client that made its provider fail (a coordinator it stopped) gains nothing by it.
+    assert_eq!(slash[0].outcome.to_client, 0);
+    assert_eq!(slash[0].outcome.burned, 20 * GPU);
     assert_eq!(chain.state.open_leases(&addr(11)), 0);
     assert!(matches!(
         chain.exec(6, 11, release(l11)).unwrap_err(),

@@ -367,7 +367,8 @@ fn provider_slash_splits_exactly_and_jails() {
     );
     assert!(chain.state.is_eligible_provider(&addr(3), 1_020));
 
-    // No prover: its share is burned. 2% of 1,400 GPU = 28 GPU.
+    // No prover: its share is burned; nor does the client get a share of an abandoned lease,
+    // which it may have caused. 2% of 1,400 GPU = 28 GPU, all burned.
     let outcome = chain
         .step(|s| {
             slash_provider(
@@ -386,9 +387,9 @@ fn provider_slash_splits_exactly_and_jails() {
         SlashOutcome {
             slashed: 28 * GPU,
             to_costs: 0,
-            to_client: 14 * GPU,
+            to_client: 0,
             to_prover: 0,
-            burned: 14 * GPU
+            burned: 28 * GPU
         }
     );
     let records = chain.state.slash_records_of(&addr(3));
