@@ -27,7 +27,11 @@ pub fn draw(
         .into_iter()
         .map(|v| (v.operator, v.bonded))
         .filter(|(a, _)| !excluded.contains(a) && !served.contains(a))
-        .filter(|(a, _)| state.funder(a).is_none_or(|f| !excluded.contains(&f)))
+        // Funded first by a party, not merely by whoever funded a party: a shared funder (an
+        // exchange's hot wallet) would let a provider funded from it exclude every verifier
+        // funded from it, and with none left an audit falls back to acceptance. One owner
+        // funding both through an intermediary is drawn with its share of verifier bond.
+        .filter(|(a, _)| state.funder(a).is_none_or(|f| !parties.contains(&f)))
         .collect();
     let total = candidates
         .iter()

@@ -204,6 +204,29 @@ fn verifiers_tied_to_the_orders_parties_by_funding_are_never_drawn() {
 }
 
 #[test]
+fn a_verifier_that_shares_only_a_funder_with_a_party_is_still_drawn() {
+    use gpuchain_types::{Overlay, StateWriteExt};
+    let mut chain = Chain::new();
+    let (lease, _) = audited(&mut chain);
+    // Account 40 (an exchange, say) first funded both verifier 30 and provider 10; it is no
+    // party to the order, so 30 is drawn as before.
+    let mut fork = Overlay::new(&chain.state);
+    fork.put(gpuchain_bank::state_key::funder(&addr(30)), &addr(40));
+    fork.put(gpuchain_bank::state_key::funder(&addr(10)), &addr(40));
+    let (writes, _) = fork.into_parts();
+    chain.state.apply(writes);
+    let mut case = chain.state.case(lease).unwrap();
+    case.served.clear();
+    let drawn: std::collections::BTreeSet<u8> = (0..300u64)
+        .map(|i| {
+            case.lease_id = i;
+            seed(&crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap())
+        })
+        .collect();
+    assert_eq!(drawn, [30, 31, 32].into());
+}
+
+#[test]
 fn an_honest_verdict_stands_after_the_appeal_window_and_the_provider_is_paid() {
     let mut chain = Chain::new();
     let (lease, v) = audited(&mut chain);
