@@ -83,7 +83,7 @@ mod tests;
 
 pub use end_block::end_block;
 pub use error::ServingError;
-pub use escrow::{claim_amount, max_claim};
+pub use escrow::{claim_amount, claim_window_blocks, max_claim, CLAIMS_PER_WINDOW};
 pub use events::*;
 pub use genesis::ServingGenesis;
 pub use msgs::*;
@@ -362,6 +362,26 @@ pub struct JuryVerdict {
     pub honest: bool,
     /// Posted at.
     pub height: u64,
+}
+
+/// What a provider claimed in its current claim window (see [`claim_window_blocks`]).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    BorshSerialize,
+    BorshDeserialize,
+    Serialize,
+    Deserialize,
+)]
+pub struct ClaimWindow {
+    /// The window's first height.
+    pub since: u64,
+    /// Claimed in it, ugpu.
+    pub claimed: Amount,
 }
 
 /// A provider's claim for an acknowledged batch, kept until it is paid or refunded.

@@ -66,6 +66,11 @@ pub fn indexed_lease_id(key: &str) -> Option<u64> {
     key.rsplit('/').next()?.parse().ok()
 }
 
+/// What a provider claimed in its current claim window: borsh [`crate::ClaimWindow`].
+pub fn claim_window(provider: &Address) -> String {
+    format!("serving/claim_windows/{}", provider.to_hex())
+}
+
 /// One claim not settled yet: borsh [`crate::Claim`].
 pub fn claim(id: u64) -> String {
     format!("serving/claims/{id:020}")

@@ -340,6 +340,51 @@ fn claims_never_exceed_the_deposit_or_what_the_bond_backs() {
 }
 
 #[test]
+fn claims_in_one_window_never_exceed_ten_times_what_the_bond_backs_per_claim() {
+    // A provider cheating at volume posts claims faster than a slash for any of them can
+    // land: within one window (a claim to the latest its slash could land) the bond backs
+    // ten largest claims, not one per claim without end.
+    let (mut chain, a, b) = serving(5_000);
+    let max = max_claim(1_000 * GPU, 300_000, 5_000);
+    assert_eq!(max, 750_000);
+    // 500,000 tokens at the leases' 1.5 GPU per million: one largest claim.
+    let units = 500_000;
+    for seq in 0..10 {
+        claim(&mut chain, 5, 10, &receipts(a.id, seq, 1, units)).unwrap();
+    }
+    let length = claim_window_blocks(&chain.state.serving_params());
+    // The reveal window, two juries of five draws of ten blocks (no appeal window here).
+    assert_eq!(length, 10 + 2 * 5 * 10);
+    let eleventh = receipts(a.id, 10, 1, units);
+    assert_eq!(
+        claim(&mut chain, 6, 10, &eleventh),
+        Err(ServingError::ClaimsOverBondInWindow {
+            claimed: 11 * max,
+            max: 10 * max,
+            since: 5,
+            until: 5 + length,
+        })
+    );
+    assert_eq!(
+        claim(&mut chain, 4 + length, 10, &eleventh)
+            .map_err(|e| gpuchain_types::ModuleError::code(&e)),
+        Err(33)
+    );
+    // Another provider's window is its own.
+    claim(&mut chain, 6, 11, &receipts(b.id, 0, 1, units)).unwrap();
+    // The next window starts afresh.
+    claim(&mut chain, 5 + length, 10, &eleventh).unwrap();
+    let window = chain.state.serving_claim_window(&addr(10));
+    assert_eq!(
+        window,
+        ClaimWindow {
+            since: 5 + length,
+            claimed: max
+        }
+    );
+}
+
+#[test]
 fn an_audited_receipt_nobody_reveals_slashes_the_provider_and_refunds_the_whole_claim() {
     let (mut chain, a, _) = serving(1_000_000);
     let client = chain.balance(CLIENT);

@@ -2,8 +2,8 @@ use gpuchain_bank::BankRead;
 use gpuchain_types::{Address, Amount, StateRead, StateReadExt, StateWrite, StateWriteExt};
 
 use crate::{
-    module_account, state_key, Claim, ServingBid, ServingError, ServingLease, ServingOrder,
-    ServingOrderState, ServingParams, Timer,
+    module_account, state_key, Claim, ClaimWindow, ServingBid, ServingError, ServingLease,
+    ServingOrder, ServingOrderState, ServingParams, Timer,
 };
 
 /// Typed serving reads.
@@ -11,6 +11,12 @@ pub trait ServingRead: StateRead {
     /// Parameters (defaults on a chain whose genesis predates the module).
     fn serving_params(&self) -> ServingParams {
         self.get(state_key::params()).unwrap_or_default()
+    }
+
+    /// What `provider` claimed in its current claim window (none yet: the default).
+    fn serving_claim_window(&self, provider: &Address) -> ClaimWindow {
+        self.get(&state_key::claim_window(provider))
+            .unwrap_or_default()
     }
 
     /// One order.
@@ -120,6 +126,11 @@ pub trait ServingWrite: StateWrite {
     fn delete_serving_lease(&mut self, lease: &ServingLease) {
         self.delete(state_key::lease(lease.id));
         self.delete(state_key::lease_by_provider(&lease.provider, lease.id));
+    }
+
+    /// Stores what `provider` claimed in its current claim window.
+    fn put_serving_claim_window(&mut self, provider: &Address, window: &ClaimWindow) {
+        self.put(state_key::claim_window(provider), window);
     }
 
     /// Stores a claim.

@@ -2,7 +2,7 @@ use gpuchain_slashing::SlashingRead;
 use gpuchain_staking::StakingRead;
 use gpuchain_types::{Address, BlockCtx, StateWrite};
 
-use crate::escrow::audit_reserve;
+use crate::escrow::{audit_reserve, claim_in_window, CLAIMS_PER_WINDOW};
 use crate::receipt::BatchAck;
 use crate::{
     claim_amount, max_claim, Claim, ClaimStage, MsgClaimServing, ServingClaimEvent, ServingError,
@@ -60,6 +60,13 @@ pub(super) fn execute(
     if amount > max {
         return Err(ServingError::ClaimOverBond { amount, max });
     }
+    let window = claim_in_window(
+        state.serving_claim_window(signer),
+        ctx.height,
+        amount,
+        max.saturating_mul(CLAIMS_PER_WINDOW),
+        &params,
+    )?;
     let reserve = audit_reserve(amount, &params)?;
     let held = amount.checked_add(reserve).ok_or(ServingError::Overflow)?;
     order.deposit = order
@@ -95,6 +102,7 @@ pub(super) fn execute(
     state.put_serving_order(&order);
     state.put_serving_lease(&lease);
     state.put_serving_claim(&claim);
+    state.put_serving_claim_window(signer, &window);
     state.set_serving_timer(ctx.height, Timer::Draw(claim.id));
     state.emit(
         ServingClaimEvent {
