@@ -90,7 +90,9 @@ impl Leases {
     pub(crate) fn headers(&self, lease_id: u64, body: &[u8]) -> Vec<(&'static str, String)> {
         let mut nonce = [0u8; 16];
         rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
-        let signature = self.chain.sign(&request_sign_bytes(lease_id, &nonce, body));
+        let signature =
+            self.chain
+                .sign(&request_sign_bytes(&self.chain_id, lease_id, &nonce, body));
         vec![
             ("x-gpuchain-lease", lease_id.to_string()),
             ("x-gpuchain-nonce", hex::encode(nonce)),
@@ -127,6 +129,28 @@ impl Leases {
                 receipt.units
             ));
         }
+        // Checked before anything is written: a refused receipt leaves no files, and one
+        // numbered like a receipt kept before never replaces that one's evidence.
+        let in_range = |books: &BTreeMap<u64, Book>| -> Result<(), String> {
+            let book = books.get(&lease_id).ok_or("not a lease of this gateway")?;
+            if receipt.seq < book.next_first {
+                return Err(format!(
+                    "receipt {} is below the acknowledged range ({})",
+                    receipt.seq, book.next_first
+                ));
+            }
+            if receipt.seq - book.next_first >= RECEIPTS_AHEAD_MAX {
+                return Err(format!(
+                    "receipt {} is too far past the acknowledged range ({})",
+                    receipt.seq, book.next_first
+                ));
+            }
+            if book.pending.contains_key(&receipt.seq) {
+                return Err(format!("receipt {} was kept already", receipt.seq));
+            }
+            Ok(())
+        };
+        in_range(&*self.books.lock().map_err(|_| "receipts poisoned")?)?;
         let dir = self.dir.join(format!("lease-{lease_id}"));
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;
@@ -139,21 +163,10 @@ impl Leases {
         };
         write().map_err(|e| format!("keeping the receipt: {e}"))?;
         let mut books = self.books.lock().map_err(|_| "receipts poisoned")?;
+        in_range(&books)?;
         let book = books
             .get_mut(&lease_id)
             .ok_or("not a lease of this gateway")?;
-        if receipt.seq < book.next_first {
-            return Err(format!(
-                "receipt {} is below the acknowledged range ({})",
-                receipt.seq, book.next_first
-            ));
-        }
-        if receipt.seq - book.next_first >= RECEIPTS_AHEAD_MAX {
-            return Err(format!(
-                "receipt {} is too far past the acknowledged range ({})",
-                receipt.seq, book.next_first
-            ));
-        }
         book.pending.insert(
             receipt.seq,
             Pending {
@@ -393,6 +406,11 @@ mod tests {
         keep(0).unwrap();
         assert!(keep(u64::MAX).unwrap_err().contains("too far past"));
         assert!(keep(RECEIPTS_AHEAD_MAX).is_err());
+        assert!(keep(0).unwrap_err().contains("kept already"));
+        assert!(
+            !dir.join("receipts/lease-4/4294967296.request").exists(),
+            "a refused receipt leaves no files"
+        );
         keep(1).unwrap();
         let due = leases.due(true);
         assert_eq!(due.len(), 1);

@@ -33,12 +33,11 @@ fn acked_batches(receipts: &Path, lease_id: u64) -> Vec<AckedBatch> {
             .filter_map(|e| std::fs::read(e.path()).ok())
             .filter_map(|b| serde_json::from_slice(&b).ok())
             .collect();
-    // Of batches starting at the same request, the one paying most first: the one claimed.
+    // Of batches starting at the same request, the one paying most first (the one claimed),
+    // then the shortest range.
     batches.sort_by_key(|b| {
-        (
-            b.signed.ack.first_seq,
-            std::cmp::Reverse(b.signed.ack.units),
-        )
+        let ack = &b.signed.ack;
+        (ack.first_seq, std::cmp::Reverse(ack.units), ack.end_seq)
     });
     batches
 }
@@ -347,11 +346,15 @@ mod tests {
         let whole = batch(&(0..16).collect::<Vec<_>>(), 1);
         crate::serve::keep_acked(&lease_dir(dir.path(), 4), &whole).unwrap();
         let claimed = whole.signed.claim();
-        // After the claim, the client acknowledges the same range again with one receipt.
+        // After the claim, the client acknowledges the same range again with one receipt, and
+        // the same receipts with another end.
         let one = batch(&[0], 2);
         crate::serve::keep_acked(&lease_dir(dir.path(), 4), &one).unwrap();
+        let mut longer = whole.clone();
+        longer.signed.ack.end_seq = 17;
+        crate::serve::keep_acked(&lease_dir(dir.path(), 4), &longer).unwrap();
         let kept = acked_batches(dir.path(), 4);
-        assert_eq!(kept.len(), 2, "both kept");
+        assert_eq!(kept.len(), 3, "all kept");
         assert_eq!(
             kept[0], whole,
             "of one range, the batch paying most is claimed"

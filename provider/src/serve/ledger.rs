@@ -181,7 +181,7 @@ impl Ledger {
             header(headers, "x-gpuchain-signature"),
             "x-gpuchain-signature",
         )?;
-        if !request_signed_by(&key, &signature, lease_id, &nonce, body) {
+        if !request_signed_by(&key, &signature, (&self.chain_id, lease_id), &nonce, body) {
             return Err("the request's signature does not verify".into());
         }
         let lease = self.lease(lease_id).await?;
@@ -295,18 +295,19 @@ impl Ledger {
 }
 
 /// Keeps a checked acknowledged batch in its lease's directory for the agent, named by its
-/// first request and its root: a second acknowledgement of the same range (a retry with more
-/// receipts, or a smaller batch sent after the claim so that its reveal would fail) is kept
-/// beside the first, never over it.
+/// first request and the hash of everything the client signed (range, count, units, root):
+/// another acknowledgement of the same range (a retry with more receipts, or one sent after
+/// the claim so that its reveal would fail, with other receipts or another end) is kept
+/// beside the first, never over it, and a file once written is never rewritten.
 pub(crate) fn keep_acked(lease_dir: &Path, batch: &AckedBatch) -> Result<(), String> {
     let ack = &batch.signed.ack;
     let dir = lease_dir.join("acks");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let file = dir.join(format!(
-        "{:020}-{}.json",
-        ack.first_seq,
-        hex::encode(ack.root)
-    ));
+    let signed = blake3::hash(&ack.sign_bytes());
+    let file = dir.join(format!("{:020}-{}.json", ack.first_seq, signed.to_hex()));
+    if file.exists() {
+        return Ok(());
+    }
     let bytes = serde_json::to_vec_pretty(batch).map_err(|e| e.to_string())?;
     std::fs::write(file, bytes).map_err(|e| format!("keeping the acknowledgement: {e}"))
 }

@@ -20,7 +20,7 @@ pub const NODE_DOMAIN: &[u8] = b"gpuchain/serving/node/v1";
 /// Domain of the bytes a client signs to acknowledge a batch.
 pub const ACK_DOMAIN: &[u8] = b"gpuchain/serving/ack/v1";
 /// Domain of the bytes a client signs over each request it sends on a lease.
-pub const REQUEST_DOMAIN: &[u8] = b"gpuchain/serving/request/v1";
+pub const REQUEST_DOMAIN: &[u8] = b"gpuchain/serving/request/v2";
 /// Longest proof accepted (a batch of up to 2^40 receipts).
 pub const MAX_PROOF_LEN: usize = 40;
 
@@ -215,28 +215,32 @@ impl BatchAck {
     }
 }
 
-/// The bytes a client signs to send `body` on lease `lease_id` once: `REQUEST_DOMAIN ‖
-/// lease_id BE ‖ nonce ‖ blake3(body)`. The provider answers a lease's requests only when
-/// they are signed by the lease's client, each nonce once.
-pub fn request_sign_bytes(lease_id: u64, nonce: &[u8; 16], body: &[u8]) -> Vec<u8> {
+/// The bytes a client signs to send `body` on lease `lease_id` of chain `chain_id` once:
+/// `REQUEST_DOMAIN ‖ borsh(chain_id) ‖ lease_id BE ‖ nonce ‖ blake3(body)`. The provider
+/// answers a lease's requests only when they are signed by the lease's client, each nonce
+/// once; the chain id keeps a request signed for one chain's lease from being replayed to
+/// the lease of the same number on another chain (work its provider would never be paid
+/// for).
+pub fn request_sign_bytes(chain_id: &str, lease_id: u64, nonce: &[u8; 16], body: &[u8]) -> Vec<u8> {
     let mut bytes = REQUEST_DOMAIN.to_vec();
+    bytes.extend(borsh::to_vec(chain_id).unwrap_or_default());
     bytes.extend(lease_id.to_be_bytes());
     bytes.extend(nonce);
     bytes.extend(blake3::hash(body).as_bytes());
     bytes
 }
 
-/// Whether `signature` by `public_key` signs `body` on `lease_id` with `nonce`.
+/// Whether `signature` by `public_key` signs `body` on `lease_id` of `chain_id` with `nonce`.
 pub fn request_signed_by(
     public_key: &[u8; 32],
     signature: &[u8; 64],
-    lease_id: u64,
+    (chain_id, lease_id): (&str, u64),
     nonce: &[u8; 16],
     body: &[u8],
 ) -> bool {
     VerifyingKey::from_bytes(public_key).is_ok_and(|key| {
         key.verify(
-            &request_sign_bytes(lease_id, nonce, body),
+            &request_sign_bytes(chain_id, lease_id, nonce, body),
             &Signature::from_bytes(signature),
         )
         .is_ok()
@@ -389,5 +393,48 @@ mod tests {
         let mut more = ack.clone();
         more.units += 1;
         assert!(!more.is_signed_by(&client, &public, &signature));
+    }
+
+    #[test]
+    fn a_request_signature_holds_only_for_its_chain_lease_nonce_and_body() {
+        use ed25519_dalek::Signer;
+        let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
+        let public = key.verifying_key().to_bytes();
+        let (nonce, body) = ([7u8; 16], b"{\"model\":\"m\"}");
+        let signature = key
+            .sign(&request_sign_bytes("c", 3, &nonce, body))
+            .to_bytes();
+        assert!(request_signed_by(
+            &public,
+            &signature,
+            ("c", 3),
+            &nonce,
+            body
+        ));
+        assert!(
+            !request_signed_by(&public, &signature, ("d", 3), &nonce, body),
+            "another chain"
+        );
+        assert!(!request_signed_by(
+            &public,
+            &signature,
+            ("c", 4),
+            &nonce,
+            body
+        ));
+        assert!(!request_signed_by(
+            &public,
+            &signature,
+            ("c", 3),
+            &[8; 16],
+            body
+        ));
+        assert!(!request_signed_by(
+            &public,
+            &signature,
+            ("c", 3),
+            &nonce,
+            b"{}"
+        ));
     }
 }

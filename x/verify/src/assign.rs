@@ -54,8 +54,10 @@ pub(crate) fn hold_open_lease(
     until_height: u64,
 ) -> Result<(), AuctionError> {
     match state.lease(lease_id) {
+        // Ended, or ended and retired with its order while the case went on.
+        None => Ok(()),
         Some(lease) if !lease.state.takes_verdict() => Ok(()),
-        _ => hold_lease(state, lease_id, until_height),
+        Some(_) => hold_lease(state, lease_id, until_height),
     }
 }
 
