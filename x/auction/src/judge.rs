@@ -336,14 +336,20 @@ fn judge_group(
     Ok(())
 }
 
-/// Gives `verdict` to the replicas that agreed with `audited` and wait on its audit.
+/// Gives `verdict` to the replicas that agreed with `audited` and wait on its audit, but
+/// those in `spared`: leases the verification module is judging on their own (a replica
+/// appealing its own ringer case), which their own verdict settles.
 fn settle_followers(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     audited: &Lease,
     verdict: Option<Verdict>,
+    spared: &[u64],
 ) -> Result<(), AuctionError> {
     for mut follower in state.leases_of_order(audited.order_id) {
+        if spared.contains(&follower.id) {
+            continue;
+        }
         // A faulty verdict also reaches an agreeing replica already accepted (one whose own
         // hold ran out): it is the same result.
         let waiting = follower.state == LeaseState::AuditFollowing
@@ -399,7 +405,7 @@ pub(crate) fn audit_fallback(
     lease: &mut Lease,
 ) -> Result<(), AuctionError> {
     accept(state, ctx, lease)?;
-    settle_followers(state, ctx, lease, None)
+    settle_followers(state, ctx, lease, None, &[])
 }
 
 /// No verdict came for a disputed lease in the whole wait (no verifier could judge it): its
@@ -589,12 +595,15 @@ pub(crate) fn finish<S: StateWrite>(
 }
 
 /// Applies a verifier's verdict to a lease that is waiting for one, or that is accepted but
-/// not yet paid (a challenge within the window). The verification module calls this.
+/// not yet paid (a challenge within the window), and to the replicas that agreed with it,
+/// but those in `spared` (leases with cases of their own still open, which their own
+/// verdicts settle). The verification module calls this.
 pub fn apply_verdict(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     lease_id: u64,
     verdict: Verdict,
+    spared: &[u64],
 ) -> Result<(), AuctionError> {
     let mut lease = state
         .lease(lease_id)
@@ -639,7 +648,7 @@ pub fn apply_verdict(
     if availability {
         return Ok(());
     }
-    settle_followers(state, ctx, &lease, Some(verdict))
+    settle_followers(state, ctx, &lease, Some(verdict), spared)
 }
 
 /// Holds a lease for the verification module until at least `until_height`: an accepted

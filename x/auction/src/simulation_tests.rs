@@ -178,7 +178,7 @@ impl Sim {
                     }
                 };
                 if let Some(lease) = rng.pick(&pending) {
-                    self.fork(|s| apply_verdict(s, &ctx(h), lease, verdict).map_err(|_| ()));
+                    self.fork(|s| apply_verdict(s, &ctx(h), lease, verdict, &[]).map_err(|_| ()));
                 } else {
                     let p = rng.pick(&PROVIDERS).unwrap_or(10);
                     self.fork(|s| {

@@ -44,10 +44,11 @@ pub(crate) fn draw(state: &impl StateRead, ctx: &BlockCtx, case: &Case) -> Optio
 }
 
 /// Holds `lease_id` until `until_height` (see `hold_lease`) while it can still take a
-/// verdict. A lease can end while a case about it is open: a replica faulted through its
-/// twin's verdict (the same result) while it appeals its own ringer case. Its case goes on,
-/// since who was right still decides which verifiers are slashed and whether the deposit
-/// comes back, but there is nothing left to hold (and `settle` leaves the lease alone).
+/// verdict. A twin's verdict spares a lease with a case of its own, so a lease should not end
+/// under its open case; should one end (or be retired with its order) all the same, the case
+/// goes on without a hold, since who was right still decides which verifiers are slashed
+/// and whether the deposit comes back, and `settle` leaves the lease alone: a verdict
+/// transaction or an end-block must never fail on it, which halts the chain.
 pub(crate) fn hold_open_lease(
     state: &mut impl StateWrite,
     lease_id: u64,

@@ -68,11 +68,11 @@
 //! compares outputs itself: tolerance is the verifier agents' job, and the majority of
 //! independent bonded verifiers on the canonical path is the final word.
 //!
-//! A lease can end while a case about it is still open: a replica whose twin (the same
-//! result) let a ringer's `faulty` verdict stand is faulted with it, even while it appeals
-//! its own case. The case goes on to its verdict, which still slashes the verifiers who were
-//! wrong and decides the deposit; it holds nothing and applies nothing to the ended lease,
-//! and pays no fee.
+//! A standing verdict reaches the replicas that returned the same result, but not one with
+//! a case of its own still open (a replica appealing its own ringer case while its twin lets
+//! the ringer's verdict stand): that case's verdict settles it. Should a lease end under an
+//! open case all the same, the case goes on without holding it, still slashing the
+//! verifiers who were wrong and deciding the deposit, and applies nothing to the lease.
 //!
 //! **Spot checks.** When the appeal window of an unappealed `honest` first verdict closes,
 //! `spot_check_ppm` of them (drawn from that block's seed) become an appeal round with no

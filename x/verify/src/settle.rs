@@ -166,7 +166,20 @@ pub(crate) fn settle(
                 (Verdict::Faulty { prover, costs: fee }, fee)
             }
         };
-        apply_verdict(state, ctx, case.lease_id, verdict)?;
+        // A replica of the same result with a case of its own still open (appealing its own
+        // ringer case) is settled by that case, not by this one's verdict.
+        let spared: Vec<u64> = state
+            .leases_of_order(case.order_id)
+            .iter()
+            .map(|l| l.id)
+            .filter(|id| {
+                *id != case.lease_id
+                    && state
+                        .case(*id)
+                        .is_some_and(|c| c.stage != CaseStage::Closed)
+            })
+            .collect();
+        apply_verdict(state, ctx, case.lease_id, verdict, &spared)?;
         pay_fee(state, ctx.height, case.lease_id, &standing_side, fee)?;
     }
     case.stage = CaseStage::Closed;

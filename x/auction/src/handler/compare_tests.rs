@@ -230,6 +230,7 @@ fn results_that_only_looked_close_are_each_re_run_when_drawn() {
             prover: Some(addr(3)),
             costs: 700_000,
         },
+        &[],
     )
     .unwrap();
     let (writes, _) = fork.into_parts();
@@ -247,7 +248,7 @@ fn results_that_only_looked_close_are_each_re_run_when_drawn() {
         .find(|l| chain.state.lease(*l).unwrap().state == LeaseState::AuditPending)
         .unwrap();
     let mut fork = Overlay::new(&chain.state);
-    apply_verdict(&mut fork, &ctx(7), honest, Verdict::Honest).unwrap();
+    apply_verdict(&mut fork, &ctx(7), honest, Verdict::Honest, &[]).unwrap();
     let (writes, _) = fork.into_parts();
     chain.state.apply(writes);
     for p in [10, 11] {

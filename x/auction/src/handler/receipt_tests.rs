@@ -23,7 +23,7 @@ fn no_audits() -> AuctionParams {
 
 fn verdict(chain: &mut Chain, h: u64, lease: u64, verdict: Verdict) {
     let mut fork = Overlay::new(&chain.state);
-    apply_verdict(&mut fork, &ctx(h), lease, verdict).unwrap();
+    apply_verdict(&mut fork, &ctx(h), lease, verdict, &[]).unwrap();
     let (writes, events) = fork.into_parts();
     chain.state.apply(writes);
     chain.events.extend(events);

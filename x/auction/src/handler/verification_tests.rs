@@ -25,7 +25,7 @@ fn always() -> AuctionParams {
 
 fn verdict(chain: &mut Chain, h: u64, lease: u64, verdict: Verdict) {
     let mut fork = Overlay::new(&chain.state);
-    apply_verdict(&mut fork, &ctx(h), lease, verdict).unwrap();
+    apply_verdict(&mut fork, &ctx(h), lease, verdict, &[]).unwrap();
     let (writes, _) = fork.into_parts();
     chain.state.apply(writes);
 }
@@ -302,6 +302,7 @@ fn lone_results_are_audited_and_verdicts_settle_them() {
             prover: Some(prover),
             costs: 0,
         },
+        &[],
     )
     .unwrap();
     let (writes, _) = fork.into_parts();
@@ -319,7 +320,7 @@ fn lone_results_are_audited_and_verdicts_settle_them() {
     assert_eq!(chain.state.order(id).unwrap().state, OrderState::Settled);
     let mut fork = Overlay::new(&chain.state);
     assert_eq!(
-        apply_verdict(&mut fork, &ctx(7), lease, Verdict::Honest),
+        apply_verdict(&mut fork, &ctx(7), lease, Verdict::Honest, &[]),
         Err(AuctionError::VerdictNotPending(lease))
     );
 

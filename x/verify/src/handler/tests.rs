@@ -1049,11 +1049,11 @@ fn the_pool_pays_at_most_its_outflow_cap_per_block_and_owes_the_rest_in_order() 
     assert!(bad.validate().is_err(), "a cap of zero would never pay");
 }
 
-/// A k = 2 ringer whose two replicas (providers 10 and 11) returned the same wrong-looking
-/// bytes: verifier 30's reveal at 7 opens a faulty case on each. Provider 10 lets its verdict
-/// stand; provider 11 appeals on the last height of the window (10), and the end-block of 10
-/// faults 11's lease through 10's verdict (the same result) while 11's appeal is still open.
-/// Returns the chain, 11's lease and the verifier drawn for its appeal.
+/// A k = 2 ringer whose two replicas (providers 10 and 11) returned the same bytes, which
+/// verifier 30's ringer calls wrong: its reveal at 7 opens a faulty case on each. Provider 10
+/// lets its verdict stand; provider 11 appeals on the last height of the window (10), and the
+/// end-block of 10 faults 10's lease but spares 11's, whose own appeal decides it. Returns
+/// the chain, 11's lease and the verifier drawn for its appeal.
 fn twin_faulted_while_appealing() -> (Chain, u64, u8) {
     let no_audits = AuctionParams {
         audit_min_ppm: 0,
@@ -1089,7 +1089,12 @@ fn twin_faulted_while_appealing() -> (Chain, u64, u8) {
         .unwrap();
     chain.end_block(10);
     for l in &leases {
-        assert_eq!(chain.state.lease(*l).unwrap().state, LeaseState::Faulted);
+        let expected = if *l == twin {
+            LeaseState::Accepted
+        } else {
+            LeaseState::Faulted
+        };
+        assert_eq!(chain.state.lease(*l).unwrap().state, expected);
     }
     let case = chain.state.case(twin).unwrap();
     assert_eq!((case.round, case.stage), (1, CaseStage::AwaitingVerdict));
@@ -1097,9 +1102,11 @@ fn twin_faulted_while_appealing() -> (Chain, u64, u8) {
 }
 
 #[test]
-fn an_appeal_outlived_by_its_lease_is_still_judged_and_never_halts_the_chain() {
-    // The appeal's verifier disagrees with the ringer: a tie-breaker is drawn for a lease
-    // that is already final, and its verdict settles the case.
+fn a_replica_appealing_its_own_ringer_case_is_judged_by_it_not_by_its_twins_verdict() {
+    // The appeal's verifier disagrees with the ringer: a tie-breaker is drawn, and the two
+    // overturn the ringer. (When the twin's verdict still faulted the appealing replica, this
+    // round failed to hold its ended lease and the missed deadline halted the chain; then it
+    // let one owner of a ringer and a replica get an honest replica slashed.)
     let (mut chain, twin, r1) = twin_faulted_while_appealing();
     let pool = chain.balance(&verification_pool());
     chain
@@ -1119,12 +1126,16 @@ fn an_appeal_outlived_by_its_lease_is_still_judged_and_never_halts_the_chain() {
         1,
         "the ringer's owner is slashed for the verdict that did not stand"
     );
-    assert_eq!(chain.state.lease(twin).unwrap().state, LeaseState::Faulted);
-    // Nothing of the lease is left to judge, so nobody earns its audit fee: the pool only
-    // takes in the ringer owner's slash.
+    assert!(
+        chain.state.slash_records_of(&addr(11)).is_empty(),
+        "the honest replica is never slashed"
+    );
+    assert_ne!(chain.state.lease(twin).unwrap().state, LeaseState::Faulted);
+    // The jurors are paid out of the ringer owner's slash: the pool loses nothing.
     assert!(chain.balance(&verification_pool()) >= pool);
 
-    // The appeal's verifier stays silent: its round is reassigned, for a final lease too.
+    // The appeal's verifier stays silent: its round is reassigned, and a verdict that
+    // confirms the ringer faults the replica through its own case.
     let (mut chain, twin, r1) = twin_faulted_while_appealing();
     chain.run_to(11, 15);
     let case = chain.state.case(twin).unwrap();
@@ -1137,6 +1148,7 @@ fn an_appeal_outlived_by_its_lease_is_still_judged_and_never_halts_the_chain() {
     chain.run_to(16, 30);
     let case = chain.state.case(twin).unwrap();
     assert_eq!(case.outcome, CaseOutcome::Settled(VerdictKind::Faulty));
+    assert_eq!(chain.state.lease(twin).unwrap().state, LeaseState::Faulted);
 }
 
 #[test]
