@@ -26,7 +26,8 @@ pub(crate) fn draw(
 ) -> Result<(), ServingError> {
     let params = state.serving_params();
     let subject = claim.id.to_be_bytes();
-    if ctx.draw_ppm(AUDIT, &subject) >= u64::from(params.audit_ppm) {
+    let forced = state.serving_forced_audit(claim.id);
+    if !forced && ctx.draw_ppm(AUDIT, &subject) >= u64::from(params.audit_ppm) {
         return settle_claim(
             state,
             &claim,

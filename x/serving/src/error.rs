@@ -135,19 +135,6 @@ pub enum ServingError {
     /// A bid's endpoint that is not a usable URL.
     #[error("serving endpoint `{0}` must be an http:// or https:// URL of at most 256 bytes without spaces")]
     BadEndpoint(String),
-    /// More claimed in the provider's current window than its bond backs before a slash
-    /// for any of those claims could land.
-    #[error("the provider's claims since height {since} would reach {claimed} ugpu, over {max} ugpu, the most its bond backs in one window; claim again from height {until} or bond more")]
-    ClaimsOverBondInWindow {
-        /// What the window would hold with this claim.
-        claimed: Amount,
-        /// The window's most.
-        max: Amount,
-        /// The window's first height.
-        since: u64,
-        /// The next window's first height.
-        until: u64,
-    },
 }
 
 impl ModuleError for ServingError {
@@ -189,7 +176,6 @@ impl ModuleError for ServingError {
             ServingError::Verify(_) => 30,
             ServingError::BadEndpoint(_) => 31,
             ServingError::NotAppealable(_) => 32,
-            ServingError::ClaimsOverBondInWindow { .. } => 33,
         }
     }
 }

@@ -35,7 +35,9 @@ pub fn max_claim(bond: Amount, wrong_result_slash_ppm: Ppm, audit_ppm: Ppm) -> A
 /// slashes land would be backed by the same bond many times. With ten largest claims in a
 /// window (twenty across a window's boundary) the chance that one of them is audited
 /// (40% at 5% each, 64% for twenty) times the wrong-result slash (30% of the bond) stays
-/// above what they pay (7.5% and 15% of the bond).
+/// above what they pay (7.5% and 15% of the bond). A claim past them is taken, so that no
+/// acknowledged work goes unpaid when its order closes, but audited for sure: cheating on
+/// it cannot pay.
 pub const CLAIMS_PER_WINDOW: u128 = 10;
 
 /// A claim window's length: from a claim to the latest a slash for it can land (its reveal
@@ -51,14 +53,14 @@ pub fn claim_window_blocks(params: &ServingParams) -> u64 {
 }
 
 /// The window `amount` is claimed in at `height` by a provider whose current window is
-/// `window`, if it stays within `max_per_window`.
+/// `window`, and whether the claim goes past `max_per_window` (then it is audited for sure).
 pub(crate) fn claim_in_window(
     window: ClaimWindow,
     height: u64,
     amount: Amount,
     max_per_window: Amount,
     params: &ServingParams,
-) -> Result<ClaimWindow, ServingError> {
+) -> Result<(ClaimWindow, bool), ServingError> {
     let length = claim_window_blocks(params);
     // A provider's first claim, or the first past its window, opens a window.
     let current = if window.claimed == 0 || height >= window.since.saturating_add(length) {
@@ -73,18 +75,11 @@ pub(crate) fn claim_in_window(
         .claimed
         .checked_add(amount)
         .ok_or(ServingError::Overflow)?;
-    if claimed > max_per_window {
-        return Err(ServingError::ClaimsOverBondInWindow {
-            claimed,
-            max: max_per_window,
-            since: current.since,
-            until: current.since.saturating_add(length),
-        });
-    }
-    Ok(ClaimWindow {
+    let window = ClaimWindow {
         since: current.since,
         claimed,
-    })
+    };
+    Ok((window, claimed > max_per_window))
 }
 
 /// What a claim of `amount` reserves for an audit's fee.

@@ -71,6 +71,12 @@ pub fn claim_window(provider: &Address) -> String {
     format!("serving/claim_windows/{}", provider.to_hex())
 }
 
+/// A claim past its provider's claim window, audited for sure: borsh `()`, deleted with
+/// the claim.
+pub fn forced_audit(claim_id: u64) -> String {
+    format!("serving/forced_audits/{claim_id:020}")
+}
+
 /// One claim not settled yet: borsh [`crate::Claim`].
 pub fn claim(id: u64) -> String {
     format!("serving/claims/{id:020}")

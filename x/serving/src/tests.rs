@@ -340,10 +340,10 @@ fn claims_never_exceed_the_deposit_or_what_the_bond_backs() {
 }
 
 #[test]
-fn claims_in_one_window_never_exceed_ten_times_what_the_bond_backs_per_claim() {
+fn claims_past_ten_times_what_the_bond_backs_in_one_window_are_audited_for_sure() {
     // A provider cheating at volume posts claims faster than a slash for any of them can
     // land: within one window (a claim to the latest its slash could land) the bond backs
-    // ten largest claims, not one per claim without end.
+    // ten largest claims at the ordinary audit chance; every claim past them is audited.
     let (mut chain, a, b) = serving(5_000);
     let max = max_claim(1_000 * GPU, 300_000, 5_000);
     assert_eq!(max, 750_000);
@@ -355,33 +355,48 @@ fn claims_in_one_window_never_exceed_ten_times_what_the_bond_backs_per_claim() {
     let length = claim_window_blocks(&chain.state.serving_params());
     // The reveal window, two juries of five draws of ten blocks (no appeal window here).
     assert_eq!(length, 10 + 2 * 5 * 10);
-    let eleventh = receipts(a.id, 10, 1, units);
-    assert_eq!(
-        claim(&mut chain, 6, 10, &eleventh),
-        Err(ServingError::ClaimsOverBondInWindow {
-            claimed: 11 * max,
-            max: 10 * max,
-            since: 5,
-            until: 5 + length,
-        })
-    );
-    assert_eq!(
-        claim(&mut chain, 4 + length, 10, &eleventh)
-            .map_err(|e| gpuchain_types::ModuleError::code(&e)),
-        Err(33)
-    );
+    let first_ten: Vec<u64> = chain.state.serving_claims().iter().map(|c| c.id).collect();
+    assert!(first_ten
+        .iter()
+        .all(|id| !chain.state.serving_forced_audit(*id)));
+    // The eleventh is taken (acknowledged work is never left unpaid at an order's close)
+    // and audited whatever the roll; so is the next, later in the same window.
+    claim(&mut chain, 6, 10, &receipts(a.id, 10, 1, units)).unwrap();
+    claim(&mut chain, 4 + length, 10, &receipts(a.id, 11, 1, units)).unwrap();
     // Another provider's window is its own.
     claim(&mut chain, 6, 11, &receipts(b.id, 0, 1, units)).unwrap();
+    let forced: Vec<u64> = chain
+        .state
+        .serving_claims()
+        .iter()
+        .filter(|c| chain.state.serving_forced_audit(c.id))
+        .map(|c| c.lease_id * 100 + c.first_seq)
+        .collect();
+    assert_eq!(forced, vec![a.id * 100 + 10, a.id * 100 + 11]);
+    chain.end_block(6);
+    let eleventh = chain
+        .state
+        .serving_claims()
+        .into_iter()
+        .find(|c| c.lease_id == a.id && c.first_seq == 10)
+        .unwrap();
+    assert!(matches!(eleventh.stage, ClaimStage::AwaitingReveal { .. }));
     // The next window starts afresh.
-    claim(&mut chain, 5 + length, 10, &eleventh).unwrap();
-    let window = chain.state.serving_claim_window(&addr(10));
+    claim(&mut chain, 5 + length, 10, &receipts(a.id, 12, 1, units)).unwrap();
     assert_eq!(
-        window,
+        chain.state.serving_claim_window(&addr(10)),
         ClaimWindow {
             since: 5 + length,
             claimed: max
         }
     );
+    let last = chain
+        .state
+        .serving_claims()
+        .into_iter()
+        .max_by_key(|c| c.id)
+        .unwrap();
+    assert!(!chain.state.serving_forced_audit(last.id));
 }
 
 #[test]

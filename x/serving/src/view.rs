@@ -19,6 +19,11 @@ pub trait ServingRead: StateRead {
             .unwrap_or_default()
     }
 
+    /// Whether claim `id` is audited for sure (it went past its provider's claim window).
+    fn serving_forced_audit(&self, id: u64) -> bool {
+        self.get::<()>(&state_key::forced_audit(id)).is_some()
+    }
+
     /// One order.
     fn serving_order(&self, id: u64) -> Option<ServingOrder> {
         self.get(&state_key::order(id))
@@ -138,9 +143,15 @@ pub trait ServingWrite: StateWrite {
         self.put(state_key::claim(claim.id), claim);
     }
 
-    /// Deletes a settled claim.
+    /// Marks claim `id` to be audited for sure.
+    fn put_serving_forced_audit(&mut self, id: u64) {
+        self.put(state_key::forced_audit(id), &());
+    }
+
+    /// Deletes a settled claim (and its forced-audit mark).
     fn delete_serving_claim(&mut self, id: u64) {
         self.delete(state_key::claim(id));
+        self.delete(state_key::forced_audit(id));
     }
 
     /// Deletes an order.

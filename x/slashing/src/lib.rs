@@ -4,7 +4,8 @@
 //! of the last `signed_blocks_window` blocks jails it for `jail_blocks` and burns
 //! `downtime_slash_ppm` ([`handle_commit_info`]); `MsgUnjail` brings it back afterwards.
 //! Providers: [`slash_provider`], called by the market and verification modules, takes the
-//! fault's ppm of the provider's bond, pays the harmed client and the prover their shares,
+//! fault's ppm of the provider's bond, pays the harmed client (for a wrong result only) and
+//! the prover their shares,
 //! burns the rest and jails the provider so it cannot bid. Every slash leaves a
 //! [`SlashRecord`] in state and events behind.
 

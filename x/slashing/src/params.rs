@@ -27,7 +27,8 @@ pub struct SlashingParams {
     pub missed_deadline_slash_ppm: Ppm,
     /// Share taken for an abandoned lease.
     pub abandoned_lease_slash_ppm: Ppm,
-    /// Share of a provider slash refunded to the harmed client.
+    /// Share of a wrong result's slash refunded to the harmed client (other faults' share is
+    /// burned: a client could cause them).
     pub client_share_ppm: Ppm,
     /// Share of a provider slash paid to the prover (burned when there is none).
     pub prover_share_ppm: Ppm,

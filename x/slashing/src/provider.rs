@@ -18,7 +18,8 @@ pub struct FaultCosts {
 }
 
 /// Slashes a provider for a proven `reason`: takes the fault's ppm of its bond, pays `costs`
-/// out of it first, refunds `client_share_ppm` of the rest to `harmed_client`, pays
+/// out of it first, refunds `client_share_ppm` of the rest to `harmed_client` (for a wrong
+/// result only: [`FaultKind::pays_the_client`]), pays
 /// `prover_share_ppm` of the rest to `prover` (burned when there is none), burns what is
 /// left including rounding, and jails the provider for `provider_jail_blocks` so it cannot
 /// bid. Called by the market and verification modules. Either everything happens or

@@ -60,7 +60,7 @@ pub(super) fn execute(
     if amount > max {
         return Err(ServingError::ClaimOverBond { amount, max });
     }
-    let window = claim_in_window(
+    let (window, past_window) = claim_in_window(
         state.serving_claim_window(signer),
         ctx.height,
         amount,
@@ -103,6 +103,9 @@ pub(super) fn execute(
     state.put_serving_lease(&lease);
     state.put_serving_claim(&claim);
     state.put_serving_claim_window(signer, &window);
+    if past_window {
+        state.put_serving_forced_audit(claim.id);
+    }
     state.set_serving_timer(ctx.height, Timer::Draw(claim.id));
     state.emit(
         ServingClaimEvent {
