@@ -2,7 +2,7 @@ use gpuchain_types::{Address, BlockCtx, StateWrite};
 
 use crate::receipt::{verify_proof, MAX_PROOF_LEN};
 use crate::{
-    audit, ClaimStage, Judgement, JuryVerdict, MsgRevealReceipt, MsgServingRecuse,
+    audit, Claim, ClaimStage, Judgement, JuryVerdict, MsgRevealReceipt, MsgServingRecuse,
     MsgServingVerdict, ServingError, ServingParams, ServingRead, ServingRecusedEvent, ServingWrite,
     Timer,
 };
@@ -70,15 +70,17 @@ pub(super) fn reveal(
     audit::assign_next(state, ctx, claim, judgement)
 }
 
-pub(super) fn verdict(
+/// Claim `claim_id` taken off its juror `signer`, who acts before its deadline: its verdict
+/// timer cancelled and nobody assigned; else `NotAssigned`.
+fn assigned_to(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
     signer: &Address,
-    m: &MsgServingVerdict,
-) -> Result<(), ServingError> {
+    claim_id: u64,
+) -> Result<(Claim, Box<Judgement>), ServingError> {
     let mut claim = state
-        .serving_claim(m.claim_id)
-        .ok_or(ServingError::UnknownClaim(m.claim_id))?;
+        .serving_claim(claim_id)
+        .ok_or(ServingError::UnknownClaim(claim_id))?;
     let stage = std::mem::replace(&mut claim.stage, ClaimStage::Posted);
     let ClaimStage::Judging(mut judgement) = stage else {
         return Err(ServingError::NotAssigned(*signer));
@@ -88,6 +90,16 @@ pub(super) fn verdict(
     }
     state.cancel_serving_timer(judgement.deadline, Timer::Verdict(claim.id));
     judgement.assignee = None;
+    Ok((claim, judgement))
+}
+
+pub(super) fn verdict(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    signer: &Address,
+    m: &MsgServingVerdict,
+) -> Result<(), ServingError> {
+    let (claim, mut judgement) = assigned_to(state, ctx, signer, m.claim_id)?;
     judgement.verdicts.push(JuryVerdict {
         verifier: *signer,
         honest: m.honest,
@@ -109,18 +121,7 @@ pub(super) fn recuse(
     signer: &Address,
     m: &MsgServingRecuse,
 ) -> Result<(), ServingError> {
-    let mut claim = state
-        .serving_claim(m.claim_id)
-        .ok_or(ServingError::UnknownClaim(m.claim_id))?;
-    let stage = std::mem::replace(&mut claim.stage, ClaimStage::Posted);
-    let ClaimStage::Judging(mut judgement) = stage else {
-        return Err(ServingError::NotAssigned(*signer));
-    };
-    if judgement.assignee != Some(*signer) || ctx.height > judgement.deadline {
-        return Err(ServingError::NotAssigned(*signer));
-    }
-    state.cancel_serving_timer(judgement.deadline, Timer::Verdict(claim.id));
-    judgement.assignee = None;
+    let (claim, judgement) = assigned_to(state, ctx, signer, m.claim_id)?;
     gpuchain_verify::jury::release(state, signer);
     state.emit(
         ServingRecusedEvent {

@@ -172,58 +172,54 @@ fn verifiers_are_drawn_in_proportion_to_their_bond_not_their_number() {
     }
 }
 
-#[test]
-fn verifiers_tied_to_the_orders_parties_by_funding_are_never_drawn() {
+/// An audited lease's case, on a chain where each `(account, funder)` pair was first funded
+/// so, its served list cleared for fresh draws.
+fn case_with_funders(funders: &[(u8, u8)]) -> (Chain, crate::Case) {
     use gpuchain_types::{Overlay, StateWriteExt};
     let mut chain = Chain::new();
     let (lease, _) = audited(&mut chain);
-    // 30 was first funded by the client; 31 first funded the provider. Only 32 may judge.
     let mut fork = Overlay::new(&chain.state);
-    fork.put(gpuchain_bank::state_key::funder(&addr(30)), &addr(1));
-    fork.put(gpuchain_bank::state_key::funder(&addr(10)), &addr(31));
+    for (account, funder) in funders {
+        fork.put(
+            gpuchain_bank::state_key::funder(&addr(*account)),
+            &addr(*funder),
+        );
+    }
     let (writes, _) = fork.into_parts();
     chain.state.apply(writes);
     let mut case = chain.state.case(lease).unwrap();
     case.served.clear();
-    for i in 0..300u64 {
-        case.lease_id = i;
-        let v = crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap();
-        assert_eq!(seed(&v), 32, "draw {i}");
-    }
+    (chain, case)
+}
+
+/// The verifiers drawn for `case` over 300 subjects.
+fn drawn_for(chain: &Chain, case: &mut crate::Case) -> std::collections::BTreeSet<u8> {
+    (0..300u64)
+        .map(|i| {
+            case.lease_id = i;
+            seed(&crate::assign::draw(&chain.state, &ctx(7 + i), case).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn verifiers_tied_to_the_orders_parties_by_funding_are_never_drawn() {
+    // 30 was first funded by the client; 31 first funded the provider. Only 32 may judge.
+    let (chain, mut case) = case_with_funders(&[(30, 1), (10, 31)]);
+    assert_eq!(drawn_for(&chain, &mut case), [32].into());
     // A verifier tied to nobody on the order is drawn as before.
     case.client = addr(2);
     case.provider = addr(11);
     case.order_id = u64::MAX;
-    let drawn: std::collections::BTreeSet<u8> = (0..300u64)
-        .map(|i| {
-            case.lease_id = i;
-            seed(&crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap())
-        })
-        .collect();
-    assert_eq!(drawn, [30, 31, 32].into());
+    assert_eq!(drawn_for(&chain, &mut case), [30, 31, 32].into());
 }
 
 #[test]
 fn a_verifier_that_shares_only_a_funder_with_a_party_is_still_drawn() {
-    use gpuchain_types::{Overlay, StateWriteExt};
-    let mut chain = Chain::new();
-    let (lease, _) = audited(&mut chain);
     // Account 40 (an exchange, say) first funded both verifier 30 and provider 10; it is no
     // party to the order, so 30 is drawn as before.
-    let mut fork = Overlay::new(&chain.state);
-    fork.put(gpuchain_bank::state_key::funder(&addr(30)), &addr(40));
-    fork.put(gpuchain_bank::state_key::funder(&addr(10)), &addr(40));
-    let (writes, _) = fork.into_parts();
-    chain.state.apply(writes);
-    let mut case = chain.state.case(lease).unwrap();
-    case.served.clear();
-    let drawn: std::collections::BTreeSet<u8> = (0..300u64)
-        .map(|i| {
-            case.lease_id = i;
-            seed(&crate::assign::draw(&chain.state, &ctx(7 + i), &case).unwrap())
-        })
-        .collect();
-    assert_eq!(drawn, [30, 31, 32].into());
+    let (chain, mut case) = case_with_funders(&[(30, 40), (10, 40)]);
+    assert_eq!(drawn_for(&chain, &mut case), [30, 31, 32].into());
 }
 
 #[test]
