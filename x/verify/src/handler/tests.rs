@@ -723,6 +723,12 @@ fn ringer(result: [u8; 32]) -> (Chain, u64, u64) {
 
 /// [`ringer`] on a chain with `verify` parameters.
 fn ringer_with(verify: VerifyParams, result: [u8; 32]) -> (Chain, u64, u64) {
+    ringer_order(verify, &[10], &[result])
+}
+
+/// A ringer committed by verifier 30 at 1 for poster client 2, whose order at 2 is won by
+/// `bidders`, which return `results` at 6; audits off.
+fn ringer_order(verify: VerifyParams, bidders: &[u8], results: &[[u8; 32]]) -> (Chain, u64, u64) {
     let no_audits = AuctionParams {
         audit_min_ppm: 0,
         audit_max_ppm: 0,
@@ -738,8 +744,8 @@ fn ringer_with(verify: VerifyParams, result: [u8; 32]) -> (Chain, u64, u64) {
         )
         .unwrap();
     chain.end_block(1);
-    let order = chain.cleared_order(2, 2, &[10]);
-    chain.deliver(6, order, &[result]);
+    let order = chain.cleared_order(2, 2, bidders);
+    chain.deliver(6, order, results);
     (chain, 0, order)
 }
 
@@ -1051,23 +1057,7 @@ fn the_pool_pays_at_most_its_outflow_cap_per_block_and_owes_the_rest_in_order() 
 /// end-block of 10 faults 10's lease but spares 11's, whose own appeal decides it. Returns
 /// the chain, 11's lease and the verifier drawn for its appeal.
 fn twin_faulted_while_appealing() -> (Chain, u64, u8) {
-    let no_audits = AuctionParams {
-        audit_min_ppm: 0,
-        audit_max_ppm: 0,
-        ..auction_params()
-    };
-    let mut chain = Chain::with(no_audits, verify_params(), &VERIFIERS);
-    let c = challenge_commitment(&addr(2), &[5; 32], &[8; 32]);
-    chain
-        .exec(
-            1,
-            30,
-            VerifyMsg::CommitChallenge(MsgCommitChallenge { commitment: c }),
-        )
-        .unwrap();
-    chain.end_block(1);
-    let order = chain.cleared_order(2, 2, &[10, 11]);
-    chain.deliver(6, order, &[[6; 32], [6; 32]]);
+    let (mut chain, _, order) = ringer_order(verify_params(), &[10, 11], &[[6; 32], [6; 32]]);
     let leases: Vec<u64> = chain
         .state
         .leases_of_order(order)
