@@ -113,9 +113,18 @@ pub(crate) fn assign_next(
         .ok_or(ServingError::UnknownLease(claim.lease_id))?;
     let draws = judgement.served.len();
     let first_draws = judgement.appeal.as_ref().map_or(0, |a| a.first_draws);
+    // Recusals are no draws: a juror that cannot judge never takes the place of one that can
+    // (each recuses once, so the draws still end with the verifiers).
+    let (first_recused, appeal_recused) = state.serving_recusals(claim.id);
+    let recused = if judgement.appeal.is_some() {
+        appeal_recused
+    } else {
+        first_recused
+    };
     let this_round = u64::try_from(draws)
         .ok()
         .and_then(|d| d.checked_sub(u64::from(first_draws)))
+        .and_then(|d| d.checked_sub(u64::from(recused)))
         .ok_or(ServingError::Overflow)?;
     let mut subject = claim.id.to_be_bytes().to_vec();
     subject.extend(u64::try_from(draws).unwrap_or(u64::MAX).to_be_bytes());

@@ -117,8 +117,8 @@ pub struct MsgAppealServing {
 
 /// A drawn verifier that cannot judge a revealed receipt (its model is not one the verifier
 /// runs) steps down before its deadline: let go without a slash or a fee, and the next
-/// juror drawn, the recusal counting as one of the claim's `max_jury_draws`. Signed by the
-/// assigned verifier.
+/// juror drawn; a recusal is not one of the claim's `max_jury_draws`, and a verifier
+/// recuses once a claim (never drawn again for it). Signed by the assigned verifier.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 pub struct MsgServingRecuse {
     /// Claim.

@@ -77,6 +77,12 @@ pub fn forced_audit(claim_id: u64) -> String {
     format!("serving/forced_audits/{claim_id:020}")
 }
 
+/// Recusals on a claim: borsh `(u32, u32)`, by its first jury and by its appeal jury;
+/// deleted with the claim.
+pub fn recusals(claim_id: u64) -> String {
+    format!("serving/recusals/{claim_id:020}")
+}
+
 /// One claim not settled yet: borsh [`crate::Claim`].
 pub fn claim(id: u64) -> String {
     format!("serving/claims/{id:020}")

@@ -672,7 +672,11 @@ fn a_verifier_that_cannot_judge_a_model_steps_down_unslashed_and_a_claim_nobody_
         recused.push(v);
         height += 1;
     }
-    assert!(recused.len() >= 2);
+    assert_eq!(
+        recused.len(),
+        VERIFIERS.len(),
+        "every verifier drawn in turn"
+    );
     let recusals = chain.events.iter().filter(|e| e.kind == "serving.recused");
     assert_eq!(recusals.count(), recused.len());
     assert!(chain.state.serving_claims().is_empty(), "paid: no verdict");
@@ -686,6 +690,36 @@ fn a_verifier_that_cannot_judge_a_model_steps_down_unslashed_and_a_claim_nobody_
         );
         assert!(record.jailed_until <= height, "never jailed");
     }
+}
+
+#[test]
+fn a_recusal_never_takes_the_place_of_a_juror_that_judges() {
+    // Three draws, and every `honest` gets a second opinion: two recusals use none of them,
+    // so the third and fourth verifiers still judge the receipt (else it ended unjudged).
+    let three_draws = ServingParams {
+        max_jury_draws: 3,
+        second_opinion_ppm: 1_000_000,
+        ..params(1_000_000)
+    };
+    let (mut chain, a, _) = serving_with(three_draws);
+    claim(&mut chain, 5, 10, &receipts(a.id, 0, 2, 1_000)).unwrap();
+    chain.end_block(5);
+    let claim = chain.state.serving_claims().pop().unwrap();
+    reveal(&mut chain, 6, 10).unwrap();
+    let recuse = ServingMsg::Recuse(MsgServingRecuse { claim_id: claim.id });
+    for height in [7, 8] {
+        let v = assignee(&chain).unwrap();
+        chain.exec(height, v, recuse.clone()).unwrap();
+    }
+    verdict(&mut chain, 9, true);
+    verdict(&mut chain, 10, true);
+    chain.end_block(10);
+    let settled = chain
+        .events
+        .iter()
+        .find(|e| e.kind == "serving.claim_settled")
+        .unwrap();
+    assert_eq!(settled.get("outcome"), Some("honest"));
 }
 
 #[test]

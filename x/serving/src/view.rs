@@ -24,6 +24,11 @@ pub trait ServingRead: StateRead {
         self.get::<()>(&state_key::forced_audit(id)).is_some()
     }
 
+    /// Recusals on claim `id` by its first jury and by its appeal jury.
+    fn serving_recusals(&self, id: u64) -> (u32, u32) {
+        self.get(&state_key::recusals(id)).unwrap_or_default()
+    }
+
     /// One order.
     fn serving_order(&self, id: u64) -> Option<ServingOrder> {
         self.get(&state_key::order(id))
@@ -148,10 +153,16 @@ pub trait ServingWrite: StateWrite {
         self.put(state_key::forced_audit(id), &());
     }
 
-    /// Deletes a settled claim (and its forced-audit mark).
+    /// Stores the recusals on claim `id`.
+    fn put_serving_recusals(&mut self, id: u64, recusals: (u32, u32)) {
+        self.put(state_key::recusals(id), &recusals);
+    }
+
+    /// Deletes a settled claim (and its forced-audit mark and recusal count).
     fn delete_serving_claim(&mut self, id: u64) {
         self.delete(state_key::claim(id));
         self.delete(state_key::forced_audit(id));
+        self.delete(state_key::recusals(id));
     }
 
     /// Deletes an order.

@@ -113,8 +113,10 @@ pub(super) fn verdict(
 /// claim) and the next juror drawn, as after a missed deadline. A verifier that cannot run
 /// a claim's model (any model name may be ordered) would otherwise be slashed for a miss:
 /// one owner of a client and a provider could jail every verifier with claims on a model
-/// nobody runs. A recusal is one of the claim's draws, so a claim nobody can judge still
-/// ends (paid, nobody slashed) after `max_jury_draws`.
+/// nobody runs. A recusal is not one of the claim's `max_jury_draws` (a cheat's own
+/// verifiers recusing would otherwise use up the draws honest jurors fill), and a verifier
+/// recuses once, so a claim nobody can judge ends (paid, nobody slashed) when every
+/// eligible verifier has been drawn.
 pub(super) fn recuse(
     state: &mut impl StateWrite,
     ctx: &BlockCtx,
@@ -122,6 +124,13 @@ pub(super) fn recuse(
     m: &MsgServingRecuse,
 ) -> Result<(), ServingError> {
     let (claim, judgement) = assigned_to(state, ctx, signer, m.claim_id)?;
+    let (first, appeal) = state.serving_recusals(claim.id);
+    let recusals = if judgement.appeal.is_some() {
+        (first, appeal.checked_add(1).ok_or(ServingError::Overflow)?)
+    } else {
+        (first.checked_add(1).ok_or(ServingError::Overflow)?, appeal)
+    };
+    state.put_serving_recusals(claim.id, recusals);
     gpuchain_verify::jury::release(state, signer);
     state.emit(
         ServingRecusedEvent {
