@@ -115,12 +115,7 @@ pub(crate) fn assign_next(
     let first_draws = judgement.appeal.as_ref().map_or(0, |a| a.first_draws);
     // Recusals are no draws: a juror that cannot judge never takes the place of one that can
     // (each recuses once, so the draws still end with the verifiers).
-    let (first_recused, appeal_recused) = state.serving_recusals(claim.id);
-    let recused = if judgement.appeal.is_some() {
-        appeal_recused
-    } else {
-        first_recused
-    };
+    let recused = state.serving_recusals(claim.id, judgement.appeal.is_some());
     let this_round = u64::try_from(draws)
         .ok()
         .and_then(|d| d.checked_sub(u64::from(first_draws)))

@@ -24,9 +24,14 @@ pub trait ServingRead: StateRead {
         self.get::<()>(&state_key::forced_audit(id)).is_some()
     }
 
-    /// Recusals on claim `id` by its first jury and by its appeal jury.
-    fn serving_recusals(&self, id: u64) -> (u32, u32) {
-        self.get(&state_key::recusals(id)).unwrap_or_default()
+    /// Recusals on claim `id` by its appeal jury when `appeal`, else by its first jury.
+    fn serving_recusals(&self, id: u64, appeal: bool) -> u32 {
+        let (first, appealed): (u32, u32) = self.get(&state_key::recusals(id)).unwrap_or_default();
+        if appeal {
+            appealed
+        } else {
+            first
+        }
     }
 
     /// One order.
@@ -153,9 +158,13 @@ pub trait ServingWrite: StateWrite {
         self.put(state_key::forced_audit(id), &());
     }
 
-    /// Stores the recusals on claim `id`.
-    fn put_serving_recusals(&mut self, id: u64, recusals: (u32, u32)) {
-        self.put(state_key::recusals(id), &recusals);
+    /// Counts a recusal on claim `id` by its appeal jury when `appeal`, else by its first.
+    fn add_serving_recusal(&mut self, id: u64, appeal: bool) -> Result<(), ServingError> {
+        let mut counts: (u32, u32) = self.get(&state_key::recusals(id)).unwrap_or_default();
+        let count = if appeal { &mut counts.1 } else { &mut counts.0 };
+        *count = count.checked_add(1).ok_or(ServingError::Overflow)?;
+        self.put(state_key::recusals(id), &counts);
+        Ok(())
     }
 
     /// Deletes a settled claim (and its forced-audit mark and recusal count).

@@ -124,13 +124,7 @@ pub(super) fn recuse(
     m: &MsgServingRecuse,
 ) -> Result<(), ServingError> {
     let (claim, judgement) = assigned_to(state, ctx, signer, m.claim_id)?;
-    let (first, appeal) = state.serving_recusals(claim.id);
-    let recusals = if judgement.appeal.is_some() {
-        (first, appeal.checked_add(1).ok_or(ServingError::Overflow)?)
-    } else {
-        (first.checked_add(1).ok_or(ServingError::Overflow)?, appeal)
-    };
-    state.put_serving_recusals(claim.id, recusals);
+    state.add_serving_recusal(claim.id, judgement.appeal.is_some())?;
     gpuchain_verify::jury::release(state, signer);
     state.emit(
         ServingRecusedEvent {
