@@ -7,7 +7,7 @@ use ed25519_dalek::SigningKey;
 use gpuchain_auction::{AuctionGenesis, AuctionParams};
 use gpuchain_genesis::AppGenesis;
 use gpuchain_reputation::{ReputationGenesis, ReputationParams};
-use gpuchain_serving::ServingParams;
+use gpuchain_serving::{GenesisJudge, ServingParams};
 use gpuchain_slashing::{SlashingGenesis, SlashingParams};
 use gpuchain_staking::{
     GenesisProvider, GenesisValidator, ProviderAttrs, ProviderClass, StakingParams,
@@ -19,6 +19,10 @@ use gpuchain_verify::{GenesisVerifier, VerifyParams};
 pub const GPU: Amount = 1_000_000;
 /// The chain id of every simulation.
 pub const CHAIN_ID: &str = "gpuchain-sim";
+
+/// blake3 of the weights of the model the simulated serving orders name, which the genesis
+/// verifiers and newcomers that register as verifiers judge.
+pub const SERVED_MODEL: [u8; 32] = [7; 32];
 
 /// How a provider behaves while faults are on. After faults stop, every provider is honest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,10 +211,16 @@ pub fn genesis(actors: &[Actor]) -> AppGenesis {
                 moniker: format!("validator-{i}"),
                 self_bond: 100 * GPU,
             }),
-            Role::Verifier => g.verify.verifiers.push(GenesisVerifier {
-                operator: a.address,
-                bond: 500 * GPU,
-            }),
+            Role::Verifier => {
+                g.verify.verifiers.push(GenesisVerifier {
+                    operator: a.address,
+                    bond: 500 * GPU,
+                });
+                g.serving.judges.push(GenesisJudge {
+                    verifier: a.address,
+                    models: vec![SERVED_MODEL],
+                });
+            }
             Role::Client | Role::Newcomer => {}
         }
     }

@@ -4,8 +4,11 @@
 use anyhow::Result;
 use gpuchain_auction::{state_key, Order};
 use gpuchain_client::TxOutcome;
+use gpuchain_serving::{MsgServingModels, ServingMsg};
 use gpuchain_tx::Msg;
 use gpuchain_verify::{Case, Challenge, Verifier, VerifyMsg, VerifyParams};
+
+use crate::config::ServingAuditConfig;
 
 gpuchain_agent_kit::agent_chain!(
     /// The kit's handle, with the verifier's memo.
@@ -47,6 +50,25 @@ impl Chain {
     pub(crate) async fn challenges(&self) -> Result<Vec<Challenge>> {
         self.all(gpuchain_verify::state_key::challenges_prefix())
             .await
+    }
+
+    /// Declares the serving models of `config` as the ones this verifier judges, when the
+    /// chain holds another list: the outcome, or `None` when nothing needed sending.
+    pub(crate) async fn declare_serving_models(
+        &self,
+        config: &ServingAuditConfig,
+    ) -> Result<Option<TxOutcome>> {
+        let models = config.hashes()?;
+        let declared: Vec<[u8; 32]> = self
+            .client
+            .get(&gpuchain_serving::state_key::judged_models(&self.address))
+            .await?
+            .unwrap_or_default();
+        if declared == models {
+            return Ok(None);
+        }
+        let msg = ServingMsg::Models(MsgServingModels { models });
+        Ok(Some(self.submit(Msg::Serving(msg)).await?.ok()?))
     }
 
     /// Every order (a restart looks for a ringer order sent just before a crash).

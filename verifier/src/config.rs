@@ -30,8 +30,9 @@ gpuchain_agent_kit::config_section! {
 
 gpuchain_agent_kit::config_section! {
     /// `[serving]`: the chat models (GGUF files) and embedders (MiniLM directories) whose
-    /// served answers this verifier can re-check when drawn to judge an audited receipt. A
-    /// verifier drawn for a model it lacks cannot judge and misses its deadline.
+    /// served answers this verifier can re-check when drawn to judge an audited receipt.
+    /// `register` and the agent's start declare them on chain (`serving models`): juries for
+    /// a model are drawn only among the verifiers that declared it.
     #[derive(Default)]
     pub(crate) struct ServingAuditConfig {
         /// Chat models.
@@ -40,6 +41,31 @@ gpuchain_agent_kit::config_section! {
         /// Sentence embedders.
         #[serde(default)]
         embedders: Vec<AuditedModel>,
+    }
+}
+
+impl ServingAuditConfig {
+    /// The blake3 of every configured model's weights, sorted, each once.
+    pub(crate) fn hashes(&self) -> Result<Vec<[u8; 32]>> {
+        let mut hashes = self
+            .models
+            .iter()
+            .chain(&self.embedders)
+            .map(|m| {
+                let mut hash = [0u8; 32];
+                hex::decode_to_slice(&m.blake3, &mut hash).map_err(|e| {
+                    anyhow::anyhow!(
+                        "[serving] model {}: blake3 `{}` is not 64 hex digits: {e}",
+                        m.name,
+                        m.blake3
+                    )
+                })?;
+                Ok(hash)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        hashes.sort_unstable();
+        hashes.dedup();
+        Ok(hashes)
     }
 }
 
@@ -232,5 +258,23 @@ pool = [{ spec = "/tmp/job.json", max_price_per_replica = 1000000, region = "eu"
         std::fs::write(&path, SAMPLE.replace("posters = [\"alice\"]", "")).unwrap();
         let err = Config::load(&path).unwrap_err();
         assert!(err.to_string().contains("posters"), "{err}");
+    }
+
+    #[test]
+    fn the_serving_models_declared_are_each_configured_hash_once_and_bad_hex_is_named() {
+        let serving = |a: &str, b: &str| {
+            format!(
+                "{SAMPLE}\n[serving]\n[[serving.models]]\nname = \"smollm2\"\nblake3 = \"{a}\"\npath = \"/m.gguf\"\n\
+                 [[serving.embedders]]\nname = \"minilm\"\nblake3 = \"{b}\"\npath = \"/minilm\"\n"
+            )
+        };
+        let (a, b) = ("bb".repeat(32), "AA".repeat(32));
+        let c: Config = toml::from_str(&serving(&a, &b)).unwrap();
+        assert_eq!(c.serving.hashes().unwrap(), vec![[0xaa; 32], [0xbb; 32]]);
+        let c: Config = toml::from_str(&serving(&a, &a)).unwrap();
+        assert_eq!(c.serving.hashes().unwrap(), vec![[0xbb; 32]]);
+        let c: Config = toml::from_str(&serving(&a, "not-hex")).unwrap();
+        let err = c.serving.hashes().unwrap_err().to_string();
+        assert!(err.contains("minilm") && err.contains("not-hex"), "{err}");
     }
 }

@@ -11,8 +11,8 @@ use gpuchain_client::ChainClient;
 use gpuchain_serving::receipt::{merkle_proof, Receipt, SignedAck};
 use gpuchain_serving::{
     ClaimStage, ModelRef, MsgAppealServing, MsgBidServing, MsgEndServing, MsgOpenServing,
-    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingRecuse,
-    MsgServingVerdict, ServingKind, ServingMsg, ServingRead,
+    MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingModels,
+    MsgServingRecuse, MsgServingVerdict, ServingKind, ServingMsg, ServingRead,
 };
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount};
@@ -128,6 +128,16 @@ pub(crate) enum ServingTx {
         from: String,
         /// Claim id.
         claim_id: u64,
+    },
+    /// As a verifier, declare the serving models it judges (the blake3 of each one's weights),
+    /// replacing what it declared before; none withdraws them all. Juries for a model are
+    /// drawn among the verifiers that declared it (`gpuchain-verifier register` and the
+    /// verifier agent declare its `[serving]` models themselves).
+    Models {
+        /// Verifier key.
+        from: String,
+        /// Hex blake3 of each model's weights file.
+        models: Vec<String>,
     },
     /// Appeal a claim's standing verdict within its appeal window: as the client of an
     /// `honest` verdict or the provider of a `faulty` one. Locks the appeal deposit, lost if
@@ -288,6 +298,15 @@ pub(crate) async fn serving_msg<'a>(
             from,
             ServingMsg::Appeal(MsgAppealServing {
                 claim_id: *claim_id,
+            }),
+        ),
+        ServingTx::Models { from, models } => (
+            from,
+            ServingMsg::Models(MsgServingModels {
+                models: models
+                    .iter()
+                    .map(|m| hash32(m, "a model's blake3"))
+                    .collect::<Result<_>>()?,
             }),
         ),
         ServingTx::Recuse { from, claim_id } => (

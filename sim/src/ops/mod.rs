@@ -354,6 +354,14 @@ pub const OPS: &[OpSpec] = &[
     op("serving.report", 1, Honest, Any, serving::report),
     op("serving.heartbeat", 3, Honest, Any, serving::heartbeat),
     op("serving.end", 1, Honest, Any, serving::end),
+    op("serving.models", 1, Honest, Any, serving::models),
+    op(
+        "serving.bad_models",
+        1,
+        Fault,
+        Rejected,
+        serving::bad_models,
+    ),
     op(
         "tx.garbage_bytes",
         2,

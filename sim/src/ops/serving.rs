@@ -10,14 +10,14 @@ use ed25519_dalek::Signer;
 use gpuchain_serving::receipt::{merkle_proof, BatchAck, Receipt};
 use gpuchain_serving::{
     Claim, ClaimStage, ModelRef, MsgAppealServing, MsgBidServing, MsgClaimServing, MsgEndServing,
-    MsgOpenServing, MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat,
+    MsgOpenServing, MsgReportUnresponsive, MsgRevealReceipt, MsgServingHeartbeat, MsgServingModels,
     MsgServingVerdict, ServingKind, ServingLease, ServingLeaseState, ServingMsg, ServingOrderState,
     ServingRead,
 };
 use gpuchain_tx::Msg;
 
 use super::{Gen, Planned};
-use crate::actors::{Profile, Role, CHAIN_ID, GPU};
+use crate::actors::{Profile, Role, CHAIN_ID, GPU, SERVED_MODEL};
 
 fn serving(m: ServingMsg) -> Msg {
     Msg::Serving(m)
@@ -77,7 +77,7 @@ pub(super) fn open(g: &mut Gen<'_>) -> Planned {
     let msg = MsgOpenServing {
         model: ModelRef {
             name: "SmolLM2-135M-Instruct".into(),
-            blake3: [7; 32],
+            blake3: SERVED_MODEL,
             kind: if g.rng.one_in(3) {
                 ServingKind::Embedding
             } else {
@@ -400,4 +400,38 @@ pub fn drain(g: &mut Gen<'_>) -> Vec<Vec<u8>> {
         txs.push(g.tx(provider, vec![serving(msg)]));
     }
     txs
+}
+
+/// A verifier declares the serving models it judges again: mostly the served model, at times
+/// none (its claims' juries are then drawn among the others, or there is no verdict), or the
+/// served model beside another.
+pub(super) fn models(g: &mut Gen<'_>) -> Planned {
+    let Some((verifier, _)) = super::verify::verifier_actor(g) else {
+        return Planned::NoOp;
+    };
+    let models = match g.rng.range(0, 6) {
+        0 => Vec::new(),
+        1 => vec![[8; 32], SERVED_MODEL],
+        _ => vec![SERVED_MODEL],
+    };
+    let msg = serving(ServingMsg::Models(MsgServingModels { models }));
+    Planned::Txs(vec![g.tx(verifier, vec![msg])])
+}
+
+/// A verifier names a serving model twice, or more models than a verifier may judge:
+/// refused. (A declaration by someone who is not a verifier is refused too, but an earlier
+/// transaction of the block may have registered it: the module's tests hold that rule.)
+pub(super) fn bad_models(g: &mut Gen<'_>) -> Planned {
+    let Some((who, _)) = super::verify::verifier_actor(g) else {
+        return Planned::NoOp;
+    };
+    let models = if g.rng.one_in(2) {
+        vec![SERVED_MODEL; 2]
+    } else {
+        (0..=gpuchain_serving::MAX_JUDGED_MODELS)
+            .map(|i| [u8::try_from(i).unwrap_or(u8::MAX); 32])
+            .collect()
+    };
+    let msg = serving(ServingMsg::Models(MsgServingModels { models }));
+    Planned::Txs(vec![g.tx(who, vec![msg])])
 }

@@ -5,6 +5,7 @@
 //! the liveness phase.
 
 use gpuchain_auction::{AuctionRead, Lease};
+use gpuchain_serving::{MsgServingModels, ServingMsg};
 use gpuchain_tx::Msg;
 use gpuchain_verify::{
     Case, CaseStage, MsgAppeal, MsgBondVerifier, MsgRegisterVerifier, MsgSubmitVerdict,
@@ -13,7 +14,7 @@ use gpuchain_verify::{
 
 use super::auction::{is_honest_result, right_result};
 use super::{Gen, Planned};
-use crate::actors::{Profile, GPU};
+use crate::actors::{Profile, GPU, SERVED_MODEL};
 
 fn verify(m: VerifyMsg) -> Msg {
     Msg::Verify(m)
@@ -37,7 +38,11 @@ pub(super) fn register_verifier(g: &mut Gen<'_>) -> Planned {
     };
     let bond = u128::from(g.rng.range(100, 400)) * GPU;
     let msg = VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
-    Planned::Txs(vec![g.tx(who, vec![verify(msg)])])
+    // As `gpuchain-verifier register` does: the serving models it judges, in the same tx.
+    let models = Msg::Serving(ServingMsg::Models(MsgServingModels {
+        models: vec![SERVED_MODEL],
+    }));
+    Planned::Txs(vec![g.tx(who, vec![verify(msg), models])])
 }
 
 /// A verifier adds to its bond.

@@ -28,6 +28,13 @@ pub(crate) async fn run(config: Config, rubber_stamp: bool) -> Result<()> {
     let me = chain.address.to_string();
     let (file, state) = own_state(&config, &me, |s: &mut State| &mut s.verifier)?;
     let record = registered::<Config, _>(chain.me().await?, &me)?;
+    if let Some(outcome) = chain
+        .declare_serving_models(&config.serving)
+        .await
+        .context("declaring the serving models of [serving]")?
+    {
+        tracing::info!(height = outcome.height, "serving models declared");
+    }
     let params = chain.verify_params().await?;
     let mut posters = Vec::new();
     if config.challenge.enabled {

@@ -20,11 +20,22 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
             "{} is already a verifier with {} ugpu bonded (use `bond` to add)",
             chain.address, v.bonded
         );
-        return Ok(());
+    } else {
+        let bond = a.bond.unwrap_or(u128::from(config.verifier.bond));
+        let msg = VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
+        print_tx(chain.verify(msg).await?, a.output, "registered")?;
     }
-    let bond = a.bond.unwrap_or(u128::from(config.verifier.bond));
-    let msg = VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
-    print_tx(chain.verify(msg).await?, a.output, "registered")
+    // Juries for a serving model are drawn among the verifiers that declared it. On
+    // standard error, so that `--output json` prints one document.
+    if let Some(outcome) = chain.declare_serving_models(&config.serving).await? {
+        eprintln!(
+            "serving models declared ({} of them): included at height {} (tx {})",
+            config.serving.hashes()?.len(),
+            outcome.height,
+            outcome.hash
+        );
+    }
+    Ok(())
 }
 
 pub(super) async fn bond(a: AmountArgs<Config>) -> Result<()> {

@@ -124,13 +124,13 @@ pub(crate) fn assign_next(
     let mut subject = claim.id.to_be_bytes().to_vec();
     subject.extend(u64::try_from(draws).unwrap_or(u64::MAX).to_be_bytes());
     let drawn = if this_round < u64::from(params.max_jury_draws) {
-        jury::draw(
+        jury::draw_among(
             state,
             ctx,
-            JUROR,
-            &subject,
+            (JUROR, &subject),
             &[lease.client, lease.provider],
             &judgement.served,
+            |v| state.judges_model(v, &lease.model.blake3),
         )
     } else {
         None

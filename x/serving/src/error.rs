@@ -132,6 +132,19 @@ pub enum ServingError {
     /// An appeal of a claim whose verdict is not standing, or after its window.
     #[error("claim {0} has no standing verdict open to appeal (never judged, already appealed, or its appeal window passed)")]
     NotAppealable(u64),
+    /// A verifier's list of models that is too long or names one twice.
+    #[error("a verifier declares at most {max} serving models, each once (got {got}, {distinct} distinct)")]
+    BadModelList {
+        /// Most allowed.
+        max: usize,
+        /// Listed.
+        got: usize,
+        /// Distinct.
+        distinct: usize,
+    },
+    /// An order nobody could audit.
+    #[error("no eligible verifier judges model {0} (blake3): its claims could not be audited, so the order is refused")]
+    NoJudge(String),
     /// A bid's endpoint that is not a usable URL.
     #[error("serving endpoint `{0}` must be an http:// or https:// URL of at most 256 bytes without spaces")]
     BadEndpoint(String),
@@ -176,6 +189,8 @@ impl ModuleError for ServingError {
             ServingError::Verify(_) => 30,
             ServingError::BadEndpoint(_) => 31,
             ServingError::NotAppealable(_) => 32,
+            ServingError::BadModelList { .. } => 33,
+            ServingError::NoJudge(_) => 34,
         }
     }
 }

@@ -141,6 +141,16 @@ typed_event!(
 );
 
 typed_event!(
+    /// A verifier declared the serving models it judges (replacing what it declared before).
+    ServingModelsEvent = "serving.models_declared" {
+        /// Verifier.
+        verifier: Address,
+        /// How many models it judges now.
+        models: u64,
+    }
+);
+
+typed_event!(
     /// A claim was settled: paid to the provider or refunded to the client.
     ServingSettledEvent = "serving.claim_settled" {
         /// Claim.

@@ -77,6 +77,8 @@ mod view;
 #[cfg(test)]
 mod appeal_tests;
 #[cfg(test)]
+mod models_tests;
+#[cfg(test)]
 mod test_utils;
 #[cfg(test)]
 mod tests;
@@ -85,7 +87,7 @@ pub use end_block::end_block;
 pub use error::ServingError;
 pub use escrow::{claim_amount, claim_window_blocks, max_claim, CLAIMS_PER_WINDOW};
 pub use events::*;
-pub use genesis::ServingGenesis;
+pub use genesis::{GenesisJudge, ServingGenesis};
 pub use msgs::*;
 pub use params::ServingParams;
 pub use view::{check_invariants, ServingRead, ServingWrite};
@@ -110,6 +112,8 @@ pub const MAX_MODEL_NAME_BYTES: usize = 128;
 pub const MAX_REGION_BYTES: usize = 32;
 /// Longest serving endpoint URL a bid may give.
 pub const MAX_ENDPOINT_BYTES: usize = 256;
+/// Most models a verifier declares it judges ([`MsgServingModels`]).
+pub const MAX_JUDGED_MODELS: usize = 16;
 
 /// Whether `url` can be a serving endpoint: an `http://` or `https://` URL with a host, at
 /// most [`MAX_ENDPOINT_BYTES`] long, without spaces or control characters.

@@ -125,6 +125,18 @@ pub struct MsgServingRecuse {
     pub claim_id: u64,
 }
 
+/// The serving models a verifier judges, by the blake3 of their weights: it replaces what the
+/// verifier declared before (an empty list withdraws it). Juries for a claim are drawn only
+/// among verifiers that declared its model, and an order for a model no eligible verifier
+/// declared is refused. Signed by a registered verifier; at most
+/// [`crate::MAX_JUDGED_MODELS`], each once.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgServingModels {
+    /// blake3 of each model's weights file.
+    #[serde(with = "hex_list")]
+    pub models: Vec<[u8; 32]>,
+}
+
 /// Every serving message. The borsh variant index is part of the wire format.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -149,6 +161,8 @@ pub enum ServingMsg {
     Appeal(MsgAppealServing),
     /// Variant 9.
     Recuse(MsgServingRecuse),
+    /// Variant 10.
+    Models(MsgServingModels),
 }
 
 impl ServingMsg {
@@ -165,15 +179,16 @@ impl ServingMsg {
             ServingMsg::Verdict(_) => "serving.verdict",
             ServingMsg::Appeal(_) => "serving.appeal",
             ServingMsg::Recuse(_) => "serving.recuse",
+            ServingMsg::Models(_) => "serving.models",
         }
     }
 }
 
 /// Serde for a list of 32-byte hashes as hex strings.
-mod hex_list {
+pub(crate) mod hex_list {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(list: &[[u8; 32]], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(list: &[[u8; 32]], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(list.iter().map(hex_string))
     }
 
@@ -181,7 +196,7 @@ mod hex_list {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<[u8; 32]>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<[u8; 32]>, D::Error> {
         let texts = Vec::<String>::deserialize(d)?;
         texts
             .iter()

@@ -77,6 +77,12 @@ pub fn forced_audit(claim_id: u64) -> String {
     format!("serving/forced_audits/{claim_id:020}")
 }
 
+/// The serving models a verifier judges: borsh `Vec<[u8; 32]>` (blake3 of the weights),
+/// sorted; absent when it declared none.
+pub fn judged_models(verifier: &Address) -> String {
+    format!("serving/judged_models/{}", verifier.to_hex())
+}
+
 /// Recusals on a claim: borsh `(u32, u32)`, by its first jury and by its appeal jury;
 /// deleted with the claim.
 pub fn recusals(claim_id: u64) -> String {

@@ -15,8 +15,8 @@ use gpuchain_verify::{GenesisVerifier, VerifyGenesis, VerifyParams};
 
 use crate::receipt::{BatchAck, Receipt};
 use crate::{
-    end_block, handler, ModelRef, MsgBidServing, MsgClaimServing, MsgOpenServing, ServingError,
-    ServingGenesis, ServingKind, ServingMsg, ServingParams, ServingRead,
+    end_block, handler, GenesisJudge, ModelRef, MsgBidServing, MsgClaimServing, MsgOpenServing,
+    ServingError, ServingGenesis, ServingKind, ServingMsg, ServingParams, ServingRead,
 };
 
 pub(crate) const GPU: u128 = 1_000_000;
@@ -208,7 +208,15 @@ impl Chain {
         }
         .apply(&mut fork)
         .unwrap();
-        ServingGenesis { params }.apply(&mut fork).unwrap();
+        // Every verifier judges the orders' model.
+        let judges = VERIFIERS
+            .iter()
+            .map(|&v| GenesisJudge {
+                verifier: addr(v),
+                models: vec![model().blake3],
+            })
+            .collect();
+        ServingGenesis { params, judges }.apply(&mut fork).unwrap();
         let (writes, _) = fork.into_parts();
         state.apply(writes);
         let initial_supply = state.supply();

@@ -24,6 +24,19 @@ pub trait ServingRead: StateRead {
         self.get::<()>(&state_key::forced_audit(id)).is_some()
     }
 
+    /// The serving models `verifier` declared it judges, sorted.
+    fn serving_judged_models(&self, verifier: &Address) -> Vec<[u8; 32]> {
+        self.get(&state_key::judged_models(verifier))
+            .unwrap_or_default()
+    }
+
+    /// Whether `verifier` declared it judges the model whose weights hash to `model`.
+    fn judges_model(&self, verifier: &Address, model: &[u8; 32]) -> bool {
+        self.serving_judged_models(verifier)
+            .binary_search(model)
+            .is_ok()
+    }
+
     /// Recusals on claim `id` by its appeal jury when `appeal`, else by its first jury.
     fn serving_recusals(&self, id: u64, appeal: bool) -> u32 {
         let (first, appealed): (u32, u32) = self.get(&state_key::recusals(id)).unwrap_or_default();
@@ -151,6 +164,16 @@ pub trait ServingWrite: StateWrite {
     /// Stores a claim.
     fn put_serving_claim(&mut self, claim: &Claim) {
         self.put(state_key::claim(claim.id), claim);
+    }
+
+    /// Stores the models `verifier` judges (`models` sorted; none deletes the entry).
+    fn put_serving_judged_models(&mut self, verifier: &Address, models: &[[u8; 32]]) {
+        let key = state_key::judged_models(verifier);
+        if models.is_empty() {
+            self.delete(key);
+        } else {
+            self.put(key, &models.to_vec());
+        }
     }
 
     /// Marks claim `id` to be audited for sure.

@@ -20,13 +20,25 @@ pub fn draw(
     parties: &[Address],
     served: &[Address],
 ) -> Option<Address> {
+    draw_among(state, ctx, (purpose, subject), parties, served, |_| true)
+}
+
+/// [`draw`] among the verifiers `admits` takes (those that judge a claim's model, say).
+pub fn draw_among(
+    state: &impl StateRead,
+    ctx: &BlockCtx,
+    (purpose, subject): (&str, &[u8]),
+    parties: &[Address],
+    served: &[Address],
+    admits: impl Fn(&Address) -> bool,
+) -> Option<Address> {
     let mut excluded = parties.to_vec();
     excluded.extend(parties.iter().filter_map(|p| state.funder(p)));
     let candidates: Vec<(Address, u128)> = state
         .eligible_verifiers(ctx.height)
         .into_iter()
         .map(|v| (v.operator, v.bonded))
-        .filter(|(a, _)| !excluded.contains(a) && !served.contains(a))
+        .filter(|(a, _)| !excluded.contains(a) && !served.contains(a) && admits(a))
         // Funded first by a party, not merely by whoever funded a party: a shared funder (an
         // exchange's hot wallet) would let a provider funded from it exclude every verifier
         // funded from it, and with none left an audit falls back to acceptance. One owner

@@ -6,6 +6,7 @@ mod bid;
 mod claim;
 mod end;
 mod judge;
+pub(crate) mod models;
 mod open;
 mod report;
 
@@ -66,6 +67,7 @@ pub fn check_stateless(msg: &ServingMsg, params: &ServingParams) -> Result<(), S
             Err(ServingError::EmptyClaim)
         }
         ServingMsg::Reveal(m) => judge::check_reveal(m, params),
+        ServingMsg::Models(m) => models::check(m),
         _ => Ok(()),
     }
 }
@@ -88,5 +90,6 @@ pub fn execute(
         ServingMsg::Verdict(m) => judge::verdict(state, ctx, signer, m),
         ServingMsg::Appeal(m) => appeal::execute(state, ctx, signer, m),
         ServingMsg::Recuse(m) => judge::recuse(state, ctx, signer, m),
+        ServingMsg::Models(m) => models::execute(state, signer, m),
     }
 }

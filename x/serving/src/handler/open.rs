@@ -1,11 +1,16 @@
 use gpuchain_bank::BankWrite;
 use gpuchain_types::{Address, BlockCtx, StateWrite};
+use gpuchain_verify::VerifyRead;
 
 use crate::{
     module_account::serving_escrow, MsgOpenServing, ServingError, ServingOrder,
     ServingOrderOpenedEvent, ServingOrderState, ServingParams, ServingRead, ServingWrite, Timer,
     MAX_MODEL_NAME_BYTES, MAX_REGION_BYTES,
 };
+
+fn hex_string(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 pub(super) fn check(m: &MsgOpenServing, params: &ServingParams) -> Result<(), ServingError> {
     let bad = |what: String| Err(ServingError::InvalidOrder(what));
@@ -57,6 +62,15 @@ pub(super) fn execute(
     m: &MsgOpenServing,
 ) -> Result<(), ServingError> {
     check(m, &state.serving_params())?;
+    // Only a guard for the client: a verifier may withdraw its declaration later, and a
+    // claim nobody can be drawn to judge is paid with no verdict.
+    let judged = state
+        .eligible_verifiers(ctx.height)
+        .iter()
+        .any(|v| v.operator != *signer && state.judges_model(&v.operator, &m.model.blake3));
+    if !judged {
+        return Err(ServingError::NoJudge(hex_string(&m.model.blake3)));
+    }
     state.transfer(signer, &serving_escrow(), m.deposit)?;
     let bid_end_height = ctx
         .height
