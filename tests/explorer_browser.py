@@ -153,6 +153,11 @@ def main():
         page.screenshot(path=os.path.join(shots, "market.png"), full_page=True)
         page.goto(base + "/verification")
         check(page.locator("#slashes tbody tr").count() >= 1, "the slash on the verification page")
+        check(
+            "Serving models" in page.inner_text("#verifiers thead")
+            and page.locator("#verifiers tbody tr").count() >= 1,
+            "the verifiers with the serving models each judges",
+        )
         page.screenshot(path=os.path.join(shots, "verification.png"), full_page=True)
 
         # Bad input gets a clear page, never a 500.

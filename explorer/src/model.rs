@@ -299,7 +299,12 @@ pub fn is_verification(kind: &str) -> bool {
         || kind.starts_with("slashing.slash")
         || matches!(
             kind,
-            "serving.audit" | "serving.juror" | "serving.claim_settled" | "serving.report"
+            "serving.audit"
+                | "serving.juror"
+                | "serving.recused"
+                | "serving.models_declared"
+                | "serving.claim_settled"
+                | "serving.report"
         )
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use gpuchain_serving::ServingRead;
 use gpuchain_slashing::SlashingRead;
 use gpuchain_verify::VerifyRead;
 use serde_json::json;
@@ -15,10 +16,26 @@ use crate::state::Module;
 /// `/verification`.
 pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result<Reply, Problem> {
     let (head, snap) = app
-        .snapshot(&[Module::Verify, Module::Slashing, Module::Bank])
+        .snapshot(&[
+            Module::Verify,
+            Module::Slashing,
+            Module::Serving,
+            Module::Bank,
+        ])
         .await?;
     let state = &snap.state;
     let verifiers = state.verifiers();
+    // The serving models each verifier declared it judges (juries are drawn among them).
+    let judged: BTreeMap<String, Vec<String>> = verifiers
+        .iter()
+        .map(|v| {
+            let models = state.serving_judged_models(&v.operator);
+            (
+                v.operator.to_string(),
+                models.iter().map(hex::encode).collect(),
+            )
+        })
+        .collect();
     let cases = state.cases();
     let challenges = state.challenges();
     let slashes = state.slash_records();
@@ -49,6 +66,7 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
                 v.misses.to_string(),
                 v.overturned.to_string(),
                 v.open_cases.to_string(),
+                judged_models(judged.get(&v.operator.to_string())),
                 if v.jailed_until > head {
                     format!("<span class=\"bad\">until {}</span>", v.jailed_until)
                 } else {
@@ -59,7 +77,17 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         .collect();
     body.push_str(&html::table(
         "verifiers",
-        &["Verifier", "Bond", "Verdicts", "Missed", "Overturned", "Open cases", "Jailed"].map(String::from),
+        &[
+            "Verifier",
+            "Bond",
+            "Verdicts",
+            "Missed",
+            "Overturned",
+            "Open cases",
+            "Serving models",
+            "Jailed",
+        ]
+        .map(String::from),
         &rows,
         "No verifier has registered. One joins with `gpuchain-verifier init` and `register` (docs/verifier.md).",
     ));
@@ -152,6 +180,7 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
             "height": head,
             "pools": snap.pools,
             "verifiers": verifiers,
+            "serving_models": judged,
             "cases": cases,
             "challenges": challenges,
             "slashes": slashes,
@@ -160,4 +189,23 @@ pub(super) async fn overview(app: &App, _q: &BTreeMap<String, String>) -> Result
         body,
     }
     .into())
+}
+
+/// A verifier's serving models as their hashes' first 12 hex digits (the whole in a tooltip),
+/// or a dash when it declared none.
+fn judged_models(models: Option<&Vec<String>>) -> String {
+    match models {
+        Some(models) if !models.is_empty() => models
+            .iter()
+            .map(|m| {
+                format!(
+                    "<code title=\"{0}\">{1}</code>",
+                    esc(m),
+                    esc(m.get(..12).unwrap_or(m))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => "—".into(),
+    }
 }
