@@ -205,6 +205,12 @@ impl AgentConfig for Config {
                 "challenge.blob_listen and challenge.blob_url go together"
             );
         }
+        let models = self.serving.hashes()?.len();
+        anyhow::ensure!(
+            models <= gpuchain_serving::MAX_JUDGED_MODELS,
+            "[serving] lists {models} distinct models; a verifier declares at most {} on chain",
+            gpuchain_serving::MAX_JUDGED_MODELS
+        );
         Ok(())
     }
 
@@ -276,5 +282,22 @@ pool = [{ spec = "/tmp/job.json", max_price_per_replica = 1000000, region = "eu"
         let c: Config = toml::from_str(&serving(&a, "not-hex")).unwrap();
         let err = c.serving.hashes().unwrap_err().to_string();
         assert!(err.contains("minilm") && err.contains("not-hex"), "{err}");
+    }
+
+    #[test]
+    fn a_config_with_more_serving_models_than_the_chain_takes_is_refused() {
+        let models: String = (0..=gpuchain_serving::MAX_JUDGED_MODELS)
+            .map(|i| {
+                format!(
+                    "[[serving.models]]\nname = \"m{i}\"\nblake3 = \"{}\"\npath = \"/m{i}.gguf\"\n",
+                    format!("{i:02x}").repeat(32)
+                )
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.toml");
+        std::fs::write(&path, format!("{SAMPLE}\n[serving]\n{models}")).unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(format!("{err:#}").contains("at most 16"), "{err:#}");
     }
 }

@@ -38,7 +38,7 @@ pub(super) fn register_verifier(g: &mut Gen<'_>) -> Planned {
     };
     let bond = u128::from(g.rng.range(100, 400)) * GPU;
     let msg = VerifyMsg::RegisterVerifier(MsgRegisterVerifier { bond });
-    // As `gpuchain-verifier register` does: the serving models it judges, in the same tx.
+    // With the serving models it judges, as `gpuchain-verifier register` declares them after.
     let models = Msg::Serving(ServingMsg::Models(MsgServingModels {
         models: vec![SERVED_MODEL],
     }));

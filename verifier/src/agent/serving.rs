@@ -22,7 +22,8 @@ use crate::one_thread::on_one_thread;
 /// CPU backends agrees far closer; another model or a truncated input does not come near.
 const MIN_COSINE: f64 = 0.999;
 
-/// Models loaded for audits, by name: chat models and embedders.
+/// Models loaded for audits, by the blake3 of their weights (what a verifier declares and a
+/// claim names): chat models and embedders.
 #[derive(Default, Clone)]
 pub(crate) struct Loaded {
     chat: Arc<Mutex<BTreeMap<String, Arc<ChatModel>>>>,
@@ -36,7 +37,7 @@ impl Loaded {
             .embedders
             .lock()
             .map_err(|_| anyhow!("embedder cache poisoned"))?;
-        if let Some(e) = cache.get(&entry.name) {
+        if let Some(e) = cache.get(&entry.blake3.to_ascii_lowercase()) {
             return Ok(e.clone());
         }
         let read =
@@ -45,7 +46,7 @@ impl Loaded {
             &read("model.safetensors")?,
             &read("tokenizer.json")?,
         )?);
-        cache.insert(entry.name.clone(), embedder.clone());
+        cache.insert(entry.blake3.to_ascii_lowercase(), embedder.clone());
         Ok(embedder)
     }
 }
@@ -83,11 +84,12 @@ fn judge(
                     .chat
                     .lock()
                     .map_err(|_| anyhow!("model cache poisoned"))?;
-                match cache.get(&entry.name) {
+                let key = entry.blake3.to_ascii_lowercase();
+                match cache.get(&key) {
                     Some(m) => m.clone(),
                     None => {
                         let m = Arc::new(ChatModel::load(&entry.path, entry.name.clone())?);
-                        cache.insert(entry.name.clone(), m.clone());
+                        cache.insert(key, m.clone());
                         m
                     }
                 }

@@ -16,7 +16,8 @@ pub(super) async fn register(a: RegisterArgs) -> Result<()> {
     let config = a.config.load()?;
     let chain = Chain::open(&config.chain, &config.key)?;
     if let Some(v) = chain.me().await? {
-        println!(
+        // On standard error: `--output json` prints only the registration's document.
+        eprintln!(
             "{} is already a verifier with {} ugpu bonded (use `bond` to add)",
             chain.address, v.bonded
         );

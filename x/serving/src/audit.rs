@@ -3,7 +3,7 @@
 //! crate docs for the rules).
 
 use gpuchain_slashing::{slash_provider, FaultCosts, FaultKind};
-use gpuchain_types::{BlockCtx, StateWrite};
+use gpuchain_types::{Address, BlockCtx, StateRead, StateWrite};
 use gpuchain_verify::jury::{self, Misjudgement};
 
 use crate::escrow::{drop_lease, move_funds, pay_verifiers, settle_claim, Settlement};
@@ -95,6 +95,19 @@ pub(crate) fn withheld(
         },
     )?;
     drop_lease(state, ctx, lease.id, "faulty")
+}
+
+/// Whether some verifier could be drawn to judge a claim on `model` between `parties`.
+pub(crate) fn judged_for(
+    state: &impl StateRead,
+    height: u64,
+    model: &[u8; 32],
+    parties: &[Address],
+) -> bool {
+    !jury::candidates(state, height, parties, &[], |v| {
+        state.judges_model(v, model)
+    })
+    .is_empty()
 }
 
 /// Draws the next verifier for a revealed claim, or settles it with no verdict when none

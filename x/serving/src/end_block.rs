@@ -66,7 +66,9 @@ pub fn end_block(state: &mut impl StateWrite, ctx: &BlockCtx) -> Result<(), Serv
 }
 
 /// Clears an order at the end of its bid window: the `providers` lowest eligible bids win
-/// at the highest winning price.
+/// at the highest winning price. A bid wins only if some verifier could judge its claims:
+/// a provider that is the only verifier to declare the model (or funded it first) would
+/// leave its claims unjudged, and so paid.
 fn clear(state: &mut impl StateWrite, ctx: &BlockCtx, order_id: u64) -> Result<(), ServingError> {
     let Some(mut order) = state
         .serving_order(order_id)
@@ -78,6 +80,10 @@ fn clear(state: &mut impl StateWrite, ctx: &BlockCtx, order_id: u64) -> Result<(
         .serving_bids(order_id)
         .into_iter()
         .filter(|b| state.is_eligible_provider(&b.provider, ctx.height))
+        .filter(|b| {
+            let parties = [order.client, b.provider];
+            crate::audit::judged_for(state, ctx.height, &order.model.blake3, &parties)
+        })
         .collect();
     bids.sort_by_key(|b| (b.price, b.height, b.provider));
     let wanted = usize::try_from(order.providers).map_err(|_| ServingError::Overflow)?;

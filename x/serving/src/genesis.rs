@@ -1,4 +1,5 @@
 use gpuchain_types::{Address, StateWrite};
+use gpuchain_verify::VerifyRead;
 use serde::{Deserialize, Serialize};
 
 use crate::handler::models::sorted;
@@ -33,7 +34,21 @@ impl ServingGenesis {
     pub fn apply(&self, state: &mut impl StateWrite) -> Result<(), ServingError> {
         self.params.validate()?;
         state.put_serving_params(&self.params);
-        for judge in &self.judges {
+        for (i, judge) in self.judges.iter().enumerate() {
+            let bad = |why: &str| {
+                ServingError::InvalidParams(format!("genesis judge {}: {why}", judge.verifier))
+            };
+            if state.verifier(&judge.verifier).is_none() {
+                return Err(bad("not a genesis verifier"));
+            }
+            if self
+                .judges
+                .iter()
+                .take(i)
+                .any(|j| j.verifier == judge.verifier)
+            {
+                return Err(bad("listed twice"));
+            }
             state.put_serving_judged_models(&judge.verifier, &sorted(&judge.models)?);
         }
         Ok(())

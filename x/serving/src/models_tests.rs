@@ -75,6 +75,43 @@ fn an_order_for_a_model_no_other_eligible_verifier_judges_is_refused_and_moves_n
 }
 
 #[test]
+fn a_provider_that_would_be_its_own_only_judge_does_not_win_a_lease() {
+    // The only verifier left judging the model was funded first by provider 10, so 10's
+    // claims could never be judged: its bid, the lowest, loses to 11's and 12's.
+    let mut chain = Chain::new(params(50_000));
+    for &v in &VERIFIERS[1..] {
+        declare(&mut chain, 1, v, Vec::new()).unwrap();
+    }
+    let funder = gpuchain_bank::state_key::funder(&addr(VERIFIERS[0]));
+    let mut funded = gpuchain_types::Write::new();
+    funded.insert(funder, Some(borsh::to_vec(&addr(10)).unwrap()));
+    chain.state.apply(funded);
+    chain.exec(1, CLIENT, ServingMsg::Open(open_msg())).unwrap();
+    chain.end_block(1);
+    for (p, price) in [(10, GPU), (11, 3 * GPU / 2), (12, 9 * GPU / 5)] {
+        chain
+            .exec(2, p, ServingMsg::Bid(bid_msg(1, price)))
+            .unwrap();
+    }
+    chain.run(2, 3);
+    let order = chain.state.serving_order(1).unwrap();
+    let mut winners: Vec<Address> = order
+        .leases
+        .iter()
+        .map(|id| chain.state.serving_lease(*id).unwrap().provider)
+        .collect();
+    winners.sort_unstable();
+    let mut expected = vec![addr(11), addr(12)];
+    expected.sort_unstable();
+    assert_eq!(winners, expected);
+    assert_eq!(
+        order.price,
+        9 * GPU / 5,
+        "the highest winning bid sets the price"
+    );
+}
+
+#[test]
 fn a_verifier_declares_a_short_list_of_distinct_models_and_nobody_else_declares() {
     let mut chain = Chain::new(params(50_000));
     let v = VERIFIERS[0];
@@ -113,4 +150,30 @@ fn a_verifier_declares_a_short_list_of_distinct_models_and_nobody_else_declares(
         .state
         .get_raw(&state_key::judged_models(&addr(v)))
         .is_none());
+}
+
+#[test]
+fn a_genesis_names_only_genesis_verifiers_each_once() {
+    let chain = Chain::new(params(50_000));
+    let judge = |who: u8| GenesisJudge {
+        verifier: addr(who),
+        models: vec![model().blake3],
+    };
+    for (judges, why) in [
+        (vec![judge(CLIENT)], "not a genesis verifier"),
+        (
+            vec![judge(VERIFIERS[0]), judge(VERIFIERS[0])],
+            "listed twice",
+        ),
+    ] {
+        let mut fork = gpuchain_types::Overlay::new(&chain.state);
+        let genesis = ServingGenesis {
+            params: params(50_000),
+            judges,
+        };
+        match genesis.apply(&mut fork) {
+            Err(ServingError::InvalidParams(e)) => assert!(e.contains(why), "{e}"),
+            other => panic!("expected {why}, got {other:?}"),
+        }
+    }
 }

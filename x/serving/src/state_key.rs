@@ -80,7 +80,12 @@ pub fn forced_audit(claim_id: u64) -> String {
 /// The serving models a verifier judges: borsh `Vec<[u8; 32]>` (blake3 of the weights),
 /// sorted; absent when it declared none.
 pub fn judged_models(verifier: &Address) -> String {
-    format!("serving/judged_models/{}", verifier.to_hex())
+    format!("{}{}", judged_models_prefix(), verifier.to_hex())
+}
+
+/// Every [`judged_models`] entry.
+pub fn judged_models_prefix() -> &'static str {
+    "serving/judged_models/"
 }
 
 /// Recusals on a claim: borsh `(u32, u32)`, by its first jury and by its appeal jury;

@@ -262,5 +262,16 @@ pub fn check_invariants(state: &impl StateRead) -> Result<(), String> {
             return Err(format!("closed serving order {} keeps a deposit", order.id));
         }
     }
+    let declared: Vec<(String, Vec<[u8; 32]>)> = state.prefix(state_key::judged_models_prefix());
+    for (key, models) in declared {
+        let sorted_once = models.windows(2).all(|w| w.first() < w.get(1));
+        if models.is_empty() || models.len() > crate::MAX_JUDGED_MODELS || !sorted_once {
+            return Err(format!(
+                "{key} holds {} models, not 1 to {} distinct ones in order",
+                models.len(),
+                crate::MAX_JUDGED_MODELS
+            ));
+        }
+    }
     Ok(())
 }

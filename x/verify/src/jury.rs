@@ -32,19 +32,7 @@ pub fn draw_among(
     served: &[Address],
     admits: impl Fn(&Address) -> bool,
 ) -> Option<Address> {
-    let mut excluded = parties.to_vec();
-    excluded.extend(parties.iter().filter_map(|p| state.funder(p)));
-    let candidates: Vec<(Address, u128)> = state
-        .eligible_verifiers(ctx.height)
-        .into_iter()
-        .map(|v| (v.operator, v.bonded))
-        .filter(|(a, _)| !excluded.contains(a) && !served.contains(a) && admits(a))
-        // Funded first by a party, not merely by whoever funded a party: a shared funder (an
-        // exchange's hot wallet) would let a provider funded from it exclude every verifier
-        // funded from it, and with none left an audit falls back to acceptance. One owner
-        // funding both through an intermediary is drawn with its share of verifier bond.
-        .filter(|(a, _)| state.funder(a).is_none_or(|f| !parties.contains(&f)))
-        .collect();
+    let candidates = candidates(state, ctx.height, parties, served, admits);
     let total = candidates
         .iter()
         .try_fold(0u128, |sum, (_, bond)| sum.checked_add(*bond))
@@ -59,6 +47,31 @@ pub fn draw_among(
         }
     }
     None
+}
+
+/// Whom [`draw_among`] draws from at `height`, with their bonds: the eligible verifiers
+/// `admits` takes that are not in `parties`, not funded first by a party and did not fund
+/// one first, and not in `served`.
+pub fn candidates(
+    state: &impl StateRead,
+    height: u64,
+    parties: &[Address],
+    served: &[Address],
+    admits: impl Fn(&Address) -> bool,
+) -> Vec<(Address, u128)> {
+    let mut excluded = parties.to_vec();
+    excluded.extend(parties.iter().filter_map(|p| state.funder(p)));
+    state
+        .eligible_verifiers(height)
+        .into_iter()
+        .map(|v| (v.operator, v.bonded))
+        .filter(|(a, _)| !excluded.contains(a) && !served.contains(a) && admits(a))
+        // Funded first by a party, not merely by whoever funded a party: a shared funder (an
+        // exchange's hot wallet) would let a provider funded from it exclude every verifier
+        // funded from it, and with none left an audit falls back to acceptance. One owner
+        // funding both through an intermediary is drawn with its share of verifier bond.
+        .filter(|(a, _)| state.funder(a).is_none_or(|f| !parties.contains(&f)))
+        .collect()
 }
 
 /// Counts a judgement `verifier` was given, so that it cannot unbond below the minimum

@@ -5,15 +5,19 @@ use crate::{MsgServingModels, ServingError, ServingModelsEvent, ServingWrite, MA
 
 /// `list` sorted, when it is short enough and names each model once.
 pub(crate) fn sorted(list: &[[u8; 32]]) -> Result<Vec<[u8; 32]>, ServingError> {
+    let bad = |distinct| ServingError::BadModelList {
+        max: MAX_JUDGED_MODELS,
+        got: list.len(),
+        distinct,
+    };
+    if list.len() > MAX_JUDGED_MODELS {
+        return Err(bad(list.len()));
+    }
     let mut models = list.to_vec();
     models.sort_unstable();
     models.dedup();
-    if list.len() > MAX_JUDGED_MODELS || models.len() != list.len() {
-        return Err(ServingError::BadModelList {
-            max: MAX_JUDGED_MODELS,
-            got: list.len(),
-            distinct: models.len(),
-        });
+    if models.len() != list.len() {
+        return Err(bad(models.len()));
     }
     Ok(models)
 }

@@ -1,6 +1,5 @@
 use gpuchain_bank::BankWrite;
 use gpuchain_types::{Address, BlockCtx, StateWrite};
-use gpuchain_verify::VerifyRead;
 
 use crate::{
     module_account::serving_escrow, MsgOpenServing, ServingError, ServingOrder,
@@ -62,13 +61,9 @@ pub(super) fn execute(
     m: &MsgOpenServing,
 ) -> Result<(), ServingError> {
     check(m, &state.serving_params())?;
-    // Only a guard for the client: a verifier may withdraw its declaration later, and a
-    // claim nobody can be drawn to judge is paid with no verdict.
-    let judged = state
-        .eligible_verifiers(ctx.height)
-        .iter()
-        .any(|v| v.operator != *signer && state.judges_model(&v.operator, &m.model.blake3));
-    if !judged {
+    // A guard for the client (a verifier may withdraw its declaration later, and a claim
+    // nobody can be drawn to judge is paid with no verdict); clearing checks each winner.
+    if !crate::audit::judged_for(state, ctx.height, &m.model.blake3, &[*signer]) {
         return Err(ServingError::NoJudge(hex_string(&m.model.blake3)));
     }
     state.transfer(signer, &serving_escrow(), m.deposit)?;
