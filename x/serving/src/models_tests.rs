@@ -1,7 +1,7 @@
 //! Verifiers' serving models: who may declare them, and that juries and orders follow them.
 
 use crate::test_utils::*;
-use crate::tests::{assignee, claim, params, reveal, serving_with};
+use crate::tests::{assignee, claim, params, reveal, serving_after, serving_with};
 use crate::*;
 use gpuchain_types::StateRead;
 
@@ -78,32 +78,17 @@ fn an_order_for_a_model_no_other_eligible_verifier_judges_is_refused_and_moves_n
 fn a_provider_that_would_be_its_own_only_judge_does_not_win_a_lease() {
     // The only verifier left judging the model was funded first by provider 10, so 10's
     // claims could never be judged: its bid, the lowest, loses to 11's and 12's.
-    let mut chain = Chain::new(params(50_000));
-    for &v in &VERIFIERS[1..] {
-        declare(&mut chain, 1, v, Vec::new()).unwrap();
-    }
-    let funder = gpuchain_bank::state_key::funder(&addr(VERIFIERS[0]));
-    let mut funded = gpuchain_types::Write::new();
-    funded.insert(funder, Some(borsh::to_vec(&addr(10)).unwrap()));
-    chain.state.apply(funded);
-    chain.exec(1, CLIENT, ServingMsg::Open(open_msg())).unwrap();
-    chain.end_block(1);
-    for (p, price) in [(10, GPU), (11, 3 * GPU / 2), (12, 9 * GPU / 5)] {
-        chain
-            .exec(2, p, ServingMsg::Bid(bid_msg(1, price)))
-            .unwrap();
-    }
-    chain.run(2, 3);
+    let (chain, a, b) = serving_after(params(50_000), |chain| {
+        for &v in &VERIFIERS[1..] {
+            declare(chain, 1, v, Vec::new()).unwrap();
+        }
+        let funder = gpuchain_bank::state_key::funder(&addr(VERIFIERS[0]));
+        let mut funded = gpuchain_types::Write::new();
+        funded.insert(funder, Some(borsh::to_vec(&addr(10)).unwrap()));
+        chain.state.apply(funded);
+    });
+    assert_eq!((a.provider, b.provider), (addr(11), addr(12)));
     let order = chain.state.serving_order(1).unwrap();
-    let mut winners: Vec<Address> = order
-        .leases
-        .iter()
-        .map(|id| chain.state.serving_lease(*id).unwrap().provider)
-        .collect();
-    winners.sort_unstable();
-    let mut expected = vec![addr(11), addr(12)];
-    expected.sort_unstable();
-    assert_eq!(winners, expected);
     assert_eq!(
         order.price,
         9 * GPU / 5,

@@ -24,7 +24,16 @@ use gpuchain_types::Ppm;
 /// An order opened at height 1 by [`CLIENT`], bids by providers 10 (price 1 GPU), 11 (1.5 GPU)
 /// and 12 (1.8 GPU), cleared in the end-block of 3. Returns the chain and the two leases.
 pub(crate) fn serving_with(params: ServingParams) -> (Chain, ServingLease, ServingLease) {
+    serving_after(params, |_| {})
+}
+
+/// [`serving_with`], `setup` run on the chain before the order opens.
+pub(crate) fn serving_after(
+    params: ServingParams,
+    setup: impl FnOnce(&mut Chain),
+) -> (Chain, ServingLease, ServingLease) {
     let mut chain = Chain::new(params);
+    setup(&mut chain);
     chain.exec(1, CLIENT, ServingMsg::Open(open_msg())).unwrap();
     chain.end_block(1);
     for (p, price) in [(10, GPU), (11, 3 * GPU / 2), (12, 9 * GPU / 5)] {
