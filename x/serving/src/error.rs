@@ -143,7 +143,7 @@ pub enum ServingError {
         distinct: usize,
     },
     /// An order nobody could audit.
-    #[error("no eligible verifier judges model {0} (blake3): its claims could not be audited, so the order is refused")]
+    #[error("no verifier could judge model {0} (blake3) for this client (none eligible has declared it with `serving models`, apart from the client and verifiers it funded first): its claims could not be audited, so the order is refused")]
     NoJudge(String),
     /// A bid's endpoint that is not a usable URL.
     #[error("serving endpoint `{0}` must be an http:// or https:// URL of at most 256 bytes without spaces")]
