@@ -6,8 +6,9 @@ use gpuchain_client::ChainClient;
 use gpuchain_tx::Msg;
 use gpuchain_types::{Address, Amount, MemState};
 use gpuchain_verify::{
-    challenge_commitment, MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRegisterVerifier,
-    MsgRevealChallenge, MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg, VerifyRead,
+    challenge_commitment, MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRecuse,
+    MsgRegisterVerifier, MsgRevealChallenge, MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind,
+    VerifyMsg, VerifyRead,
 };
 
 use super::Output;
@@ -47,6 +48,14 @@ pub(crate) enum VerifyTx {
         /// Hex blake3 of your re-executed output.
         #[arg(long)]
         output_hash: String,
+    },
+    /// As the assigned verifier, step down from a case you cannot check before its deadline:
+    /// no slash and no fee; another verifier is drawn.
+    Recuse {
+        /// Verifier key.
+        from: String,
+        /// Lease id.
+        lease_id: u64,
     },
     /// Appeal a posted verdict that goes against you (locks the appeal deposit).
     Appeal {
@@ -145,6 +154,12 @@ pub(crate) fn verify_msg(cmd: &VerifyTx) -> Result<(&str, Msg)> {
         VerifyTx::Appeal { from, lease_id } => (
             from,
             VerifyMsg::Appeal(MsgAppeal {
+                lease_id: *lease_id,
+            }),
+        ),
+        VerifyTx::Recuse { from, lease_id } => (
+            from,
+            VerifyMsg::Recuse(MsgRecuse {
                 lease_id: *lease_id,
             }),
         ),

@@ -297,6 +297,7 @@ pub const OPS: &[OpSpec] = &[
         Any,
         verify::submit_verdict,
     ),
+    op("verify.recuse", 1, Honest, Any, verify::recuse),
     op("verify.appeal", 2, Fault, Any, verify::appeal),
     op(
         "verify.verdict_not_assigned",

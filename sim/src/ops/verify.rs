@@ -8,7 +8,7 @@ use gpuchain_auction::{AuctionRead, Lease};
 use gpuchain_serving::{MsgServingModels, ServingMsg};
 use gpuchain_tx::Msg;
 use gpuchain_verify::{
-    Case, CaseStage, MsgAppeal, MsgBondVerifier, MsgRegisterVerifier, MsgSubmitVerdict,
+    Case, CaseStage, MsgAppeal, MsgBondVerifier, MsgRecuse, MsgRegisterVerifier, MsgSubmitVerdict,
     MsgUnbondVerifier, VerdictKind, VerifyMsg, VerifyRead,
 };
 
@@ -235,4 +235,17 @@ pub fn drain(g: &mut Gen<'_>) -> Vec<Vec<u8>> {
         txs.push(verdict_tx(g, who, &case, truth));
     }
     txs
+}
+
+/// An assigned verifier of ours that cannot check its case steps down (unslashed; the round
+/// is drawn again without it).
+pub(super) fn recuse(g: &mut Gen<'_>) -> Planned {
+    let cases = awaiting(g);
+    let Some((who, case)) = g.rng.pick(&cases).cloned() else {
+        return Planned::NoOp;
+    };
+    let msg = VerifyMsg::Recuse(MsgRecuse {
+        lease_id: case.lease_id,
+    });
+    Planned::Txs(vec![g.tx(who, vec![verify(msg)])])
 }

@@ -8,7 +8,9 @@
 use anyhow::{Context, Result};
 use gpuchain_auction::LeaseState;
 use gpuchain_compute::Backend;
-use gpuchain_verify::{CaseStage as ChainStage, MsgSubmitVerdict, VerdictKind, VerifyMsg};
+use gpuchain_verify::{
+    CaseStage as ChainStage, MsgRecuse, MsgSubmitVerdict, VerdictKind, VerifyMsg,
+};
 
 use super::{Agent, Done};
 use crate::chain::Chain;
@@ -139,10 +141,13 @@ impl Agent {
         };
         match result {
             Err(why) => {
-                tracing::warn!(lease_id = rec.lease_id, round = rec.round, reason = %why, "no verdict: the result cannot be checked");
+                tracing::warn!(lease_id = rec.lease_id, round = rec.round, reason = %why, "no verdict: the result cannot be checked; stepping down");
                 rec.stage = CaseStage::Failed;
                 rec.detail = why;
                 self.state.counters.verdicts_failed += 1;
+                let lease_id = rec.lease_id;
+                self.save()?;
+                self.recuse(lease_id).await;
             }
             Ok(f) => {
                 if f.fetch_failure {
@@ -164,6 +169,16 @@ impl Agent {
             }
         }
         self.save()
+    }
+
+    /// Steps down from a case this verifier cannot check: no verdict would miss the deadline,
+    /// which slashes and jails; a recusal costs nothing and another verifier is drawn.
+    async fn recuse(&mut self, lease_id: u64) {
+        let msg = VerifyMsg::Recuse(MsgRecuse { lease_id });
+        match self.chain.verify(msg).await.and_then(|o| o.ok()) {
+            Ok(o) => tracing::info!(lease_id, height = o.height, "stepped down from the case"),
+            Err(e) => tracing::warn!(lease_id, error = %format!("{e:#}"), "recusal not taken"),
+        }
     }
 
     /// Sends the recorded verdict of `key`.

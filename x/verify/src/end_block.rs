@@ -190,6 +190,16 @@ fn missed(state: &mut impl StateWrite, ctx: &BlockCtx, case: &mut Case) -> Resul
             return Ok(());
         }
     }
+    unjudged(state, ctx, case)
+}
+
+/// No verifier judges the round: the case settles as far as its verdicts go (a round-0
+/// case waits to be drawn again while its lease may, see `end_block`).
+pub(crate) fn unjudged(
+    state: &mut impl StateWrite,
+    ctx: &BlockCtx,
+    case: &mut Case,
+) -> Result<(), VerifyError> {
     match case.round {
         0 => settle(state, ctx, case, None),
         1 => {

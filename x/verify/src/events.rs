@@ -196,3 +196,15 @@ typed_event!(
         verifier: Address,
     }
 );
+
+typed_event!(
+    /// The assigned verifier stepped down from a case it cannot check.
+    RecusedEvent = "verify.recused" {
+        /// Lease.
+        lease_id: u64,
+        /// The verifier.
+        verifier: Address,
+        /// Round.
+        round: u8,
+    }
+);

@@ -144,8 +144,8 @@ pub use error::VerifyError;
 pub use events::*;
 pub use genesis::{GenesisVerifier, VerifyGenesis};
 pub use msgs::{
-    MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRegisterVerifier, MsgRevealChallenge,
-    MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
+    MsgAppeal, MsgBondVerifier, MsgCommitChallenge, MsgRecuse, MsgRegisterVerifier,
+    MsgRevealChallenge, MsgSubmitVerdict, MsgUnbondVerifier, VerdictKind, VerifyMsg,
 };
 pub use params::VerifyParams;
 pub use settle::case_fee;

@@ -88,6 +88,17 @@ pub struct MsgRevealChallenge {
     pub salt: [u8; 32],
 }
 
+/// The assigned verifier cannot check the lease's result (its re-run failed, or cannot
+/// finish in time) and steps down before its deadline: let go without a slash or a fee,
+/// never drawn for the case again, and the round drawn afresh (not counted as the round's
+/// reassignment after a miss); with nobody left the case ends as when a miss cannot be
+/// reassigned.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
+pub struct MsgRecuse {
+    /// Lease.
+    pub lease_id: u64,
+}
+
 /// Every verify message. The borsh variant index is part of the wire format.
 #[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -106,6 +117,8 @@ pub enum VerifyMsg {
     CommitChallenge(MsgCommitChallenge),
     /// Variant 6.
     RevealChallenge(MsgRevealChallenge),
+    /// Variant 7.
+    Recuse(MsgRecuse),
 }
 
 impl VerifyMsg {
@@ -119,6 +132,7 @@ impl VerifyMsg {
             VerifyMsg::Appeal(_) => "verify.appeal",
             VerifyMsg::CommitChallenge(_) => "verify.commit_challenge",
             VerifyMsg::RevealChallenge(_) => "verify.reveal_challenge",
+            VerifyMsg::Recuse(_) => "verify.recuse",
         }
     }
 }

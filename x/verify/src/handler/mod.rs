@@ -5,6 +5,7 @@
 mod appeal;
 mod bond_verifier;
 mod commit_challenge;
+mod recuse;
 pub(crate) mod register_verifier;
 mod reveal_challenge;
 mod submit_verdict;
@@ -40,6 +41,7 @@ pub fn execute(
         VerifyMsg::Appeal(m) => appeal::execute(state, ctx, signer, m),
         VerifyMsg::CommitChallenge(m) => commit_challenge::execute(state, ctx, signer, m),
         VerifyMsg::RevealChallenge(m) => reveal_challenge::execute(state, ctx, signer, m),
+        VerifyMsg::Recuse(m) => recuse::execute(state, ctx, signer, m),
     }
 }
 
@@ -56,5 +58,7 @@ fn can_pay(state: &impl StateRead, payer: &Address, required: Amount) -> Result<
     Ok(())
 }
 
+#[cfg(test)]
+mod recuse_tests;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ use crate::{
     MsgUnbondVerifier, VerdictKind, VerifyError, VerifyMsg, VerifyParams, VerifyRead,
 };
 
-fn verdict(lease_id: u64, v: VerdictKind) -> VerifyMsg {
+pub(super) fn verdict(lease_id: u64, v: VerdictKind) -> VerifyMsg {
     VerifyMsg::SubmitVerdict(MsgSubmitVerdict {
         lease_id,
         output_hash: [4; 32],
@@ -21,13 +21,13 @@ fn verdict(lease_id: u64, v: VerdictKind) -> VerifyMsg {
     })
 }
 
-fn seed(a: &gpuchain_types::Address) -> u8 {
+pub(super) fn seed(a: &gpuchain_types::Address) -> u8 {
     a.0[0]
 }
 
 /// A k = 1 order from client 1 won by provider 10, delivered at 5, sampled for audit and
 /// assigned in the end-block of 5. Returns (lease id, assigned verifier seed).
-fn audited(chain: &mut Chain) -> (u64, u8) {
+pub(super) fn audited(chain: &mut Chain) -> (u64, u8) {
     let order = chain.cleared_order(1, 1, &[10]);
     chain.deliver(5, order, &[[5; 32]]);
     chain.end_block(5);
