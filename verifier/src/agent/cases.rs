@@ -139,6 +139,10 @@ impl Agent {
         let Some(rec) = self.state.cases.get_mut(&key) else {
             return Ok(());
         };
+        if rec.stage != CaseStage::Checking {
+            // Given up at its deadline (the agent stepped down): the result comes too late.
+            return Ok(());
+        }
         match result {
             Err(why) => {
                 tracing::warn!(lease_id = rec.lease_id, round = rec.round, reason = %why, "no verdict: the result cannot be checked; stepping down");
@@ -169,6 +173,37 @@ impl Agent {
             }
         }
         self.save()
+    }
+
+    /// Steps down from the cases whose checks are still running in the last block before
+    /// their deadline: a verdict could no longer land in time, and a miss slashes and jails.
+    pub(super) async fn step_down_from_late_checks(&mut self) -> Result<()> {
+        let height = self.height;
+        let late: Vec<(String, u64)> = self
+            .checking
+            .iter()
+            .filter_map(|key| {
+                let rec = self.state.cases.get(key)?;
+                let late = rec.stage == CaseStage::Checking && rec.deadline <= height + 1;
+                late.then(|| (key.clone(), rec.lease_id))
+            })
+            .collect();
+        for (key, lease_id) in late {
+            self.checking.remove(&key);
+            if let Some(rec) = self.state.cases.get_mut(&key) {
+                tracing::warn!(
+                    lease_id,
+                    deadline = rec.deadline,
+                    "the check did not finish in time; stepping down"
+                );
+                rec.stage = CaseStage::Failed;
+                rec.detail = "the check did not finish before the verdict deadline".into();
+                self.state.counters.verdicts_failed += 1;
+            }
+            self.save()?;
+            self.recuse(lease_id).await;
+        }
+        Ok(())
     }
 
     /// Steps down from a case this verifier cannot check: no verdict would miss the deadline,

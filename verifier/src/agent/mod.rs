@@ -96,6 +96,7 @@ impl gpuchain_agent_kit::run::Agent for Agent {
             }
         }
         self.state.counters.orders_seen += orders;
+        self.step_down_from_late_checks().await?;
         if block.height % 20 == 0 {
             if let Ok(Some(v)) = self.chain.me().await {
                 self.bonded = v.bonded;
