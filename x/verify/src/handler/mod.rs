@@ -14,7 +14,7 @@ mod unbond_verifier;
 use gpuchain_bank::BankRead;
 use gpuchain_types::{Address, Amount, BlockCtx, StateRead, StateWrite};
 
-use crate::{VerifyError, VerifyMsg, VerifyParams};
+use crate::{Case, CaseStage, VerifyError, VerifyMsg, VerifyParams, VerifyRead};
 
 /// Checks that need no state.
 pub fn check_stateless(msg: &VerifyMsg, params: &VerifyParams) -> Result<(), VerifyError> {
@@ -43,6 +43,33 @@ pub fn execute(
         VerifyMsg::RevealChallenge(m) => reveal_challenge::execute(state, ctx, signer, m),
         VerifyMsg::Recuse(m) => recuse::execute(state, ctx, signer, m),
     }
+}
+
+/// The case of `lease_id` when `signer` is its assigned verifier and its deadline has not
+/// passed: what a verdict and a recusal both need.
+fn assigned_case(
+    state: &impl StateRead,
+    ctx: &BlockCtx,
+    signer: &Address,
+    lease_id: u64,
+) -> Result<Case, VerifyError> {
+    let case = state.case(lease_id).ok_or(VerifyError::NoCase(lease_id))?;
+    if case.stage != CaseStage::AwaitingVerdict {
+        return Err(VerifyError::NotAwaitingVerdict(lease_id));
+    }
+    if case.assignee != Some(*signer) {
+        return Err(VerifyError::NotAssigned {
+            lease_id,
+            signer: *signer,
+        });
+    }
+    if ctx.height > case.deadline_height {
+        return Err(VerifyError::VerdictTooLate {
+            deadline: case.deadline_height,
+            height: ctx.height,
+        });
+    }
+    Ok(case)
 }
 
 /// Refuses when `payer` holds less than `required`.

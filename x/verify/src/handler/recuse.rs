@@ -3,7 +3,7 @@ use gpuchain_types::{Address, BlockCtx, StateWrite};
 use crate::assign::assign;
 use crate::end_block::unjudged;
 use crate::settle::release;
-use crate::{CaseStage, MsgRecuse, RecusedEvent, VerifyError, VerifyRead, VerifyWrite};
+use crate::{MsgRecuse, RecusedEvent, VerifyError, VerifyWrite};
 
 /// The assigned verifier steps down: no slash and no fee; the round is drawn afresh among
 /// the verifiers that have not served on the case.
@@ -13,24 +13,7 @@ pub(super) fn execute(
     signer: &Address,
     msg: &MsgRecuse,
 ) -> Result<(), VerifyError> {
-    let mut case = state
-        .case(msg.lease_id)
-        .ok_or(VerifyError::NoCase(msg.lease_id))?;
-    if case.stage != CaseStage::AwaitingVerdict {
-        return Err(VerifyError::NotAwaitingVerdict(msg.lease_id));
-    }
-    if case.assignee != Some(*signer) {
-        return Err(VerifyError::NotAssigned {
-            lease_id: msg.lease_id,
-            signer: *signer,
-        });
-    }
-    if ctx.height > case.deadline_height {
-        return Err(VerifyError::VerdictTooLate {
-            deadline: case.deadline_height,
-            height: ctx.height,
-        });
-    }
+    let mut case = super::assigned_case(state, ctx, signer, msg.lease_id)?;
     case.assignee = None;
     release(state, signer);
     state.emit(

@@ -15,24 +15,7 @@ pub(super) fn execute(
     signer: &Address,
     msg: &MsgSubmitVerdict,
 ) -> Result<(), VerifyError> {
-    let mut case = state
-        .case(msg.lease_id)
-        .ok_or(VerifyError::NoCase(msg.lease_id))?;
-    if case.stage != CaseStage::AwaitingVerdict {
-        return Err(VerifyError::NotAwaitingVerdict(msg.lease_id));
-    }
-    if case.assignee != Some(*signer) {
-        return Err(VerifyError::NotAssigned {
-            lease_id: msg.lease_id,
-            signer: *signer,
-        });
-    }
-    if ctx.height > case.deadline_height {
-        return Err(VerifyError::VerdictTooLate {
-            deadline: case.deadline_height,
-            height: ctx.height,
-        });
-    }
+    let mut case = super::assigned_case(state, ctx, signer, msg.lease_id)?;
     let mut verifier = state
         .verifier(signer)
         .ok_or(VerifyError::NotAVerifier(*signer))?;
