@@ -146,12 +146,7 @@ impl Agent {
         match result {
             Err(why) => {
                 tracing::warn!(lease_id = rec.lease_id, round = rec.round, reason = %why, "no verdict: the result cannot be checked; stepping down");
-                rec.stage = CaseStage::Failed;
-                rec.detail = why;
-                self.state.counters.verdicts_failed += 1;
-                let lease_id = rec.lease_id;
-                self.save()?;
-                self.recuse(lease_id).await;
+                return self.give_up(&key, why).await;
             }
             Ok(f) => {
                 if f.fetch_failure {
@@ -190,30 +185,31 @@ impl Agent {
             .collect();
         for (key, lease_id) in late {
             self.checking.remove(&key);
-            if let Some(rec) = self.state.cases.get_mut(&key) {
-                tracing::warn!(
-                    lease_id,
-                    deadline = rec.deadline,
-                    "the check did not finish in time; stepping down"
-                );
-                rec.stage = CaseStage::Failed;
-                rec.detail = "the check did not finish before the verdict deadline".into();
-                self.state.counters.verdicts_failed += 1;
-            }
-            self.save()?;
-            self.recuse(lease_id).await;
+            tracing::warn!(lease_id, "the check did not finish in time; stepping down");
+            let why = "the check did not finish before the verdict deadline".to_string();
+            self.give_up(&key, why).await?;
         }
         Ok(())
     }
 
-    /// Steps down from a case this verifier cannot check: no verdict would miss the deadline,
-    /// which slashes and jails; a recusal costs nothing and another verifier is drawn.
-    async fn recuse(&mut self, lease_id: u64) {
+    /// Records case `key` as not checked, for `why`, and steps down from it: no verdict would
+    /// miss the deadline, which slashes and jails; a recusal costs nothing and another
+    /// verifier is drawn.
+    async fn give_up(&mut self, key: &str, why: String) -> Result<()> {
+        let Some(rec) = self.state.cases.get_mut(key) else {
+            return Ok(());
+        };
+        rec.stage = CaseStage::Failed;
+        rec.detail = why;
+        let lease_id = rec.lease_id;
+        self.state.counters.verdicts_failed += 1;
+        self.save()?;
         let msg = VerifyMsg::Recuse(MsgRecuse { lease_id });
         match self.chain.verify(msg).await.and_then(|o| o.ok()) {
             Ok(o) => tracing::info!(lease_id, height = o.height, "stepped down from the case"),
             Err(e) => tracing::warn!(lease_id, error = %format!("{e:#}"), "recusal not taken"),
         }
+        Ok(())
     }
 
     /// Sends the recorded verdict of `key`.

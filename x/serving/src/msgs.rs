@@ -192,7 +192,8 @@ pub(crate) mod hex_list {
         s.collect_seq(list.iter().map(hex_string))
     }
 
-    fn hex_string(bytes: &[u8; 32]) -> String {
+    /// A hash as 64 lowercase hex digits.
+    pub(crate) fn hex_string(bytes: &[u8; 32]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 

@@ -7,10 +7,6 @@ use crate::{
     MAX_MODEL_NAME_BYTES, MAX_REGION_BYTES,
 };
 
-fn hex_string(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 pub(super) fn check(m: &MsgOpenServing, params: &ServingParams) -> Result<(), ServingError> {
     let bad = |what: String| Err(ServingError::InvalidOrder(what));
     let name = &m.model.name;
@@ -64,7 +60,9 @@ pub(super) fn execute(
     // A guard for the client (a verifier may withdraw its declaration later, and a claim
     // nobody can be drawn to judge is paid with no verdict); clearing checks each winner.
     if !crate::audit::judged_for(state, ctx.height, &m.model.blake3, &[*signer]) {
-        return Err(ServingError::NoJudge(hex_string(&m.model.blake3)));
+        return Err(ServingError::NoJudge(crate::msgs::hex_list::hex_string(
+            &m.model.blake3,
+        )));
     }
     state.transfer(signer, &serving_escrow(), m.deposit)?;
     let bid_end_height = ctx
